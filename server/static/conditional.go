@@ -9,9 +9,9 @@ import (
 type precondition uint8
 
 const (
-	proceed        precondition = iota // send the selected representation
-	notModified                        // 304
-	failedPrecond                      // 412
+	proceed       precondition = iota // send the selected representation
+	notModified                       // 304
+	failedPrecond                     // 412
 )
 
 // evalPreconditions applies RFC 9110 section 13.2.2 to a representation with
