@@ -245,3 +245,28 @@ func TestHeaderLimits(t *testing.T) {
 		}
 	})
 }
+
+func TestMaxBodySize(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[limits]
+max_body_size = "1KiB"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+www(t, dir, "a", "ok")+`" }
+`)
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		req, _ := http.NewRequest("POST", c.Base+"/", strings.NewReader(strings.Repeat("x", 2048)))
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("2 KiB body over a 1 KiB limit: %d", resp.StatusCode)
+		}
+	})
+}
