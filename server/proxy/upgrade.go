@@ -108,7 +108,7 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.nc.Close()
-	stop := context.AfterFunc(r.Context(), func() { c.nc.SetDeadline(aLongTimeAgo) })
+	stop := context.AfterFunc(r.Context(), c.abort)
 	defer stop()
 
 	h.writeHead(c.bw, r, "websocket", bodyNone, 0, wsKey)

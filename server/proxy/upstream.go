@@ -94,7 +94,8 @@ type conn struct {
 	bw        *bufio.Writer
 	up        *upstream
 	idleSince time.Time
-	reused    bool // served a request before
+	reused    bool   // served a request before
+	abort     func() // unblocks every read and write: the client left
 }
 
 // limitReader bounds the bytes read while a response head is parsed.
@@ -173,6 +174,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	c.lr.r = nc
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
+	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
 	return c, nil
 }
 
