@@ -18,38 +18,25 @@ import (
 	"github.com/coder/websocket"
 )
 
-// seedSite returns the seed's site file (config/testdata/seed.toml, the
-// published benchmark configuration) with its addresses and paths
-// rewritten for this machine. The /app/ FastCGI route is left out: it
-// needs php-fpm, which the FastCGI tests cover.
-func seedSite(t *testing.T, httpAddr, httpsAddr, upstream string) string {
+// proxySeed lays out the seed's tree (writeSeed) and points its /proxy/
+// route at upstream. The /app/ FastCGI route is left out: it needs
+// php-fpm, which the FastCGI tests cover.
+func proxySeed(t *testing.T, upstream string) *seedEnv {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), "config", "testdata", "seed.toml"))
+	e := writeSeed(t)
+	b, err := os.ReadFile(e.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	www := filepath.Join(root, "www")
-	if err := os.MkdirAll(www, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(www, "index.html"), []byte("<h1>static</h1>\n"), 0o644)
-	s := string(b)
-	s = strings.ReplaceAll(s, "127.0.0.1:18892", httpAddr)
-	s = strings.ReplaceAll(s, "127.0.0.1:18445", httpsAddr)
-	s = strings.ReplaceAll(s, "127.0.0.1:18893", upstream)
-	// No certificate given: arka makes a self-signed one in its state dir.
-	s = regexp.MustCompile(`(?m)^(cert|key) = .*\n`).ReplaceAllString(s, "")
+	s := regexp.MustCompile(`upstreams = \["[^"]*"\]`).ReplaceAllString(string(b), `upstreams = ["`+upstream+`"]`)
 	s = regexp.MustCompile(`(?m)^\[\[routes\]\]\npath = "/app/"\n.*\n\n`).ReplaceAllString(s, "")
-	s = strings.ReplaceAll(s, "ROOT", root)
 	if !strings.Contains(s, `type = "proxy", upstreams = ["`+upstream+`"], strip_prefix = true, forward_headers = false`) || strings.Contains(s, "fastcgi") {
 		t.Fatalf("rewriting the seed went wrong:\n%s", s)
 	}
-	f := filepath.Join(root, "seed.toml")
-	if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+	if err := os.WriteFile(e.file, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return e
 }
 
 // appUpstream stands for the Go app behind the proxy.
@@ -89,23 +76,14 @@ func TestSeedProxyRoute(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the arka binary")
 	}
-	bin := harness.BuildArka(t)
 	up := appUpstream(t)
-	httpAddr, httpsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
-	site := seedSite(t, httpAddr, httpsAddr, up)
-
-	if out, code := harness.Run(t, bin, "-t", "-c", site); code != 0 {
+	e := proxySeed(t, up)
+	httpAddr, httpsAddr := e.http, e.https
+	if code, out := harness.Run(t, "-t", "-c", e.file); code != 0 {
 		t.Fatalf("arka -t rejected the seed: %s", out)
 	}
-	p := harness.Start(t, bin, "-c", site, "-state", t.TempDir())
-	p.WaitFor(t, "arka started", 30*time.Second)
-
-	h1 := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableCompression: true}}
-	h2 := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
-		ForceAttemptHTTP2:  true,
-		DisableCompression: true,
-	}}
+	harness.Start(t, nil, []string{"-c", e.file, "-state", t.TempDir()}, e.http, e.https)
+	h1, h2 := harness.Clients()
 
 	t.Run("http", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", "http://"+httpAddr+"/proxy/a%2Fb?x=1&y=%41", nil)
@@ -131,7 +109,7 @@ func TestSeedProxyRoute(t *testing.T) {
 	})
 	t.Run("static_still_served", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", "http://"+httpAddr+"/", nil)
-		if resp, body := do(t, h1, req); resp.StatusCode != 200 || body != "<h1>static</h1>\n" {
+		if resp, body := do(t, h1, req); resp.StatusCode != 200 || body != string(e.page) {
 			t.Fatalf("%d %q", resp.StatusCode, body)
 		}
 	})
@@ -161,26 +139,22 @@ func TestProxyUpstreamDownAnswers502(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the arka binary")
 	}
-	bin := harness.BuildArka(t)
 	dead := harness.FreeAddr(t)
-	httpAddr, httpsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
-	site := seedSite(t, httpAddr, httpsAddr, dead)
-	p := harness.Start(t, bin, "-c", site, "-state", t.TempDir())
-	p.WaitFor(t, "arka started", 30*time.Second)
-	req, _ := http.NewRequest("GET", "http://"+httpAddr+"/proxy/", nil)
+	e := proxySeed(t, dead)
+	p := harness.Start(t, nil, []string{"-c", e.file, "-state", t.TempDir()}, e.http)
+	req, _ := http.NewRequest("GET", "http://"+e.http+"/proxy/", nil)
 	resp, _ := do(t, &http.Client{Timeout: 20 * time.Second}, req)
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status %d, want 502", resp.StatusCode)
 	}
-	p.WaitFor(t, "upstream="+dead, 10*time.Second)
-	p.WaitFor(t, "connection refused", 10*time.Second)
+	p.WaitOutput(t, "upstream="+dead)
+	p.WaitOutput(t, "connection refused")
 }
 
 func TestProxyConfigMistakesFailCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the arka binary")
 	}
-	bin := harness.BuildArka(t)
 	dir := t.TempDir()
 	for _, c := range []struct{ name, handler, want string }{
 		{"empty", `{ type = "proxy", upstreams = [] }`, "at least one upstream"},
@@ -193,7 +167,7 @@ func TestProxyConfigMistakesFailCheck(t *testing.T) {
 			f := filepath.Join(dir, c.name+".toml")
 			site := "listen = [\"127.0.0.1:1\"]\n\n[[routes]]\npath = \"/proxy/\"\nhandler = " + c.handler + "\n"
 			os.WriteFile(f, []byte(site), 0o644)
-			out, code := harness.Run(t, bin, "-t", "-c", f)
+			code, out := harness.Run(t, "-t", "-c", f)
 			loc := regexp.MustCompile(regexp.QuoteMeta(f) + `:\d+:\d+: `)
 			if code == 0 || !loc.MatchString(out) || !strings.Contains(out, c.want) {
 				t.Fatalf("exit %d, want file:line:col and %q:\n%s", code, c.want, out)

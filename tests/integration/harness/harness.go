@@ -1,16 +1,19 @@
-// Package harness runs the real arka binary for integration tests: build
-// it, pick free loopback addresses, start it, wait for it and stop it.
-// Every helper cleans up after the test that called it.
+// Package harness builds the real arka binary once per test binary and runs
+// it as a user would: with a site file, a state directory, signals. Tests
+// in tests/integration use it; other packages' integration tests may too.
 package harness
 
 import (
 	"bytes"
 	"context"
-	"errors"
+	"crypto/tls"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,40 +21,41 @@ import (
 	"time"
 )
 
-// RepoRoot returns the repository's root: the nearest directory above the
-// working directory that holds go.mod.
-func RepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("harness: no go.mod above the working directory")
-		}
-		dir = parent
-	}
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// repoRoot finds the module root from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
-// BuildArka builds cmd/arka into the test's temporary directory and returns
-// the binary's path. The Go build cache makes repeated builds cheap.
-func BuildArka(t testing.TB) string {
+// Binary builds cmd/arka (once per test process) and returns its path.
+func Binary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "arka")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/arka")
-	cmd.Dir = RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("harness: building arka: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "arka-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "arka")
+		cmd := exec.Command("go", "build", "-o", binPath, "-ldflags", "-X github.com/arkaweb/arka/server.Version=test", "./cmd/arka")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/arka: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return binPath
 }
 
-// FreeAddr returns a loopback "127.0.0.1:port" that was free a moment ago.
+// FreeAddr returns a loopback address with a port free right now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,120 +66,170 @@ func FreeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// Run runs bin to completion (bounded by a minute) and returns its
-// combined output and exit code.
-func Run(t testing.TB, bin string, args ...string) (string, int) {
+// syncBuffer is a bytes.Buffer safe for the process's writes and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Run runs arka with args to completion and returns its exit code and
+// combined output.
+func Run(t testing.TB, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
+	cmd := exec.CommandContext(ctx, Binary(t), args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("harness: running %s: %v", bin, err)
-	return "", -1
+	return code, string(out)
 }
 
-// Proc is a running program whose output is collected.
+// Proc is a running arka.
 type Proc struct {
-	cmd  *exec.Cmd
-	out  *lines
-	done chan struct{}
+	Cmd    *exec.Cmd
+	output *syncBuffer
+	done   chan struct{}
+	err    error
 }
 
-// Start runs bin with args in the background. It is stopped with SIGTERM
-// (then SIGKILL after 10 s) when the test ends.
-func Start(t testing.TB, bin string, args ...string) *Proc {
+// Output returns what arka printed so far (stdout and stderr).
+func (p *Proc) Output() string { return p.output.String() }
+
+// Start starts arka with args and waits until every address in waitFor
+// accepts TCP connections (up to 20 s). It is stopped when the test ends.
+// wrap, if non-empty, is a command prefix (for example strace).
+func Start(t testing.TB, wrap []string, args []string, waitFor ...string) *Proc {
 	t.Helper()
-	p := &Proc{cmd: exec.Command(bin, args...), out: &lines{changed: make(chan struct{})}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("harness: starting %s: %v", bin, err)
+	argv := append(append([]string{}, wrap...), Binary(t))
+	argv = append(argv, args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	p := &Proc{Cmd: cmd, output: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.output, p.output
+	// Its own process group, so signals reach arka under a wrapper too;
+	// and never wait forever on output pipes a leftover child holds.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
 	go func() {
-		p.cmd.Wait()
+		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
-		p.Stop()
+		p.Stop(t)
 		if t.Failed() {
-			t.Logf("output of %s:\n%s", filepath.Base(bin), p.Output())
+			t.Logf("arka output:\n%s", p.Output())
 		}
 	})
+	deadline := time.Now().Add(20 * time.Second)
+	for _, a := range waitFor {
+		for {
+			c, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-p.done:
+				t.Fatalf("arka exited before listening on %s: %v\n%s", a, p.err, p.Output())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("arka does not listen on %s after 20 s\n%s", a, p.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	return p
 }
 
-// Stop sends SIGTERM and waits for the process to exit (SIGKILL after 10 s).
-func (p *Proc) Stop() {
+// Signal sends sig to arka (and a wrapper, if any).
+func (p *Proc) Signal(sig syscall.Signal) { syscall.Kill(-p.Cmd.Process.Pid, sig) }
+
+// WaitOutput waits up to 10 s for substr to appear in the output.
+func (p *Proc) WaitOutput(t testing.TB, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.Output(), substr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in arka's output:\n%s", substr, p.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop sends SIGTERM and waits up to 15 s, then kills. It returns the exit
+// error (nil for a clean exit).
+func (p *Proc) Stop(t testing.TB) error {
 	select {
 	case <-p.done:
-		return
+		return p.err
 	default:
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
+	case <-time.After(15 * time.Second):
+		syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
+		t.Errorf("arka did not stop within 15 s of SIGTERM")
+	}
+	return p.err
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
-// Output returns everything the process wrote so far.
-func (p *Proc) Output() string { return p.out.String() }
+// Clients returns an HTTP/1.1 client and an HTTP/2 (TLS) client that
+// accept self-signed certificates, do not follow redirects and do not
+// decompress.
+func Clients() (h1, h2 *http.Client) {
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	h1 = &http.Client{Transport: &http.Transport{DisableCompression: true}, CheckRedirect: noRedirect, Timeout: 30 * time.Second}
+	h2 = &http.Client{Transport: &http.Transport{
+		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
+		ForceAttemptHTTP2:  true,
+		DisableCompression: true,
+	}, CheckRedirect: noRedirect, Timeout: 30 * time.Second}
+	return h1, h2
+}
 
-// WaitFor waits until the output contains s, failing the test if the
-// process exits or timeout passes first.
-func (p *Proc) WaitFor(t testing.TB, s string, timeout time.Duration) {
+// Curl runs curl with args and returns stdout; it skips the test if curl
+// is not installed.
+func Curl(t testing.TB, args ...string) string {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		ch := p.out.wait()
-		if strings.Contains(p.out.String(), s) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-p.done:
-			if strings.Contains(p.out.String(), s) {
-				return
-			}
-			t.Fatalf("harness: process exited before printing %q:\n%s", s, p.out.String())
-		case <-deadline:
-			t.Fatalf("harness: %q not printed within %v:\n%s", s, timeout, p.out.String())
-		}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
 	}
-}
-
-// lines is a concurrency-safe output buffer that signals each write.
-type lines struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{}
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Write(p)
-	close(l.changed)
-	l.changed = make(chan struct{})
-	return len(p), nil
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// wait returns a channel closed at the next write.
-func (l *lines) wait() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.changed
+	out, err := exec.Command("curl", append([]string{"-sS", "--max-time", "20"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("curl %v: %v", args, err)
+	}
+	return string(out)
 }
