@@ -149,6 +149,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			return nil, err
 		}
 		t.closers = append(t.closers, ph)
+		t.proxies = append(t.proxies, ph)
 		return noCodingForTunnels(ph, s.dynamic(cs, ph)), nil
 	case "fastcgi":
 		return nil, errNotImplemented
