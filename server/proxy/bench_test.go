@@ -22,8 +22,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/arkaweb/arka/config"
 )
