@@ -797,8 +797,6 @@ func TestCloseStopsHealthChecksAndIdleConns(t *testing.T) {
 			checks.Add(1)
 		}
 	}))
-	lb := &logBuf{}
-	_ = lb
 	h, err := New("/p/", &config.Proxy{Upstreams: []string{up.addr}, Health: &config.Health{Path: "/healthz", Interval: dur(10 * time.Millisecond)}}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -815,8 +813,7 @@ func TestCloseStopsHealthChecksAndIdleConns(t *testing.T) {
 	}
 	// After Close returned, no checker runs: a request to the upstream
 	// directly is the last thing it sees.
-	resp, _ := get(t, up.srv.Client(), up.srv.URL+"/after")
-	_ = resp
+	get(t, up.srv.Client(), up.srv.URL+"/after")
 	if checks.Load() != n {
 		t.Errorf("health checks ran after Close")
 	}
