@@ -27,6 +27,7 @@ import (
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/h1"
+	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -78,6 +79,9 @@ type Server struct {
 
 	started time.Time
 	history *status.History
+	// proxies are the served table's proxy handlers, for the status page
+	// (read without s.mu, which Shutdown holds while requests finish).
+	proxies atomic.Pointer[[]*proxy.Handler]
 	rates   rateTracker
 
 	mu        sync.Mutex // serializes Apply and Shutdown
@@ -196,6 +200,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	old := s.table
 	s.table, s.listeners = t, next
+	s.proxies.Store(&t.proxies)
 	s.retireSinks(t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still
