@@ -26,6 +26,8 @@ type conn struct {
 	// on a reused connection before any answer is a stale connection, and
 	// the request may be sent again on a new one.
 	reused bool
+	// lastEnd is when the last request on it ended.
+	lastEnd time.Time
 
 	// wmu serializes writes after the request head: STDIN records from the
 	// body goroutine and ABORT_REQUEST from the client-gone callback.

@@ -65,6 +65,10 @@ func (e *endError) Error() string {
 	return "FastCGI server refused the request: " + s
 }
 
+// staleWindow bounds how soon after a request's END_REQUEST php-fpm's
+// closing of that connection arrives (see run).
+const staleWindow = 20 * time.Millisecond
+
 // isIdempotent: RFC 9110 section 9.2.2. Only such requests are sent again
 // after a kept connection failed without answering, as nginx does.
 func isIdempotent(method string) bool {
@@ -96,8 +100,24 @@ func (x *exchange) run(c *conn) {
 		}
 		x.c = c
 		sent, err := x.attempt()
+		// A kept connection that fails before any answer was stale: php-fpm
+		// had closed it (pm.max_requests, a restart) and did not run the
+		// request. Send it again on a new connection if that is safe: when
+		// nothing was sent; when the body can be sent again and the method
+		// is idempotent (as nginx does); or when the close came right after
+		// the previous request on it ended: php-fpm shuts a connection it
+		// will not keep immediately after that request's END_REQUEST, so a
+		// close within staleWindow of it is that shutdown, which raced the
+		// peek above, and not a worker dying under this request.
+		replayable := x.body.kind != bodyStream
 		stale := err != nil && c.reused && attempt == 0 && !x.gotBytes && !x.wroteHeader &&
-			ctx.Err() == nil && !isTimeout(err) && (!sent || (idempotent && !streaming))
+			ctx.Err() == nil && !isTimeout(err) &&
+			(!sent || replayable && (idempotent || time.Since(c.lastEnd) < staleWindow))
+		if stale && x.body.kind == bodyFile {
+			if _, serr := x.body.file.Seek(0, io.SeekStart); serr != nil {
+				stale = false
+			}
+		}
 		if stale {
 			h.redialed.Add(1)
 			nc, derr := h.pool.redial(ctx, c)
@@ -183,6 +203,7 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		reusable := err == nil && c.clean() && x.stdinErr == nil
 		if reusable {
 			c.reused = true
+			c.lastEnd = time.Now()
 		}
 		h.pool.release(c, reusable)
 	}

@@ -29,8 +29,8 @@ echo json_encode($_SERVER);
 header('Content-Type: application/json');
 echo json_encode([
   'method' => $_SERVER['REQUEST_METHOD'],
-  'get' => $_GET,
-  'post' => $_POST,
+  'get' => (object)$_GET,
+  'post' => (object)$_POST,
   'json' => json_decode(file_get_contents('php://input'), true),
   'content_type' => $_SERVER['CONTENT_TYPE'] ?? null,
   'content_length' => $_SERVER['CONTENT_LENGTH'] ?? null,
@@ -98,9 +98,9 @@ echo "body for GET only\n";
 `,
 	"app/nocontent.php": `<?php http_response_code(204); echo "dropped";`,
 	"app/dir/index.php": `<?php echo "dir index ", $_SERVER['SCRIPT_NAME'], "\n";`,
-	"app/style.css":       "body{}\n",
-	"uploads/x.jpg":       `<?php echo "PWNED";`,
-	"uploads/photo.jpg":   "\xff\xd8\xff not really a jpeg",
+	"app/style.css":     "body{}\n",
+	"uploads/x.jpg":     `<?php echo "PWNED";`,
+	"uploads/photo.jpg": "\xff\xd8\xff not really a jpeg",
 	"index.php": `<?php
 header('Content-Type: application/json');
 echo json_encode(['front' => true, 'uri' => $_SERVER['REQUEST_URI'], 'script' => $_SERVER['SCRIPT_NAME'], 'query' => $_SERVER['QUERY_STRING']]);
@@ -289,3 +289,5 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 
 var _ = tls.VersionTLS12
 var _ = strings.Contains
+
+func newTestLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

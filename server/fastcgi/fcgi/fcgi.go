@@ -404,8 +404,10 @@ func eofInRecord(err error) error {
 // consumed.
 func (r *Reader) Remaining() int { return r.remain }
 
-// Buffered is the number of bytes that can be read without blocking.
-func (r *Reader) Buffered() int { return r.br.Buffered() }
+// Buffered is the number of bytes of later records that can be read
+// without blocking: zero means the next Next, after this record, would
+// wait for the peer.
+func (r *Reader) Buffered() int { return max(0, r.br.Buffered()-r.remain-r.pad) }
 
 // Peek returns the next content bytes of the current record: all of them
 // that are buffered, reading from the stream only when none are. The slice
