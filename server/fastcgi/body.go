@@ -56,7 +56,13 @@ var errBodyTooLarge = errors.New("request body too large")
 // readBody decides how the body of r is sent, reading it if it is small or
 // of unknown length. Errors are errBodyTooLarge, *http.MaxBytesError (the
 // server's body limit) or a read error of the client's.
-func (h *Handler) readBody(r *http.Request, rb *reqBuf) (reqBody, error) {
+func (h *Handler) readBody(r *http.Request, rb *reqBuf, dst *reqBody) error {
+	b, err := h.planBody(r, rb)
+	*dst = b
+	return err
+}
+
+func (h *Handler) planBody(r *http.Request, rb *reqBuf) (reqBody, error) {
 	cl := r.ContentLength
 	if r.Body == nil || r.Body == http.NoBody || cl == 0 {
 		return reqBody{kind: bodyNone, length: -1}, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/textproto"
+	"sync/atomic"
 )
 
 // The CGI response header (RFC 3875 section 6): the script's STDOUT starts
@@ -56,11 +57,12 @@ type cgiResponse struct {
 
 // parseCGIHeader parses a complete header block (as delimited by
 // headerEnd) and calls field for each field other than Status, with the
-// canonical name and the value without surrounding blanks. It rejects
+// canonical name, the value without surrounding blanks, and whether values
+// of that field tend to repeat across responses. It rejects
 // folded lines (RFC 9112 section 5.2 obs-fold), names that are not tokens,
 // values with control characters other than HTAB, and Status values that
 // are not a 3-digit code from 200 to 999.
-func parseCGIHeader(block []byte, field func(name string, value []byte)) (cgiResponse, error) {
+func parseCGIHeader(block []byte, field func(name string, value []byte, repeat bool)) (cgiResponse, error) {
 	var res cgiResponse
 	for len(block) > 0 {
 		i := bytes.IndexByte(block, '\n')
@@ -91,11 +93,11 @@ func parseCGIHeader(block []byte, field func(name string, value []byte)) (cgiRes
 			res.status = code
 			continue
 		}
-		key := canonicalName(name)
+		key, repeat := canonicalName(name)
 		if key == "Location" {
 			res.location = true
 		}
-		field(key, value)
+		field(key, value, repeat)
 	}
 	return res, nil
 }
@@ -181,24 +183,32 @@ func asciiEqualFold(b []byte, s string) bool {
 }
 
 // commonNames are header names scripts send often, in canonical form, so
-// that naming them costs no allocation.
-var commonNames = []string{
-	"Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Disposition",
-	"Location", "Set-Cookie", "Cache-Control", "Expires", "Pragma", "Last-Modified", "Etag", "Vary",
-	"X-Powered-By", "Link", "Access-Control-Allow-Origin", "X-Frame-Options", "X-Content-Type-Options",
-	"Strict-Transport-Security", "Content-Security-Policy", "Referrer-Policy", "Www-Authenticate",
-	"Retry-After", "Accept-Ranges", "X-Robots-Tag", "X-Pingback",
+// that naming them costs no allocation. repeat marks fields whose values
+// are usually the same from one response to the next, worth interning.
+var commonNames = []struct {
+	name   string
+	repeat bool
+}{
+	{"Content-Type", true}, {"Content-Length", false}, {"Content-Encoding", true},
+	{"Content-Language", true}, {"Content-Disposition", false}, {"Location", false},
+	{"Set-Cookie", false}, {"Cache-Control", true}, {"Expires", false}, {"Pragma", true},
+	{"Last-Modified", false}, {"Etag", false}, {"Vary", true}, {"X-Powered-By", true}, {"Link", false},
+	{"Access-Control-Allow-Origin", true}, {"X-Frame-Options", true}, {"X-Content-Type-Options", true},
+	{"Strict-Transport-Security", true}, {"Content-Security-Policy", true}, {"Referrer-Policy", true},
+	{"Www-Authenticate", false}, {"Retry-After", false}, {"Accept-Ranges", true}, {"X-Robots-Tag", true},
+	{"X-Pingback", true},
 }
 
 // canonicalName returns the canonical form of a header name (as
-// net/http.CanonicalHeaderKey), without allocating for common names.
-func canonicalName(name []byte) string {
-	for _, s := range commonNames {
-		if asciiEqualFold(name, s) {
-			return s
+// net/http.CanonicalHeaderKey), without allocating for common names, and
+// whether its values tend to repeat.
+func canonicalName(name []byte) (string, bool) {
+	for _, c := range commonNames {
+		if asciiEqualFold(name, c.name) {
+			return c.name, c.repeat
 		}
 	}
-	return textproto.CanonicalMIMEHeaderKey(string(name))
+	return textproto.CanonicalMIMEHeaderKey(string(name)), false
 }
 
 // hopByHop are fields that describe one connection (RFC 9110 section 7.6.1)
@@ -211,11 +221,10 @@ var hopByHop = map[string]bool{
 
 // setField adds a CGI header field to h. Values of one field name stay
 // separate entries, so Set-Cookie sent three times is three header lines.
-func setField(h http.Header, name string, value []byte, vals *[]string) {
+func setField(h http.Header, name string, v string, vals *[]string) {
 	if hopByHop[name] {
 		return
 	}
-	v := internValue(value)
 	if old, ok := h[name]; ok {
 		h[name] = append(old, v)
 		return
@@ -230,18 +239,25 @@ func setField(h http.Header, name string, value []byte, vals *[]string) {
 	h[name] = s[len(s)-1 : len(s) : len(s)]
 }
 
-// commonValues are field values that most PHP responses carry verbatim.
-var commonValues = []string{
-	"text/html; charset=UTF-8", "text/html; charset=utf-8", "text/html", "application/json",
-	"no-store, no-cache, must-revalidate", "no-cache", "Thu, 19 Nov 1981 08:52:00 GMT",
-	"Accept-Encoding",
-}
+// internCache holds recent values of fields that repeat across responses
+// (X-Powered-By: PHP/8.2.36, Content-Type: text/html; charset=UTF-8), so
+// that the usual response costs no allocation for them. Lock-free; a
+// collision just costs an allocation.
+type internCache [32]atomic.Pointer[string]
 
-func internValue(v []byte) string {
-	for _, s := range commonValues {
-		if string(v) == s {
-			return s
-		}
+func (c *internCache) value(v []byte, repeat bool) string {
+	if !repeat || len(v) == 0 || len(v) > 128 {
+		return string(v)
 	}
-	return string(v)
+	hash := uint32(2166136261) // FNV-1a
+	for _, b := range v {
+		hash = (hash ^ uint32(b)) * 16777619
+	}
+	slot := &c[hash%uint32(len(c))]
+	if p := slot.Load(); p != nil && *p == string(v) {
+		return *p
+	}
+	s := string(v)
+	slot.Store(&s)
+	return s
 }

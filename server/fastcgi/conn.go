@@ -40,10 +40,12 @@ type conn struct {
 	armed atomic.Int64
 
 	closeOnce sync.Once
+	abortFn   func() // c.abort, made once
 }
 
 func newConn(nc net.Conn, timeout time.Duration) *conn {
 	c := &conn{nc: nc, timeout: timeout}
+	c.abortFn = c.abort
 	c.br = bufio.NewReaderSize(c, readBufferSize)
 	c.rd.Reset(c.br)
 	return c

@@ -22,8 +22,8 @@ type exchange struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	rb   *reqBuf
-	body *reqBody
-	t    *target
+	body reqBody
+	t    target
 	c    *conn
 
 	stdinDone chan struct{} // closed when the body goroutine ends
@@ -39,6 +39,7 @@ type exchange struct {
 	unflushed   bool
 	stderrRecs  int
 	end         fcgi.EndRequest
+	endBuf      [8]byte
 }
 
 // Errors of a request, with the status the client gets if no header has
@@ -136,13 +137,13 @@ func (x *exchange) run(c *conn) {
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 func statusFor(err error) int {
-	var ee *endError
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
-	case isTimeout(err):
+	}
+	if isTimeout(err) {
 		return http.StatusGatewayTimeout
-	case errors.As(err, &ee) && ee.end.ProtocolStatus == fcgi.StatusOverloaded:
+	}
+	if ee, ok := err.(*endError); ok && ee.end.ProtocolStatus == fcgi.StatusOverloaded {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadGateway
@@ -171,7 +172,7 @@ func (x *exchange) attempt() (sent bool, err error) {
 		x.stdinDone = make(chan struct{})
 		go x.sendStdin()
 	}
-	stop := context.AfterFunc(x.r.Context(), c.abort)
+	stop := context.AfterFunc(x.r.Context(), c.abortFn)
 	err = x.readResponse()
 	if !stop() {
 		// The client left: ABORT_REQUEST is sent or being sent, after
@@ -296,14 +297,13 @@ func (x *exchange) readResponse() error {
 			if hd.ContentLength != 8 {
 				return errEndLength
 			}
-			var b [8]byte
-			if _, err := rd.ReadContent(b[:]); err != nil {
+			if _, err := rd.ReadContent(x.endBuf[:]); err != nil {
 				return err
 			}
 			if err := rd.Skip(); err != nil {
 				return err
 			}
-			x.end, _ = fcgi.ParseEndRequest(b[:])
+			x.end, _ = fcgi.ParseEndRequest(x.endBuf[:])
 			if x.end.ProtocolStatus != fcgi.StatusRequestComplete {
 				return &endError{x.end}
 			}
@@ -331,13 +331,15 @@ func (x *exchange) writeHeader(block []byte) error {
 	}
 	// Check the whole block first, so a bad one leaves the response
 	// header untouched for the 502.
-	res, err := parseCGIHeader(block, func(string, []byte) {})
+	res, err := parseCGIHeader(block, func(string, []byte, bool) {})
 	if err != nil {
 		return err
 	}
 	hdr := x.w.Header()
 	var vals []string
-	parseCGIHeader(block, func(name string, v []byte) { setField(hdr, name, v, &vals) })
+	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
+		setField(hdr, name, x.h.interned.value(v, repeat), &vals)
+	})
 	status := res.status
 	if status == 0 {
 		status = http.StatusOK

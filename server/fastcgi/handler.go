@@ -114,6 +114,7 @@ type Handler struct {
 	pool *pool
 
 	lastLocal atomic.Pointer[localStrings]
+	interned  internCache
 	reqBufs   sync.Pool // *reqBuf
 	copyBufs  sync.Pool // *[]byte of copyBufSize
 
@@ -126,6 +127,7 @@ type reqBuf struct {
 	hdr  []byte // the CGI header block as it arrives
 	body []byte // a small request body
 	errb []byte // one STDERR record
+	x    exchange
 }
 
 // copyBufSize holds one full STDIN record: header, content, padding.
@@ -333,6 +335,7 @@ func (h *Handler) putReqBuf(rb *reqBuf) {
 		return
 	}
 	rb.w, rb.hdr, rb.errb = rb.w[:0], rb.hdr[:0], rb.errb[:0]
+	rb.x = exchange{}
 	h.reqBufs.Put(rb)
 }
 
@@ -342,8 +345,11 @@ func (h *Handler) putCopyBuf(b *[]byte) { h.copyBufs.Put(b) }
 // ServeHTTP runs the script for r. It expects r.URL.Path normalized by the
 // server (decoded, without dot segments) and r.RequestURI as sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var t target
-	switch h.resolve(r.URL.Path, &t) {
+	rb := h.getReqBuf()
+	defer h.putReqBuf(rb)
+	x := &rb.x
+	*x = exchange{h: h, w: w, r: r, rb: rb}
+	switch h.resolve(r.URL.Path, &x.t) {
 	case resNotFound:
 		http.NotFound(w, r)
 		return
@@ -364,26 +370,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.requests.Add(1)
 
-	rb := h.getReqBuf()
-	defer h.putReqBuf(rb)
-	body, err := h.readBody(r, rb)
-	if err != nil {
-		h.bodyError(w, r, &t, err)
+	if err := h.readBody(r, rb, &x.body); err != nil {
+		h.bodyError(w, r, &x.t, err)
 		return
 	}
-	defer body.close()
+	defer x.body.close()
 
 	// The request head, and for small bodies the whole request, in one
 	// buffer: one write to the FastCGI server.
 	var pw fcgi.ParamsWriter
 	pw.Begin(fcgi.AppendBeginRequest(rb.w[:0], 1, fcgi.RoleResponder, fcgi.FlagKeepConn), 1)
-	err = h.appendParams(&pw, r, &t, body.length)
+	err := h.appendParams(&pw, r, &x.t, x.body.length)
 	rb.w = pw.End()
 	if err != nil {
 		http.Error(w, "431 request header fields too large", http.StatusRequestHeaderFieldsTooLarge)
 		return
 	}
-	switch body.kind {
+	switch x.body.kind {
 	case bodyBuffered:
 		rb.w = fcgi.AppendStream(rb.w, fcgi.TypeStdin, 1, rb.body)
 		rb.w = fcgi.AppendHeader(rb.w, fcgi.TypeStdin, 1, 0, 0)
@@ -393,10 +396,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	c, err := h.pool.acquire(r.Context(), r)
 	if err != nil {
-		h.acquireError(w, r, &t, err)
+		h.acquireError(w, r, &x.t, err)
 		return
 	}
-	x := exchange{h: h, w: w, r: r, rb: rb, body: &body, t: &t}
 	x.run(c)
 }
 

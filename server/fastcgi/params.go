@@ -46,7 +46,7 @@ func appendPair(b []byte, name, value string) []byte {
 type target struct {
 	scriptName string // URL path of the script: SCRIPT_NAME
 	pathInfo   string // rest of the URL path after the script: PATH_INFO
-	filename   string // file system path: SCRIPT_FILENAME
+	// The script's file is the root joined with scriptName: SCRIPT_FILENAME.
 }
 
 // appendParams encodes the PARAMS stream of one request into pw.
@@ -60,28 +60,25 @@ func (h *Handler) appendParams(pw *fcgi.ParamsWriter, r *http.Request, t *target
 	}
 	pw.AddEncoded(h.staticParams)
 
-	add("SCRIPT_FILENAME", t.filename)
+	addJoined := func(name, a, b string) {
+		if err == nil {
+			err = pw.Reserve(len(name), len(a)+len(b))
+		}
+		if err == nil {
+			pw.Buf = fcgi.AppendLength(pw.Buf, len(name))
+			pw.Buf = fcgi.AppendLength(pw.Buf, len(a)+len(b))
+			pw.Buf = append(append(append(pw.Buf, name...), a...), b...)
+		}
+	}
+	addJoined("SCRIPT_FILENAME", h.root, t.scriptName)
 	add("SCRIPT_NAME", t.scriptName)
 	if t.pathInfo != "" {
 		// RFC 3875 4.1.5 and 4.1.6: both are absent when there is no
 		// path info.
 		add("PATH_INFO", t.pathInfo)
-		add("PATH_TRANSLATED", h.root+t.pathInfo)
+		addJoined("PATH_TRANSLATED", h.root, t.pathInfo)
 	}
-	if t.pathInfo == "" {
-		add("DOCUMENT_URI", t.scriptName)
-	} else {
-		if err == nil {
-			err = pw.Reserve(len("DOCUMENT_URI"), len(t.scriptName)+len(t.pathInfo))
-		}
-		if err == nil {
-			pw.Buf = fcgi.AppendLength(pw.Buf, len("DOCUMENT_URI"))
-			pw.Buf = fcgi.AppendLength(pw.Buf, len(t.scriptName)+len(t.pathInfo))
-			pw.Buf = append(pw.Buf, "DOCUMENT_URI"...)
-			pw.Buf = append(pw.Buf, t.scriptName...)
-			pw.Buf = append(pw.Buf, t.pathInfo...)
-		}
-	}
+	addJoined("DOCUMENT_URI", t.scriptName, t.pathInfo)
 	add("REQUEST_URI", requestURI(r))
 	add("QUERY_STRING", r.URL.RawQuery)
 	add("REQUEST_METHOD", r.Method)

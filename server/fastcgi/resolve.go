@@ -37,10 +37,9 @@ func (h *Handler) resolve(p string, t *target) resolution {
 		return resNotFound
 	}
 	if script, info, ok := h.splitScript(p); ok {
-		fn := h.root + script
-		switch fileKind(fn) {
+		switch fileKind(h.root, script, "") {
 		case kindFile:
-			*t = target{scriptName: script, pathInfo: info, filename: fn}
+			*t = target{scriptName: script, pathInfo: info}
 			return resScript
 		case kindMissing:
 			return h.fallbackTarget(t)
@@ -48,22 +47,20 @@ func (h *Handler) resolve(p string, t *target) resolution {
 		// A directory or device named like a script: not runnable.
 		return resNotFound
 	}
-	fn := h.root + p
-	switch fileKind(fn) {
+	switch fileKind(h.root, p, "") {
 	case kindDir:
 		if !strings.HasSuffix(p, "/") {
 			return resSlash
 		}
 		for _, idx := range h.index {
-			ifn := fn + idx
-			if h.isScript(idx) {
-				if fileKind(ifn) == kindFile {
-					*t = target{scriptName: p + idx, filename: ifn}
-					return resScript
-				}
-			} else if fileKind(ifn) == kindFile {
+			if fileKind(h.root, p, idx) != kindFile {
+				continue
+			}
+			if !h.isScript(idx) {
 				return resStatic
 			}
+			*t = target{scriptName: p + idx}
+			return resScript
 		}
 		return h.fallbackTarget(t)
 	case kindFile:
@@ -79,11 +76,11 @@ func (h *Handler) fallbackTarget(t *target) resolution {
 	if h.fallback == "" {
 		return resNotFound
 	}
-	if fileKind(h.fallbackFile) != kindFile {
-		h.logf("fallback script %s is not a regular file", h.fallbackFile)
+	if fileKind(h.root, h.fallback, "") != kindFile {
+		h.logf("fallback script %s%s is not a regular file", h.root, h.fallback)
 		return resNotFound
 	}
-	*t = target{scriptName: h.fallback, filename: h.fallbackFile}
+	*t = target{scriptName: h.fallback}
 	return resScript
 }
 

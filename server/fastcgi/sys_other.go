@@ -16,8 +16,8 @@ const (
 	kindOther
 )
 
-func fileKind(path string) kind {
-	fi, err := os.Stat(path)
+func fileKind(a, b, c string) kind {
+	fi, err := os.Stat(a + b + c)
 	switch {
 	case err != nil:
 		return kindMissing

@@ -16,12 +16,12 @@ const (
 	kindOther
 )
 
-// fileKind stats path, following symbolic links. syscall.Stat fills a
-// struct on the stack, where os.Stat allocates a FileInfo per call.
-func fileKind(path string) kind {
+// fileKind stats the path a+b+c, following symbolic links, without
+// allocating where the platform allows.
+func fileKind(a, b, c string) kind {
 	var st syscall.Stat_t
 	for {
-		err := syscall.Stat(path, &st)
+		err := stat(a, b, c, &st)
 		if err == syscall.EINTR {
 			continue
 		}

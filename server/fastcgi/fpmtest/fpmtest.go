@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package fpmtest runs a real php-fpm for tests: its own master process
 // with a generated pool config, listening on a temporary unix socket or a
 // free loopback TCP port, logging to a file in the test's temporary
