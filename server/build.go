@@ -8,6 +8,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -135,10 +136,46 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			return nil, err
 		}
 		return s.dynamic(cs, h), nil
-	case "proxy", "fastcgi":
+	case "fastcgi":
+		return s.fastcgiHandler(cs, cr, t)
+	case "proxy":
 		return nil, errNotImplemented
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
+}
+
+// fastcgiHandler builds a FastCGI route: its pool and queue sized from the
+// route or else the board budget, and a static handler on the same root
+// for the files that are not scripts (CSS, images of a PHP application),
+// as nginx's try_files $uri does.
+func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
+	files, err := static.New(&config.Static{Root: cr.FastCGI.Root}, static.Options{
+		Cache:       s.cache,
+		Compress:    cs.Compression.CompressionEnabled(),
+		MinSize:     cs.Compression.MinSizeBytes(),
+		Constrained: s.constrained,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.closers = append(t.closers, files)
+	name := "default"
+	if len(cs.ServerNames) > 0 {
+		name = cs.ServerNames[0]
+	}
+	h, err := fastcgi.New(cr.Path, cr.FastCGI, fastcgi.Options{
+		Logger:           s.log.With("site", name),
+		DefaultMaxConns:  s.o.Budget.FastCGIMaxConns,
+		DefaultQueueSize: s.o.Budget.FastCGIQueue,
+		ServerSoftware:   "arka/" + Version,
+		Static:           files,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.closers = append(t.closers, h)
+	t.fastcgi = append(t.fastcgi, h)
+	return s.dynamic(cs, h), nil
 }
 
 // dynamic wraps a handler of responses made per request with content

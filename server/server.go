@@ -78,6 +78,7 @@ type Server struct {
 
 	mu        sync.Mutex // serializes Apply and Shutdown
 	table     *table
+	served    atomic.Pointer[table] // s.table, for readers that must not take mu
 	listeners map[string]*listener
 	sinks     map[string]*logSink
 	stats     map[string]*RouteStats
@@ -192,6 +193,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	old := s.table
 	s.table, s.listeners = t, next
+	s.served.Store(t)
 	s.retireSinks(t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still

@@ -58,6 +58,15 @@ func (s *Server) Snapshot() status.Snapshot {
 		out.P99Seconds = h.Quantile(0.99).Seconds()
 		snap.Routes = append(snap.Routes, out)
 	}
+	if t := s.served.Load(); t != nil {
+		for _, h := range t.fastcgi {
+			fs := h.Stats()
+			snap.FastCGI = append(snap.FastCGI, status.FastCGIPool{
+				Address: fs.Address, MaxConns: fs.MaxConns, Busy: fs.Busy, Idle: fs.Idle,
+				Queued: fs.Queued, QueueSize: fs.QueueSize, Rejected: fs.Rejected,
+			})
+		}
+	}
 	cs := s.cache.Stats()
 	snap.Caches = []status.CacheStats{
 		{Name: "open files and content", Entries: uint64(cs.FileEntries), Bytes: int64(cs.FileBytes),

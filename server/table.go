@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/fastcgi"
 )
 
 // table is one compiled configuration: every listener's virtual hosts,
@@ -15,6 +16,7 @@ import (
 type table struct {
 	vhosts  map[string]*vhosts // by listen address
 	closers []interface{ Close() error }
+	fastcgi []*fastcgi.Handler // for the status page's pool figures
 	sinks   map[string]*logSink
 }
 
