@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,15 +17,16 @@ import (
 // discardWriter is a ResponseWriter that keeps nothing, so the benchmark
 // measures the handler, not a recorder.
 type discardWriter struct {
-	h      http.Header
-	status int
-	n      int
+	h       http.Header
+	status  int
+	n       int
+	flushes int
 }
 
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) WriteHeader(code int)        { w.status = code }
 func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
-func (w *discardWriter) Flush()                      {}
+func (w *discardWriter) Flush()                      { w.flushes++ }
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -54,6 +56,7 @@ func BenchmarkHandler(b *testing.B) {
 			ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, local)
 			b.ReportAllocs()
 			b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
+			var flushes atomic.Int64
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -68,6 +71,7 @@ func BenchmarkHandler(b *testing.B) {
 					Body: http.NoBody,
 				}).WithContext(ctx)
 				w := &discardWriter{h: http.Header{}}
+				defer func() { flushes.Add(int64(w.flushes)) }()
 				for pb.Next() {
 					clear(w.h)
 					w.status, w.n = 0, 0
@@ -80,6 +84,7 @@ func BenchmarkHandler(b *testing.B) {
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(flushes.Load())/float64(b.N), "flushes/op")
 		})
 	}
 }

@@ -66,10 +66,6 @@ func (e *endError) Error() string {
 	return "FastCGI server refused the request: " + s
 }
 
-// staleWindow bounds how soon after a request's END_REQUEST php-fpm's
-// closing of that connection arrives (see run).
-const staleWindow = 20 * time.Millisecond
-
 // isIdempotent: RFC 9110 section 9.2.2. Only such requests are sent again
 // after a kept connection failed without answering, as nginx does.
 func isIdempotent(method string) bool {
@@ -105,15 +101,15 @@ func (x *exchange) run(c *conn) {
 		// had closed it (pm.max_requests, a restart) and did not run the
 		// request. Send it again on a new connection if that is safe: when
 		// nothing was sent; when the body can be sent again and the method
-		// is idempotent (as nginx does); or when the close came right after
-		// the previous request on it ended: php-fpm shuts a connection it
-		// will not keep immediately after that request's END_REQUEST, so a
-		// close within staleWindow of it is that shutdown, which raced the
-		// peek above, and not a worker dying under this request.
+		// is idempotent (as nginx does); or when the peer is a php-fpm
+		// worker still draining a connection it gave up after its previous
+		// request, which discards what it reads (see peerDraining). The
+		// peek above catches most such connections; this is the race where
+		// php-fpm's close arrives just after the peek.
 		replayable := x.body.kind != bodyStream
 		stale := err != nil && c.reused && attempt == 0 && !x.gotBytes && !x.wroteHeader &&
 			ctx.Err() == nil && !isTimeout(err) &&
-			(!sent || replayable && (idempotent || time.Since(c.lastEnd) < staleWindow))
+			(!sent || replayable && (idempotent || err == errUnexpectedEnd && c.peerDraining(h.network == "tcp")))
 		if stale && x.body.kind == bodyFile {
 			if _, serr := x.body.file.Seek(0, io.SeekStart); serr != nil {
 				stale = false
@@ -204,7 +200,6 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		reusable := err == nil && c.clean() && x.stdinErr == nil
 		if reusable {
 			c.reused = true
-			c.lastEnd = time.Now()
 		}
 		h.pool.release(c, reusable)
 	}
@@ -228,7 +223,11 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		return // the client is gone: nobody to tell, and not the server's fault
 	}
 	h.errs.Add(1)
-	h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", x.t.scriptName)
+	msg := err.Error()
+	if isTimeout(err) {
+		msg = fmt.Sprintf("no output from the script within read_timeout %v", h.readTimeout)
+	}
+	h.elog.write(slog.LevelError, "fastcgi: "+msg, "script", x.t.scriptName)
 	if !x.wroteHeader {
 		if status == http.StatusServiceUnavailable {
 			x.w.Header().Set("Retry-After", retryAfter)

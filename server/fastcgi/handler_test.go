@@ -535,3 +535,75 @@ func TestFastCGIServerDown(t *testing.T) {
 
 var _ = context.Background
 var _ = bytes.NewReader
+
+// TestBodyLimit: the server's body limit (http.MaxBytesReader) gives 413,
+// whether the body is spooled (unknown length) or streamed (known length,
+// the limit hit while the script reads); the pool is fine afterwards.
+func TestBodyLimit(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) { c.MaxConns = config.AutoInt{Set: true, Value: 1} })
+	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		h.ServeHTTP(w, r)
+	})
+	for _, p := range protos(t, limited) {
+		t.Run(p.name, func(t *testing.T) {
+			for _, chunked := range []bool{true, false} {
+				body := bytes.Repeat([]byte("x"), 200<<10)
+				req, _ := http.NewRequest("POST", p.url+"/app/hash.php", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/octet-stream")
+				if chunked {
+					req.ContentLength = -1
+				}
+				res, err := p.client.Do(req)
+				if err != nil {
+					// The server may close the connection while the client
+					// is still sending; then the client sees no response.
+					t.Logf("chunked=%v: %v", chunked, err)
+				} else {
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode != http.StatusRequestEntityTooLarge {
+						t.Errorf("chunked=%v: status %d, want 413", chunked, res.StatusCode)
+					}
+				}
+			}
+			small := strings.Repeat("y", 1000)
+			req, _ := http.NewRequest("POST", p.url+"/app/hash.php", strings.NewReader(small))
+			res, body := do(t, p.client, req)
+			sum := sha256.Sum256([]byte(small))
+			if res.StatusCode != 200 || body != "1000 "+hex.EncodeToString(sum[:]) {
+				t.Errorf("after: %d %q", res.StatusCode, body)
+			}
+		})
+	}
+	if s := h.Stats(); s.Errors != 0 || s.Open > 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestReadTimeout: a script silent for longer than read_timeout gets 504
+// and one log line; the connection is dropped, and later requests work.
+func TestReadTimeout(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+		d := config.Duration(200 * time.Millisecond)
+		c.ReadTimeout = &d
+	})
+	p := protos(t, h)[0]
+	start := time.Now()
+	res, _ := get(t, p.client, p.url+"/app/sleep.php?ms=1000")
+	if d := time.Since(start); res.StatusCode != http.StatusGatewayTimeout || d > 900*time.Millisecond {
+		t.Errorf("got %d after %v, want 504 after about 200ms", res.StatusCode, d)
+	}
+	if !strings.Contains(e.log.String(), "read_timeout 200ms") {
+		t.Errorf("log: %s", e.log.String())
+	}
+	res, body := get(t, p.client, p.url+"/app/hello.php")
+	if res.StatusCode != 200 || body != "hello from php\n" {
+		t.Errorf("after: %d %q", res.StatusCode, body)
+	}
+	if s := h.Stats(); s.Errors != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}

@@ -85,6 +85,19 @@ flush();
 usleep(300000);
 echo "second\n";
 `,
+	"app/stream.php": `<?php
+for ($i = 0; $i < 200; $i++) {
+  echo "tick $i\n";
+  flush();
+  usleep(50000);
+}
+`,
+	"app/slowpost.php": `<?php
+file_put_contents($_SERVER['RUN_LOG'], "run\n", FILE_APPEND | LOCK_EX);
+file_put_contents($_SERVER['PID_FILE'], getmypid());
+sleep(3);
+echo "finished\n";
+`,
 	"app/big.php": `<?php
 header('Content-Type: text/html; charset=UTF-8');
 echo "<!doctype html><title>big</title>\n";

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,9 +148,13 @@ func TestSaturation(t *testing.T) {
 		}
 	}
 
-	// PHP's own log: the order scripts started. With 4 connections in
-	// parallel a request granted later can reach PHP before one granted
-	// just before it, but never by more than maxConns-1 places.
+	// PHP's own log: the order scripts started. The grant order above is
+	// the queue's; between its grant and php-fpm's reading the request a
+	// goroutine may be delayed, and meanwhile the other connections carry
+	// later requests. Without scheduling delays a request is overtaken by
+	// at most maxConns-1 later ones; allow some noise (the race detector
+	// on 2 loaded cores), but far less than a LIFO or random order gives
+	// (hundreds of places here).
 	data, err := os.ReadFile(orderLog)
 	if err != nil {
 		t.Fatal(err)
@@ -172,8 +178,8 @@ func TestSaturation(t *testing.T) {
 		}
 		worst = max(worst, overtaken)
 	}
-	t.Logf("worst overtaking in PHP's start order: %d places", worst)
-	if worst > maxConns-1 {
+	t.Logf("worst overtaking in PHP's start order: %d places (%d without delays)", worst, maxConns-1)
+	if worst > 3*maxConns {
 		t.Errorf("a request was overtaken by %d later ones in PHP's log: not FIFO", worst)
 	}
 }
@@ -397,9 +403,19 @@ func TestClientDisconnect(t *testing.T) {
 	})
 	for _, p := range protos(t, h) {
 		t.Run(p.name, func(t *testing.T) {
+			// A first request opens the client's connection, so the
+			// cancellation below cannot fall into a TLS handshake.
+			get(t, p.client, p.url+"/app/hello.php")
 			before := countAborts(dialer)
-			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			go func() {
+				for deadline := time.Now().Add(5 * time.Second); h.Stats().Busy == 0 && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
+				time.Sleep(50 * time.Millisecond)
+				cancel()
+			}()
 			req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/app/sleep.php?ms=600", nil)
 			if res, err := p.client.Do(req); err == nil {
 				res.Body.Close()
@@ -474,5 +490,89 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if s := h.Stats(); s.Open != 0 || s.Idle != 0 {
 		t.Errorf("after Close: %+v", s)
+	}
+}
+
+// TestClientDisconnectStreaming: the client of a script that streams for
+// 10 s leaves; php-fpm ignores ABORT_REQUEST, so after a grace period the
+// connection is closed under the script, whose next write fails and ends
+// it. The slot serves the next request within seconds, not 10.
+func TestClientDisconnectStreaming(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the abort grace period")
+	}
+	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) { c.MaxConns = config.AutoInt{Set: true, Value: 1} })
+	p := protos(t, h)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/app/stream.php", nil)
+	res, err := p.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	if err != nil || line != "tick 0\n" {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	cancel()
+	res.Body.Close()
+	start := time.Now()
+	res2, body := get(t, p.client, p.url+"/app/hello.php")
+	d := time.Since(start)
+	t.Logf("next request served after %v", d)
+	if res2.StatusCode != 200 || body != "hello from php\n" || d > abortGrace+2*time.Second {
+		t.Errorf("next request: %d %q after %v", res2.StatusCode, body, d)
+	}
+	if s := h.Stats(); s.Aborted != 1 || s.Errors != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestWorkerKilledUnderPOST: the php-fpm worker running a POST dies
+// (php-fpm itself stays up). The POST gets 502 and is not run a second
+// time, though a new connection would work: only requests php-fpm did not
+// run are sent again.
+func TestWorkerKilledUnderPOST(t *testing.T) {
+	for _, tcp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unix", true: "tcp"}[tcp], func(t *testing.T) {
+			e := newEnv(t, fpmtest.Config{MaxChildren: 1, TCP: tcp})
+			dir := t.TempDir()
+			runLog, pidFile := filepath.Join(dir, "runs"), filepath.Join(dir, "pid")
+			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+				c.MaxConns = config.AutoInt{Set: true, Value: 1}
+				c.Env = map[string]string{"RUN_LOG": runLog, "PID_FILE": pidFile}
+			})
+			p := protos(t, h)[0]
+			get(t, p.client, p.url+"/app/hello.php") // a kept connection
+			done := make(chan int)
+			go func() {
+				req, _ := http.NewRequest("POST", p.url+"/app/slowpost.php", strings.NewReader("a=1"))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				res, _ := do(t, p.client, req)
+				done <- res.StatusCode
+			}()
+			var pid int
+			waitFor(t, "script to start", 5*time.Second, func() bool {
+				b, _ := os.ReadFile(pidFile)
+				pid, _ = strconv.Atoi(string(b))
+				return pid > 0
+			})
+			syscall.Kill(pid, syscall.SIGKILL)
+			select {
+			case code := <-done:
+				if code != http.StatusBadGateway {
+					t.Errorf("POST whose worker died: %d, want 502", code)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no answer after the worker died")
+			}
+			if b, _ := os.ReadFile(runLog); string(b) != "run\n" {
+				t.Errorf("script ran %d times", strings.Count(string(b), "run"))
+			}
+			waitFor(t, "a new worker", 5*time.Second, func() bool {
+				res, _ := get(t, p.client, p.url+"/app/hello.php")
+				return res.StatusCode == 200
+			})
+		})
 	}
 }
