@@ -172,6 +172,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 		DefaultQueueSize: s.o.Budget.FastCGIQueue,
 		ServerSoftware:   "arka/" + Version,
 		Static:           files,
+		Pools:            &s.fcgiPools,
 	})
 	if err != nil {
 		return nil, err

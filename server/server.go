@@ -26,6 +26,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -79,6 +80,7 @@ type Server struct {
 	mu        sync.Mutex // serializes Apply and Shutdown
 	table     *table
 	served    atomic.Pointer[table] // s.table, for readers that must not take mu
+	fcgiPools fastcgi.Pools         // one pool per FastCGI address, kept across reloads
 	listeners map[string]*listener
 	sinks     map[string]*logSink
 	stats     map[string]*RouteStats

@@ -59,8 +59,13 @@ func (s *Server) Snapshot() status.Snapshot {
 		snap.Routes = append(snap.Routes, out)
 	}
 	if t := s.served.Load(); t != nil {
+		seen := map[string]bool{} // routes to one address share a pool
 		for _, h := range t.fastcgi {
 			fs := h.Stats()
+			if seen[fs.Address] {
+				continue
+			}
+			seen[fs.Address] = true
 			snap.FastCGI = append(snap.FastCGI, status.FastCGIPool{
 				Address: fs.Address, MaxConns: fs.MaxConns, Busy: fs.Busy, Idle: fs.Idle,
 				Queued: fs.Queued, QueueSize: fs.QueueSize, Rejected: fs.Rejected,

@@ -20,7 +20,13 @@ type conn struct {
 	nc      net.Conn
 	br      *bufio.Reader
 	rd      fcgi.Reader
-	timeout time.Duration // read_timeout: longest wait for output
+	timeout time.Duration // read_timeout of the current request: longest wait for output
+
+	// probed is set once a worker answered the connection's probe
+	// (probeSent: the probe is written); see pool.probe.
+	probed, probeSent bool
+	// idleSince is when it last went idle (under pool.mu).
+	idleSince time.Time
 
 	// reused is set once the connection has completed a request: a failure
 	// on a reused connection before any answer is a stale connection, and

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +87,7 @@ func (x *exchange) run(c *conn) {
 		// first (one non-blocking peek).
 		if c.reused && (streaming || !idempotent) && peerClosed(c.nc) {
 			h.redialed.Add(1)
-			nc, err := h.pool.redial(ctx, c)
+			nc, err := h.pool.redial(ctx, c, x.r, h.queueTimeout)
 			if err != nil {
 				x.finish(nil, err, http.StatusBadGateway)
 				return
@@ -117,7 +116,7 @@ func (x *exchange) run(c *conn) {
 		}
 		if stale {
 			h.redialed.Add(1)
-			nc, derr := h.pool.redial(ctx, c)
+			nc, derr := h.pool.redial(ctx, c, x.r, h.queueTimeout)
 			if derr != nil {
 				x.finish(nil, fmt.Errorf("%v; reconnecting: %w", err, derr), http.StatusBadGateway)
 				return
@@ -129,8 +128,6 @@ func (x *exchange) run(c *conn) {
 		return
 	}
 }
-
-func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
 func statusFor(err error) int {
 	if err == nil {
@@ -151,6 +148,7 @@ func (x *exchange) attempt() (sent bool, err error) {
 	c := x.c
 	streaming := x.body.kind == bodyStream || x.body.kind == bodyFile
 	x.gotBytes = false
+	c.timeout = x.h.readTimeout
 	now := time.Now()
 	c.nc.SetDeadline(now.Add(c.timeout))
 	if streaming {

@@ -82,6 +82,12 @@ type Options struct {
 	// Dial opens connections to the FastCGI server; nil uses net.Dialer.
 	// The context carries connect_timeout.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// Pools, when set, shares one connection pool among all handlers that
+	// use the same FastCGI address (see Pools); the server passes the same
+	// Pools to every handler it builds, across reloads. Nil gives the
+	// handler a pool of its own.
+	Pools *Pools
 }
 
 // Handler is the FastCGI handler of one route. It is safe for concurrent
@@ -110,8 +116,15 @@ type Handler struct {
 	readTimeout  time.Duration
 	queueTimeout time.Duration
 
-	elog *errorLog
-	pool *pool
+	elog  *errorLog
+	pools *Pools
+	pool  *pool
+
+	// In-flight requests, for Shutdown.
+	inflight atomic.Int64
+	closing  atomic.Bool
+	idle     chan struct{} // signalled when inflight drops while closing
+	putOnce  sync.Once
 
 	lastLocal atomic.Pointer[localStrings]
 	interned  internCache
@@ -244,7 +257,13 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 		dial = d.DialContext
 	}
 	network, addr, readTimeout := h.network, h.addr, h.readTimeout
-	h.pool = newPool(h.maxConns, h.queueSize, h.queueTimeout, func(ctx context.Context) (*conn, error) {
+	h.pools = opts.Pools
+	if h.pools == nil {
+		h.pools = &Pools{}
+	}
+	h.idle = make(chan struct{}, 1)
+	h.pool = h.pools.get(h.address)
+	h.pool.configure(h, h.maxConns, h.queueSize, func(ctx context.Context) (*conn, error) {
 		if connectTimeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, connectTimeout)
@@ -255,7 +274,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 			return nil, err
 		}
 		return newConn(nc, readTimeout), nil
-	})
+	}, func(msg string, args ...any) { h.elog.write(slog.LevelWarn, msg, args...) })
 	h.reqBufs.New = func() any { return &reqBuf{w: make([]byte, 0, 2048), hdr: make([]byte, 0, 1024)} }
 	h.copyBufs.New = func() any { b := make([]byte, copyBufSize); return &b }
 	return h, nil
@@ -282,11 +301,14 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // Stats is a snapshot of a handler's pool and counters, for the status
-// page. Gauges are consistent with each other; counters count since New.
+// page. Handlers of one FastCGI address share their pool (see Pools), so
+// they report the same pool figures. Gauges are consistent with each
+// other; counters count since New (pool counters since the pool began).
 type Stats struct {
 	Route     string
 	Address   string
-	MaxConns  int // connections allowed
+	MaxConns  int // connections allowed (max_conns)
+	Limit     int // connections allowed now: MaxConns, or the capacity php-fpm showed (see Capped)
 	QueueSize int // requests allowed to wait
 
 	Open   int // connections open or being opened
@@ -294,9 +316,11 @@ type Stats struct {
 	Idle   int // open connections waiting for a request (0 whenever Queued > 0)
 	Queued int // requests waiting for a connection
 
+	Rejected uint64 // pool: 503 at once, the queue was full
+	TimedOut uint64 // pool: 503 after queue.timeout in the queue
+	Capped   uint64 // pool: times a new connection got no php-fpm worker and the pool stopped growing
+
 	Requests uint64 // requests for a script
-	Rejected uint64 // 503 at once: the queue was full
-	TimedOut uint64 // 503 after queue.timeout in the queue
 	Errors   uint64 // 502, 503 and 504 for any other reason: connect, protocol, read timeout
 	Aborted  uint64 // clients that went away before their response was complete
 	Redialed uint64 // stale kept connections replaced before a request was sent
@@ -306,22 +330,62 @@ type Stats struct {
 func (h *Handler) Stats() Stats {
 	ps := h.pool.stats()
 	return Stats{
-		Route: h.route, Address: h.address, MaxConns: h.maxConns, QueueSize: h.queueSize,
+		Route: h.route, Address: h.address, MaxConns: ps.max, Limit: ps.limit, QueueSize: ps.queueMax,
 		Open: ps.open, Busy: ps.busy, Idle: ps.idle, Queued: ps.queued,
-		Requests: h.requests.Load(), Rejected: h.pool.rejected.Load(), TimedOut: h.pool.timedOut.Load(),
-		Errors: h.errs.Load(), Aborted: h.aborted.Load(), Redialed: h.redialed.Load(),
+		Rejected: h.pool.rejected.Load(), TimedOut: h.pool.timedOut.Load(), Capped: h.pool.capped.Load(),
+		Requests: h.requests.Load(), Errors: h.errs.Load(), Aborted: h.aborted.Load(), Redialed: h.redialed.Load(),
 	}
 }
 
-// Close stops taking requests (new ones get 503), lets queued and
-// in-flight requests finish, and closes every connection. It waits for
-// them; see Shutdown to bound the wait.
+// Close stops taking requests (new ones get 503) and waits for the
+// handler's requests in flight to finish. The last handler of a pool to
+// close also closes the pool's connections. See Shutdown to bound the
+// wait.
 func (h *Handler) Close() error { return h.Shutdown(context.Background()) }
 
-// Shutdown is Close with a deadline: when ctx ends first, requests still
-// queued get 503 and connections still in use are closed under their
-// requests (which then fail with 502), and ctx's error is returned.
-func (h *Handler) Shutdown(ctx context.Context) error { return h.pool.shutdown(ctx) }
+// Shutdown is Close with a deadline: when ctx ends first it returns ctx's
+// error, and if this was the pool's last handler, requests still queued
+// get 503 and connections still in use are closed under their requests
+// (which then fail with 502).
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.closing.Store(true)
+	var err error
+	for h.inflight.Load() > 0 && err == nil {
+		select {
+		case <-h.idle:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	h.putOnce.Do(func() {
+		h.pool.unconfigure(h)
+		if h.pools.put(h.pool) {
+			if perr := h.pool.shutdown(ctx); err == nil {
+				err = perr
+			}
+		}
+	})
+	return err
+}
+
+// enter counts a request in; false means the handler is closing.
+func (h *Handler) enter() bool {
+	h.inflight.Add(1)
+	if h.closing.Load() {
+		h.exit()
+		return false
+	}
+	return true
+}
+
+func (h *Handler) exit() {
+	if h.inflight.Add(-1) == 0 && h.closing.Load() {
+		select {
+		case h.idle <- struct{}{}:
+		default:
+		}
+	}
+}
 
 func (h *Handler) logf(format string, args ...any) {
 	h.elog.write(slog.LevelError, "fastcgi: "+fmt.Sprintf(format, args...))
@@ -345,6 +409,12 @@ func (h *Handler) putCopyBuf(b *[]byte) { h.copyBufs.Put(b) }
 // ServeHTTP runs the script for r. It expects r.URL.Path normalized by the
 // server (decoded, without dot segments) and r.RequestURI as sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.enter() {
+		w.Header().Set("Retry-After", retryAfter)
+		http.Error(w, "503 service unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.exit()
 	rb := h.getReqBuf()
 	defer h.putReqBuf(rb)
 	x := &rb.x
@@ -394,7 +464,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rb.w = fcgi.AppendHeader(rb.w, fcgi.TypeStdin, 1, 0, 0)
 	}
 
-	c, err := h.pool.acquire(r.Context(), r)
+	c, err := h.pool.acquire(r.Context(), r, h.queueTimeout)
 	if err != nil {
 		h.acquireError(w, r, &x.t, err)
 		return

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -574,5 +576,174 @@ func TestWorkerKilledUnderPOST(t *testing.T) {
 				return res.StatusCode == 200
 			})
 		})
+	}
+}
+
+// loadRound sends n concurrent GETs of path through c and returns the
+// status codes seen and the slowest answer.
+func loadRound(t *testing.T, c *http.Client, url string, n int) (map[int]int, time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var slowest time.Duration
+	for range n {
+		wg.Go(func() {
+			start := time.Now()
+			res, err := c.Get(url)
+			code := 0
+			if err == nil {
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				code = res.StatusCode
+			}
+			d := time.Since(start)
+			mu.Lock()
+			codes[code]++
+			slowest = max(slowest, d)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes, slowest
+}
+
+// TestCapacityLearnt: max_conns 6 against a php-fpm with 2 workers. The
+// third connection gets no worker; the pool notices within the probe
+// timeout, logs why, and serves everything with 2 connections instead of
+// leaving requests stuck in php-fpm's backlog.
+func TestCapacityLearnt(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) { c.MaxConns = config.AutoInt{Set: true, Value: 6} })
+	h.pool.probeTimeout = 200 * time.Millisecond
+	p := protos(t, h)[0]
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	for round := range 3 {
+		codes, slowest := loadRound(t, client, p.url+"/app/sleep.php?ms=30", 12)
+		s := h.Stats()
+		t.Logf("round %d: %v, slowest %v, stats %+v", round, codes, slowest, s)
+		if codes[200] != 12 {
+			t.Fatalf("round %d: %v", round, codes)
+		}
+		if slowest > 3*time.Second {
+			t.Errorf("round %d: a request took %v", round, slowest)
+		}
+	}
+	s := h.Stats()
+	if s.Capped == 0 || s.Limit != 2 || s.Open > 2 || s.MaxConns != 6 {
+		t.Errorf("stats %+v", s)
+	}
+	if !strings.Contains(e.log.String(), "pm.max_children") {
+		t.Errorf("no warning logged:\n%s", e.log.String())
+	}
+}
+
+// TestSharedPool: two routes to one php-fpm with 2 workers, each allowed 2
+// connections. Separate pools would keep 4 connections, two of them in
+// php-fpm's backlog behind the other route's idle ones; with shared Pools
+// both routes use the same 2 connections and nothing stalls.
+func TestSharedPool(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
+	var pools Pools
+	dialer := &recordingDialer{}
+	mk := func(route string) *Handler {
+		cfg := &config.FastCGI{Address: e.fpm.Address, Root: e.root, MaxConns: config.AutoInt{Set: true, Value: 2}}
+		h, err := New(route, cfg, Options{Pools: &pools, Dial: dialer.dial, Logger: newTestLogger(e.log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.pool.probeTimeout = 5 * time.Second // a stall would show as a slow answer, not a cap
+		return h
+	}
+	a, b := mk("/app/"), mk("/")
+	if a.pool != b.pool {
+		t.Fatal("handlers of one address got different pools")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/app/", a)
+	mux.Handle("/", b)
+	p := protos(t, mux)[0]
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	for range 3 {
+		for _, path := range []string{"/app/sleep.php?ms=20", "/app/hello.php"} {
+			codes, slowest := loadRound(t, client, p.url+path, 8)
+			if codes[200] != 8 || slowest > 2*time.Second {
+				t.Fatalf("%s: %v, slowest %v", path, codes, slowest)
+			}
+		}
+		// The other route, through the fallback-less root: index.php.
+		codes, slowest := loadRound(t, client, p.url+"/index.php", 8)
+		if codes[200] != 8 || slowest > 2*time.Second {
+			t.Fatalf("/index.php: %v, slowest %v", codes, slowest)
+		}
+	}
+	if n := dialer.count(); n > 2 {
+		t.Errorf("%d connections dialed for 2 workers", n)
+	}
+	// Closing one handler leaves the pool to the other.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := get(t, client, p.url+"/index.php"); res.StatusCode != 200 {
+		t.Errorf("after closing the other handler: %d", res.StatusCode)
+	}
+	if res, _ := get(t, client, p.url+"/app/hello.php"); res.StatusCode != 503 {
+		t.Errorf("closed handler: %d, want 503", res.StatusCode)
+	}
+	if s := b.Stats(); s.Open == 0 {
+		t.Errorf("pool closed with a handler still using it: %+v", s)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Stats(); s.Open != 0 {
+		t.Errorf("pool not closed with its last handler: %+v", s)
+	}
+}
+
+// TestReloadKeepsConnections: a new handler for the same address (a
+// reload) takes over the old one's kept connections.
+func TestReloadKeepsConnections(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
+	var pools Pools
+	dialer := &recordingDialer{}
+	mk := func() *Handler {
+		h, err := New("/app/", &config.FastCGI{Address: e.fpm.Address, Root: e.root}, Options{Pools: &pools, Dial: dialer.dial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	old := mk()
+	srv := httptest.NewServer(old)
+	defer srv.Close()
+	get(t, srv.Client(), srv.URL+"/app/hello.php")
+	next := mk()
+	old.Close()
+	srv.Config.Handler = next
+	get(t, srv.Client(), srv.URL+"/app/hello.php")
+	if n := dialer.count(); n != 1 {
+		t.Errorf("%d dials across the reload, want 1", n)
+	}
+	next.Close()
+}
+
+// TestIdleConnectionsClosed: connections idle for the idle timeout are
+// closed, giving php-fpm its workers back; the next request dials again.
+func TestIdleConnectionsClosed(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 4})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) { c.MaxConns = config.AutoInt{Set: true, Value: 4} })
+	h.pool.idleTimeout = 150 * time.Millisecond
+	p := protos(t, h)[0]
+	codes, _ := loadRound(t, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}, p.url+"/app/sleep.php?ms=50", 4)
+	if codes[200] != 4 {
+		t.Fatalf("%v", codes)
+	}
+	if s := h.Stats(); s.Idle == 0 {
+		t.Fatalf("no idle connections: %+v", s)
+	}
+	waitFor(t, "idle connections to close", 5*time.Second, func() bool { return h.Stats().Open == 0 })
+	if res, body := get(t, p.client, p.url+"/app/hello.php"); res.StatusCode != 200 || body != "hello from php\n" {
+		t.Errorf("after: %d %q", res.StatusCode, body)
 	}
 }
