@@ -161,7 +161,6 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 	if err != nil {
 		return nil, err
 	}
-	t.closers = append(t.closers, files)
 	name := "default"
 	if len(cs.ServerNames) > 0 {
 		name = cs.ServerNames[0]
@@ -175,9 +174,12 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 		Pools:            &s.fcgiPools,
 	})
 	if err != nil {
+		files.Close()
 		return nil, err
 	}
-	t.closers = append(t.closers, h)
+	// Closed in this order: the FastCGI handler waits for its requests,
+	// some of which the file handler may be serving.
+	t.closers = append(t.closers, h, files)
 	t.fastcgi = append(t.fastcgi, h)
 	return s.dynamic(cs, h), nil
 }
