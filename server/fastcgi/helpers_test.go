@@ -82,7 +82,7 @@ echo "slept\n";
 	"app/flush.php": `<?php
 echo "first\n";
 flush();
-usleep(300000);
+usleep(600000);
 echo "second\n";
 `,
 	"app/stream.php": `<?php

@@ -155,7 +155,7 @@ func TestSaturation(t *testing.T) {
 	// goroutine may be delayed, and meanwhile the other connections carry
 	// later requests. Without scheduling delays a request is overtaken by
 	// at most maxConns-1 later ones; allow some noise (the race detector
-	// on 2 loaded cores), but far less than a LIFO or random order gives
+	// on 2 loaded cores), far less than a LIFO or random order gives
 	// (hundreds of places here).
 	data, err := os.ReadFile(orderLog)
 	if err != nil {
@@ -181,7 +181,7 @@ func TestSaturation(t *testing.T) {
 		worst = max(worst, overtaken)
 	}
 	t.Logf("worst overtaking in PHP's start order: %d places (%d without delays)", worst, maxConns-1)
-	if worst > 3*maxConns {
+	if worst > 8*maxConns {
 		t.Errorf("a request was overtaken by %d later ones in PHP's log: not FIFO", worst)
 	}
 }
@@ -199,7 +199,7 @@ func TestQueueFull(t *testing.T) {
 	codes := make([]int, 3)
 	for i := range 3 {
 		wg.Go(func() {
-			res, _ := get(t, p.client, p.url+"/app/sleep.php?ms=300")
+			res, _ := get(t, p.client, p.url+"/app/sleep.php?ms=600")
 			codes[i] = res.StatusCode
 		})
 		waitFor(t, "request to arrive", 5*time.Second, func() bool { s := h.Stats(); return s.Busy+s.Queued == i+1 })
@@ -209,7 +209,8 @@ func TestQueueFull(t *testing.T) {
 	}
 	start := time.Now()
 	res, body := get(t, p.client, p.url+"/app/hello.php")
-	if d := time.Since(start); res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || d > 200*time.Millisecond {
+	// At once: waiting for a connection would take 600 ms at least.
+	if d := time.Since(start); res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || d > 400*time.Millisecond {
 		t.Errorf("overflow: %d %q Retry-After %q after %v", res.StatusCode, body, res.Header.Get("Retry-After"), d)
 	}
 	wg.Wait()
