@@ -42,7 +42,7 @@ type site struct {
 	log    *accessLog
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
-	cert   *tls.Certificate
+	cert    *tls.Certificate
 }
 
 // route is one compiled route: its handler with middleware already applied.
