@@ -26,8 +26,8 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
-	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -79,13 +79,12 @@ type Server struct {
 
 	started time.Time
 	history *status.History
-	// proxies are the served table's proxy handlers, for the status page
-	// (read without s.mu, which Shutdown holds while requests finish).
-	proxies atomic.Pointer[[]*proxy.Handler]
 	rates   rateTracker
 
 	mu        sync.Mutex // serializes Apply and Shutdown
 	table     *table
+	served    atomic.Pointer[table] // s.table, for readers that must not take mu
+	fcgiPools fastcgi.Pools         // one pool per FastCGI address, kept across reloads
 	listeners map[string]*listener
 	sinks     map[string]*logSink
 	stats     map[string]*RouteStats
@@ -200,7 +199,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	old := s.table
 	s.table, s.listeners = t, next
-	s.proxies.Store(&t.proxies)
+	s.served.Store(t)
 	s.retireSinks(t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still
