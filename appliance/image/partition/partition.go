@@ -33,7 +33,7 @@ const SectorSize = 512
 // Fixed gokrazy layout, in sectors.
 const (
 	BootStart   = 8192
-	BootSectors = 204800 // 100 MiB
+	BootSectors = 204800  // 100 MiB
 	RootSectors = 1024000 // 500 MiB each
 	RootAStart  = BootStart + BootSectors
 	RootBStart  = RootAStart + RootSectors
