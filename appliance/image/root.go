@@ -14,14 +14,14 @@ import (
 	"github.com/arkaweb/arka/images"
 )
 
-// binary is one program built for the device.
-type binary struct {
+// program is one program built for the device.
+type program struct {
 	pkg  string // go package
 	dest string // path in the root file system
 }
 
-func (c *Config) binaries() []binary {
-	return []binary{
+func (c *Config) programs() []program {
+	return []program{
 		{"./cmd/arka-init", "/gokrazy/init"},
 		{"github.com/gokrazy/gokrazy/cmd/dhcp", "/gokrazy/dhcp"},
 		{"github.com/gokrazy/gokrazy/cmd/ntp", "/gokrazy/ntp"},
@@ -35,7 +35,7 @@ func (c *Config) binaries() []binary {
 // built file for each root path.
 func (c *Config) buildBinaries(work, buildTimestamp string) (map[string]string, error) {
 	out := map[string]string{}
-	for i, b := range c.binaries() {
+	for i, b := range c.programs() {
 		dir := filepath.Join(work, "bin", strconv.Itoa(i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err

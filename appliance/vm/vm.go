@@ -186,7 +186,7 @@ func Start(o Options) (*VM, error) {
 		p1, _ := t.Entry(partition.Boot)
 		cmdline := "earlycon=pl011,0x3f201000 console=ttyS0,115200 root=PARTUUID=" + p1.GUID.String() +
 			"/PARTNROFF=1 init=/gokrazy/init rootwait panic=10 oops=panic" +
-			" initcall_blacklist=bcm2835_wdt_driver_init arka.netif=usb0"
+			" initcall_blacklist=bcm2835_wdt_driver_init,vchiq_driver_init arka.netif=usb0"
 		args = []string{
 			"-M", "raspi3b", "-m", "1G",
 			"-kernel", filepath.Join(o.KernelDir, "vmlinuz"),

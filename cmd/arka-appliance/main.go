@@ -232,12 +232,14 @@ func cmdVM(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
-		start := time.Now()
 		url := fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80])
+		// Short per-try timeout: until the guest is up, QEMU's user network
+		// accepts the connection and then leaves it hanging.
+		client := &http.Client{Timeout: 2 * time.Second}
 		for ctx.Err() == nil {
-			if resp, err := http.Get(url); err == nil {
+			if resp, err := client.Get(url); err == nil {
 				resp.Body.Close()
-				fmt.Printf("Arka answered after %s. Press Ctrl-C to stop the VM.\n", time.Since(start).Round(100*time.Millisecond))
+				fmt.Printf("Arka answered after %s (QEMU start to first response). Press Ctrl-C to stop the VM.\n", time.Since(v.Started).Round(100*time.Millisecond))
 				return
 			}
 			time.Sleep(500 * time.Millisecond)

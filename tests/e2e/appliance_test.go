@@ -1,0 +1,252 @@
+// Package e2e builds Arka appliance images and boots them under QEMU: the
+// amd64 image through UEFI (OVMF + systemd-boot), the arm64 Raspberry Pi
+// image on QEMU's raspi3b with the kernel loaded directly.
+package e2e
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/image"
+	"github.com/arkaweb/arka/appliance/vm"
+)
+
+// bootTimeout bounds one boot under TCG emulation (about 15-40 s here).
+const bootTimeout = 4 * time.Minute
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// arkaPkg is the real server if it exists on this branch, else the
+// stand-in in testdata (only until cmd/arka lands).
+func arkaPkg(t *testing.T, root string) string {
+	if _, err := os.Stat(filepath.Join(root, "cmd", "arka", "main.go")); err == nil {
+		return "./cmd/arka"
+	}
+	t.Log("cmd/arka not present on this branch: using tests/e2e/testdata/arka-standin")
+	return "./tests/e2e/testdata/arka-standin"
+}
+
+func buildImage(t *testing.T, board string) (img, pwFile string) {
+	t.Helper()
+	root := moduleRoot(t)
+	bd, err := image.LoadBoard(board)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := image.CheckTools(bd); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	img = filepath.Join(dir, "arka-"+board+".img")
+	start := time.Now()
+	sum, err := image.Build(image.Config{
+		Board:           bd,
+		Output:          img,
+		ModuleDir:       root,
+		ArkaPkg:         arkaPkg(t, root),
+		Version:         "e2e-test",
+		SourceDateEpoch: 1764441516,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built %s in %s: boot FAT %.1f MiB, root %.1f MiB", board, time.Since(start).Round(time.Millisecond), float64(sum.BootUsed)/(1<<20), float64(sum.RootUsed)/(1<<20))
+	return img, sum.PasswordFile
+}
+
+func boot(t *testing.T, o vm.Options) *vm.VM {
+	t.Helper()
+	if err := vm.Available(o.Board); err != nil {
+		t.Skipf("QEMU cannot run here: %v", err)
+	}
+	o.Dir = t.TempDir()
+	v, err := vm.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		v.Stop()
+		if t.Failed() {
+			t.Logf("console log tail (%s):\n%s", v.SerialLog, v.SerialTail(6000))
+		}
+	})
+	return v
+}
+
+var (
+	plain    = &http.Client{Timeout: 3 * time.Second}
+	insecure = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+)
+
+// waitHTTP polls url until it answers 200, QEMU exits or the bound passes;
+// it returns the time from QEMU's start to the first answer.
+func waitHTTP(t *testing.T, v *vm.VM, url string) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(bootTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-v.Done():
+			t.Fatalf("QEMU exited early: %v", v.Err())
+		default:
+		}
+		resp, err := plain.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(v.Started)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer within %s", url, bootTimeout)
+	return 0
+}
+
+func get(t *testing.T, c *http.Client, url, user, pw string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pw)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	var resp *http.Response
+	for i := 0; i < 20; i++ { // services may still be starting
+		resp, err = c.Do(req)
+		if err == nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAmd64Appliance boots the amd64 image on a disk larger than the image
+// and checks the default site over HTTP and HTTPS, the status page, the
+// password on gokrazy's UI, and /perm: mounted read-write and grown to the
+// disk.
+func TestAmd64Appliance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU: skipped with -short")
+	}
+	img, pwFile := buildImage(t, "amd64")
+	pwb, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := strings.TrimSpace(string(pwb))
+	const disk = 3 << 30 // the image is 1.2 GB
+	v := boot(t, vm.Options{Board: "amd64", Image: img, DiskSize: disk})
+	base := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", v.Ports[port]) }
+
+	took := waitHTTP(t, v, "http://"+base(80)+"/")
+	t.Logf("boot to first HTTP response: %s", took.Round(100*time.Millisecond))
+
+	code, body := get(t, plain, "http://"+base(80)+"/", "", "", nil)
+	if code != 200 || !strings.Contains(body, "Your Arka is working") || !strings.Contains(body, `href="/status"`) {
+		t.Errorf("GET / over HTTP: %d %q", code, body)
+	}
+	code, body = get(t, insecure, "https://"+base(443)+"/", "", "", nil)
+	if code != 200 || !strings.Contains(body, "Your Arka is working") {
+		t.Errorf("GET / over HTTPS: %d %q", code, body)
+	}
+	code, body = get(t, plain, "http://"+base(80)+"/status", "", "", nil)
+	wantVersion := "e2e-test"
+	if strings.Contains(arkaPkg(t, moduleRoot(t)), "standin") {
+		wantVersion = "standin"
+	}
+	if code != 200 || !(strings.Contains(body, wantVersion) || strings.Contains(strings.ToLower(body), "qemu")) {
+		t.Errorf("GET /status: %d, want 200 with Arka's version or a QEMU board:\n%.500s", code, body)
+	}
+
+	// gokrazy's UI: only with the password.
+	ui := "http://" + base(8080) + "/"
+	if code, _ := get(t, plain, ui, "", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("gokrazy UI without password: %d, want 401", code)
+	}
+	if code, _ := get(t, plain, ui, "gokrazy", pw+"x", nil); code != http.StatusUnauthorized {
+		t.Errorf("gokrazy UI with a wrong password: %d, want 401", code)
+	}
+	code, body = get(t, plain, ui, "gokrazy", pw, map[string]string{"Accept": "application/json"})
+	if code != 200 {
+		t.Fatalf("gokrazy UI with the password: %d %.300s", code, body)
+	}
+	var st struct {
+		BuildTimestamp string
+		PermDev        string
+		PermTotal      int64
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("gokrazy status JSON: %v\n%.300s", err, body)
+	}
+	if st.BuildTimestamp != time.Unix(1764441516, 0).UTC().Format(time.RFC3339) {
+		t.Errorf("BuildTimestamp %q", st.BuildTimestamp)
+	}
+	// perm = disk - 1104 MiB (boot, roots, GPT); ext4 overhead takes a little.
+	wantPerm := int64(disk - 1104<<20)
+	if st.PermDev != "/dev/vda4" || st.PermTotal < wantPerm*95/100 || st.PermTotal > wantPerm {
+		t.Errorf("perm: %s with %d bytes, want /dev/vda4 with about %d (the disk minus the fixed partitions)", st.PermDev, st.PermTotal, wantPerm)
+	}
+	log, _ := os.ReadFile(v.SerialLog)
+	if !regexp.MustCompile(`arka-init: perm: /dev/vda4 ext4 rw \d+ bytes`).Match(log) {
+		t.Errorf("console log does not show /perm mounted read-write:\n%s", v.SerialTail(3000))
+	}
+	if !strings.Contains(string(log), "arka: sites /etc/arka/sites, state /perm/arka/state") {
+		t.Errorf("Arka does not keep its state on /perm")
+	}
+	if strings.Contains(string(log), pw) {
+		t.Errorf("the password appears in the console log")
+	}
+}
+
+// TestArm64Appliance boots the Raspberry Pi image's kernel and root file
+// system on QEMU's raspi3b and fetches the site: the arm64 binaries and
+// root file system work.
+func TestArm64Appliance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU: skipped with -short")
+	}
+	img, _ := buildImage(t, "rpi")
+	bd, _ := image.LoadBoard("rpi")
+	kdir, err := image.ModuleDir("go", bd.Kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := boot(t, vm.Options{Board: "rpi", Image: img, KernelDir: kdir, DiskSize: 2 << 30})
+	took := waitHTTP(t, v, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]))
+	t.Logf("raspi3b: boot to first HTTP response: %s", took.Round(100*time.Millisecond))
+	code, body := get(t, plain, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]), "", "", nil)
+	if code != 200 || !strings.Contains(body, "Your Arka is working") {
+		t.Errorf("GET /: %d %q", code, body)
+	}
+	log, _ := os.ReadFile(v.SerialLog)
+	if !strings.Contains(string(log), `model "Raspberry Pi 3 Model B"`) {
+		t.Errorf("gokrazy did not detect the Pi model")
+	}
+	if !regexp.MustCompile(`arka-init: perm: /dev/mmcblk0p4 ext4 rw \d+ bytes`).Match(log) {
+		t.Errorf("/perm is not mounted read-write")
+	}
+}
