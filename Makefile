@@ -1,0 +1,32 @@
+# Arka: see README.md. Every target is meant to be run from the repo root.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/arkaweb/arka/server.Version=$(VERSION)
+STATE   ?= .state
+
+.PHONY: all build run test test-short vet fmt bench bench-quick clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/arka ./cmd/arka
+
+# Serve the embedded demo site on http://127.0.0.1:8080 and https://127.0.0.1:8443.
+run: build
+	./bin/arka -state $(STATE)
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
+
+# Every test: unit, integration (real binary, real php-fpm, real clients) and
+# end-to-end (images booted in QEMU). The race detector is on.
+test: vet
+	$(GO) test -race -timeout 30m ./...
+
+# Quick loop without the race detector and without QEMU boots.
+test-short:
+	$(GO) test -short ./...
+
+clean:
+	rm -rf bin images/out

@@ -1,0 +1,200 @@
+package board
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// Byte sizes.
+const (
+	KiB = 1 << 10
+	MiB = 1 << 20
+	GiB = 1 << 30
+)
+
+// FloorRAMBytes is the memory Budget assumes when the board's RAM is unknown: the
+// smallest board Arka supports (a 512 MB Pi Zero 2 W, of which ~416 MiB is usable).
+const FloorRAMBytes = 416 * MiB
+
+// PHPWorkerBytes is the resident memory budgeted per php-fpm worker (private pages
+// of a worker serving a typical CMS page with opcache on; the shared opcache segment
+// is budgeted separately as OpcacheMiB).
+const PHPWorkerBytes = 32 * MiB
+
+// PHPPM is php-fpm's process manager mode (php-fpm.conf "pm").
+type PHPPM string
+
+// php-fpm process manager modes Arka uses.
+const (
+	PMStatic   PHPPM = "static"   // all pm.max_children workers start up front
+	PMOnDemand PHPPM = "ondemand" // workers start on demand and exit when idle
+)
+
+// Budget is every resource bound Arka derives from the board. Byte fields are in
+// bytes; counts are plain counts. Each field can be overridden in the config
+// (Overrides); "auto" (nil) keeps the derived value.
+type Budget struct {
+	// Inputs the numbers were derived from.
+	Cores       int    // logical CPUs
+	RAMBytes    uint64 // usable RAM the split is computed from
+	RAMAssumed  bool   // RAM was unknown and FloorRAMBytes was used
+	SlowCPU     bool   // Cortex-A53 class cores (Pi Zero 2 W, Pi 3): less on-the-fly compression
+	ThermalHotC float64
+
+	GOMAXPROCS         int   // runtime.GOMAXPROCS
+	MemoryLimitBytes   int64 // soft Go memory limit (GOMEMLIMIT) for the arka process
+	OpenFileCacheBytes int64 // open-file cache: descriptors, stat results, ETags, precomputed headers
+	CompressedBytes    int64 // compressed-variant cache (br/zstd/gzip bodies made on the fly)
+	ContentCacheBytes  int64 // content cache (bodies of small files kept in memory)
+	FastCGIMaxConns    int   // FastCGI connections per php-fpm pool (max_conns)
+	FastCGIQueue       int   // requests waiting for a FastCGI connection before 503
+	ProxyKeepAlive     int   // idle keep-alive connections kept per upstream
+	PHPMaxChildren     int   // php-fpm pm.max_children
+	PHPPM              PHPPM // php-fpm pm
+	OpcacheMiB         int   // opcache.memory_consumption, MiB
+}
+
+// Overrides replaces derived Budget values. A nil field means "auto" (derive it);
+// the config layer maps the keyword "auto" to nil. Values are used as given, after
+// Budget clamps them to sane minimums (at least 1 CPU, 1 connection, 1 MiB).
+type Overrides struct {
+	GOMAXPROCS         *int
+	MemoryLimitBytes   *int64
+	OpenFileCacheBytes *int64
+	CompressedBytes    *int64
+	ContentCacheBytes  *int64
+	FastCGIMaxConns    *int
+	FastCGIQueue       *int
+	ProxyKeepAlive     *int
+	PHPMaxChildren     *int
+	PHPPM              *PHPPM
+	OpcacheMiB         *int
+}
+
+// DefaultHotC is the default temperature above which Arka sheds optional CPU work:
+// a Raspberry Pi's firmware starts soft-throttling at 80 °C.
+const DefaultHotC = 80.0
+
+func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
+
+// ComputeBudget derives the budget for b and applies o. The formula, with R the
+// usable RAM (MemTotal, or 90% of the revision-code RAM, or FloorRAMBytes when
+// unknown) and n the logical CPU count:
+//
+//	memory split of R: 30% arka (GOMEMLIMIT), 35% php-fpm (workers + opcache),
+//	                   35% kernel, page cache (which serves static files) and the rest
+//	GOMEMLIMIT         = clamp(30% R, 64 MiB, 8 GiB): a soft limit; beyond 8 GiB the
+//	                     page cache serves files better than a Go heap does
+//	open-file cache    = clamp(5% GOMEMLIMIT, 2 MiB, 64 MiB)
+//	compressed cache   = clamp(25% GOMEMLIMIT, 8 MiB, 2 GiB)
+//	content cache      = clamp(20% GOMEMLIMIT, 8 MiB, 2 GiB)
+//	                     (caches take half the limit; the other half is connections,
+//	                     buffers and GC headroom)
+//	GOMAXPROCS         = n: Go only runs what is runnable, so fewer Ps would only add latency
+//	opcache MiB        = clamp(R/32, 32, 256) rounded down to 16 MiB steps
+//	pm.max_children    = clamp(min((35% R - opcache) / 32 MiB, 4n), 2, 256)
+//	                     memory bounds small boards, CPU (4 per core: PHP waits on the
+//	                     database and disk) bounds large ones
+//	pm                 = ondemand below 2 GiB (idle workers give memory back), else static
+//	FastCGI max_conns  = pm.max_children: php-fpm ties a worker to each connection, so
+//	                     more connections than workers only queue inside php-fpm
+//	FastCGI queue      = clamp(8 x max_conns, 32, 4096)
+//	proxy keep-alive   = clamp(4n, 4, 128) and at most GOMEMLIMIT / 256 KiB
+//	                     (an idle TLS connection with its buffers costs up to ~64 KiB)
+func ComputeBudget(b Board, o Overrides) Budget {
+	r := b.UsableRAMBytes()
+	bud := Budget{Cores: max(b.Cores, 1), RAMBytes: r, ThermalHotC: DefaultHotC}
+	if r == 0 {
+		r, bud.RAMBytes, bud.RAMAssumed = FloorRAMBytes, FloorRAMBytes, true
+	}
+	n := bud.Cores
+	bud.SlowCPU = b.Kind == KindRPiZero2W || b.Kind == KindRPi3B || b.Kind == KindRPi3BPlus ||
+		b.Kind == KindRPi3APlus || b.CPU == "Cortex-A53" || b.CPU == "Cortex-A7" || b.CPU == "ARM1176"
+
+	limit := clamp(int64(r)*30/100, 64*MiB, 8*GiB)
+	bud.GOMAXPROCS = n
+	bud.MemoryLimitBytes = limit
+	bud.OpenFileCacheBytes = clamp(limit*5/100, 2*MiB, 64*MiB)
+	bud.CompressedBytes = clamp(limit*25/100, 8*MiB, 2*GiB)
+	bud.ContentCacheBytes = clamp(limit*20/100, 8*MiB, 2*GiB)
+
+	opcache := clamp(int(r/32/MiB), 32, 256) / 16 * 16
+	bud.OpcacheMiB = opcache
+	phpMem := int64(r)*35/100 - int64(opcache)*MiB
+	byMem := int(max(phpMem, 0) / PHPWorkerBytes)
+	bud.PHPMaxChildren = clamp(min(byMem, 4*n), 2, 256)
+	bud.PHPPM = PMStatic
+	if r < 2*GiB {
+		bud.PHPPM = PMOnDemand
+	}
+	bud.FastCGIMaxConns = bud.PHPMaxChildren
+	bud.FastCGIQueue = clamp(8*bud.FastCGIMaxConns, 32, 4096)
+	bud.ProxyKeepAlive = clamp(4*n, 4, 128)
+	bud.ProxyKeepAlive = min(bud.ProxyKeepAlive, int(limit/(256*KiB)))
+
+	// Overrides.
+	setInt := func(dst *int, v *int, lo int) {
+		if v != nil {
+			*dst = max(*v, lo)
+		}
+	}
+	setBytes := func(dst *int64, v *int64) {
+		if v != nil {
+			*dst = max(*v, MiB)
+		}
+	}
+	setInt(&bud.GOMAXPROCS, o.GOMAXPROCS, 1)
+	setBytes(&bud.MemoryLimitBytes, o.MemoryLimitBytes)
+	setBytes(&bud.OpenFileCacheBytes, o.OpenFileCacheBytes)
+	setBytes(&bud.CompressedBytes, o.CompressedBytes)
+	setBytes(&bud.ContentCacheBytes, o.ContentCacheBytes)
+	setInt(&bud.PHPMaxChildren, o.PHPMaxChildren, 1)
+	if o.PHPMaxChildren != nil && o.FastCGIMaxConns == nil {
+		bud.FastCGIMaxConns = bud.PHPMaxChildren // keep the pairing unless both are set
+	}
+	setInt(&bud.FastCGIMaxConns, o.FastCGIMaxConns, 1)
+	if o.FastCGIQueue == nil {
+		bud.FastCGIQueue = clamp(8*bud.FastCGIMaxConns, 32, 4096)
+	}
+	setInt(&bud.FastCGIQueue, o.FastCGIQueue, 0)
+	setInt(&bud.ProxyKeepAlive, o.ProxyKeepAlive, 0)
+	setInt(&bud.OpcacheMiB, o.OpcacheMiB, 8)
+	if o.PHPPM != nil && (*o.PHPPM == PMStatic || *o.PHPPM == PMOnDemand) {
+		bud.PHPPM = *o.PHPPM
+	}
+	return bud
+}
+
+// CacheBytes is the sum of the cache budgets, all of which live inside MemoryLimitBytes.
+func (b Budget) CacheBytes() int64 {
+	return b.OpenFileCacheBytes + b.CompressedBytes + b.ContentCacheBytes
+}
+
+// ApplyRuntime sets GOMAXPROCS and the soft memory limit of this process. It changes
+// process-wide runtime settings, so only main (cmd/arka) should call it, once.
+func (b Budget) ApplyRuntime() {
+	runtime.GOMAXPROCS(b.GOMAXPROCS)
+	debug.SetMemoryLimit(b.MemoryLimitBytes)
+}
+
+// FormatBytes renders n with a binary unit: "512 B", "64 MiB", "1.5 GiB".
+func FormatBytes[T int64 | uint64 | int](n T) string {
+	v := float64(n)
+	switch {
+	case v >= GiB:
+		return trimFloat(v/GiB) + " GiB"
+	case v >= MiB:
+		return trimFloat(v/MiB) + " MiB"
+	case v >= KiB:
+		return trimFloat(v/KiB) + " KiB"
+	}
+	return fmt.Sprintf("%d B", int64(n))
+}
+
+func trimFloat(f float64) string {
+	if f >= 100 || f == float64(int64(f)) {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprintf("%.1f", f)
+}

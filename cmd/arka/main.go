@@ -1,0 +1,164 @@
+// Command arka is the Arka web server.
+//
+//	arka                  serve the embedded demo site (http://127.0.0.1:8080, https://127.0.0.1:8443)
+//	arka -c PATH          serve a site file, or a directory of *.toml site files
+//	arka -t -c PATH       check the configuration and exit (0 when valid)
+//	arka -version         print the version
+//
+// Signals: SIGHUP re-reads the configuration (the old one keeps serving if
+// the new one has a mistake); SIGUSR1 reopens access logs; SIGTERM and
+// SIGINT shut down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fl := flag.NewFlagSet("arka", flag.ContinueOnError)
+	confPath := fl.String("c", "", "site file, or directory of *.toml site files (default: the embedded demo site)")
+	check := fl.Bool("t", false, "check the configuration and exit")
+	version := fl.Bool("version", false, "print the version and exit")
+	stateDir := fl.String("state", "", "state directory for generated certificates and the demo site (default $ARKA_STATE, else $XDG_STATE_HOME/arka or ~/.local/state/arka)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "arka: unexpected argument %q (use -c PATH for a configuration)\n", fl.Arg(0))
+		return 2
+	}
+	if *version {
+		fmt.Println("arka", server.Version)
+		return 0
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	state := resolveState(*stateDir)
+
+	load := func() ([]*config.Site, error) {
+		if *confPath == "" {
+			return demoSite(state)
+		}
+		return config.Load(*confPath)
+	}
+	name := *confPath
+	if name == "" {
+		name = "the embedded demo site"
+	}
+
+	sites, err := load()
+	if err != nil {
+		printConfigError(err)
+		return 1
+	}
+	brd, err := board.Detect("/")
+	if err != nil {
+		logger.Warn("board detection failed; using generic budgets", "err", err)
+	}
+	global := config.GlobalOf(sites)
+	budget := budgetFor(brd, global)
+	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
+	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal})
+	if *check {
+		if err := srv.Check(sites); err != nil {
+			printConfigError(err)
+			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
+		return 0
+	}
+	applyRuntime(budget, logger)
+	if err := srv.Apply(sites); err != nil {
+		printConfigError(err)
+		return 1
+	}
+	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
+		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
+		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
+
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+	for s := range sig {
+		switch s {
+		case syscall.SIGHUP:
+			sites, err := load()
+			if err == nil {
+				err = srv.Apply(sites)
+			}
+			if err != nil {
+				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
+				printConfigError(err)
+				continue
+			}
+			srv.ReopenLogs()
+			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
+		case syscall.SIGUSR1:
+			srv.ReopenLogs()
+		default:
+			logger.Info("shutting down", "signal", s.String())
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := srv.Shutdown(ctx)
+			cancel()
+			if err != nil {
+				logger.Warn("shutdown did not finish cleanly", "err", err)
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// printConfigError prints config.Errors one per line, "file:line:col: msg".
+func printConfigError(err error) {
+	var ce config.Errors
+	if errors.As(err, &ce) {
+		for _, e := range ce {
+			fmt.Fprintln(os.Stderr, e.Error())
+		}
+		return
+	}
+	fmt.Fprintln(os.Stderr, "arka:", err)
+}
+
+func listenList(s *server.Server) []string {
+	var out []string
+	for a, ad := range s.Addrs() {
+		out = append(out, a+"="+ad.String())
+	}
+	return out
+}
+
+// resolveState picks the state directory: the flag, $ARKA_STATE,
+// $XDG_STATE_HOME/arka, ~/.local/state/arka, else /var/lib/arka.
+func resolveState(flagVal string) string {
+	if flagVal != "" {
+		return flagVal
+	}
+	if v := os.Getenv("ARKA_STATE"); v != "" {
+		return v
+	}
+	if v := os.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(v, "arka")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" && h != "/" {
+		return filepath.Join(h, ".local", "state", "arka")
+	}
+	return "/var/lib/arka"
+}

@@ -1,0 +1,186 @@
+package config
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeCert writes a throwaway self-signed certificate and key into dir.
+func writeCert(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench.local"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"bench.local"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(k)
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	return cert, key
+}
+
+// seedTree lays out the seed's /srv/bench under a temp dir and returns the
+// seed site file with paths rewritten.
+func seedTree(t *testing.T) (root, file string) {
+	t.Helper()
+	root = t.TempDir()
+	os.MkdirAll(filepath.Join(root, "www"), 0o755)
+	os.MkdirAll(filepath.Join(root, "tls"), 0o755)
+	writeCert(t, filepath.Join(root, "tls"))
+	src, err := os.ReadFile("testdata/seed.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file = filepath.Join(root, "bench.toml")
+	os.WriteFile(file, []byte(strings.ReplaceAll(string(src), "ROOT", root)), 0o644)
+	return root, file
+}
+
+// The published seed site file loads unchanged except for paths.
+func TestSeedSiteFile(t *testing.T) {
+	root, file := seedTree(t)
+	sites, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sites[0]
+	if !s.Default || s.ServerNames[0] != "bench.local" || s.Listen[0] != "127.0.0.1:18892" {
+		t.Errorf("site header: %+v", s)
+	}
+	if s.TLS.Listen[0] != "127.0.0.1:18445" || s.TLS.Cert != filepath.Join(root, "tls/cert.pem") {
+		t.Errorf("tls: %+v", s.TLS)
+	}
+	if !s.Compression.CompressionEnabled() || s.Compression.MinSizeBytes() != 512 {
+		t.Errorf("compression: %+v", s.Compression)
+	}
+	if len(s.Routes) != 3 {
+		t.Fatalf("routes: %d", len(s.Routes))
+	}
+	p := s.Routes[0].Proxy
+	if p == nil || p.Upstreams[0] != "127.0.0.1:18893" || !p.StripPrefix || p.ForwardHeadersEnabled() {
+		t.Errorf("proxy route: %+v", p)
+	}
+	f := s.Routes[1].FastCGI
+	if f == nil || f.Address != "unix:/run/bench/php-a.sock" || f.MaxConns.Or(0) != 32 ||
+		f.Queue.Size.Or(0) != 1000 || f.Queue.Timeout.Or(0) != 30*time.Second {
+		t.Errorf("fastcgi route: %+v", f)
+	}
+	if st := s.Routes[2].Static; st == nil || st.Root != filepath.Join(root, "www") || st.IndexNames()[0] != "index.html" {
+		t.Errorf("static route: %+v", st)
+	}
+	if s.Routes[2].Line != 26 {
+		t.Errorf("static route line = %d, want 26", s.Routes[2].Line)
+	}
+}
+
+func TestErrorsAreLocated(t *testing.T) {
+	root := t.TempDir()
+	www := filepath.Join(root, "www")
+	os.Mkdir(www, 0o755)
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown key", "listen = [\":1\"]\nlisten_tls = 1\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:2:1: unknown key "listen_tls"`},
+		{"unknown key in handler", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\", indx = \"a.html\" }\n",
+			`:3:44: unknown key "routes.handler.indx" (did you mean "index"?)`},
+		{"unknown key in second route", "[[routes]]\npath = \"/a/\"\nhandler = { type = \"static\", root = \"WWW\" }\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\", bogus = 1 }\n",
+			`:6:44: unknown key "routes.handler.bogus"`},
+		{"wrong type", "listen = \":80\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:1:1: listen: `},
+		{"missing root", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW/nope\" }\n",
+			`:3:30: root "` + www + `/nope": no such file or directory`},
+		{"no root", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\" }\n",
+			`:3:1: root: missing`},
+		{"path without slash", "[[routes]]\npath = \"app\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:2:1: route path "app" must start with "/"`},
+		{"unknown handler", "[[routes]]\npath = \"/\"\nhandler = { type = \"cgi\" }\n",
+			`:3:13: unknown handler type "cgi"`},
+		{"bad size", "[compression]\nmin_size = \"12 parsecs\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:2:13: compression.min_size: size "12 parsecs": unknown unit`},
+		{"bad duration", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", queue = { timeout = \"30\" } }\n",
+			`duration "30" needs a unit`},
+		{"unreadable cert", "[tls]\nlisten = [\":8443\"]\ncert = \"/nonexistent/c.pem\"\nkey = \"/nonexistent/k.pem\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:3:1: cannot load certificate /nonexistent/c.pem`},
+		{"syntax", "listen = [\":80\"\n", `:1:16: listen: expected a comma`},
+		{"bad listen", "listen = [\"80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:1:11: listen "80": expected host:port`},
+		{"bad upstream", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"https://x\"] }\n",
+			`:3:42: upstream "https://x": only http:// upstreams are supported`},
+		{"empty upstreams", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [] }\n",
+			`:3:29: proxy needs at least one upstream`},
+		{"duplicate route", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:5:1: route path "/" is already used by the route on line 1`},
+		{"bad max_conns", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", max_conns = \"lots\" }\n",
+			`expected "auto" or a positive integer`},
+		{"bad name", "server_names = [\"example.org:80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:1:17: server name "example.org:80": a server name has no port`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(root, strings.ReplaceAll(c.name, " ", "_")+".toml")
+			os.WriteFile(f, []byte(strings.ReplaceAll(c.src, "WWW", "www")), 0o644)
+			_, err := Load(f)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), f+":") {
+				t.Errorf("error %q\nwant it to start with %s: and contain %q", err, f, c.want)
+			}
+		})
+	}
+}
+
+func TestCrossSiteConflicts(t *testing.T) {
+	root := t.TempDir()
+	www := filepath.Join(root, "www")
+	os.Mkdir(www, 0o755)
+	write := func(name, src string) {
+		os.WriteFile(filepath.Join(root, name), []byte(strings.ReplaceAll(src, "WWW", www)), 0o644)
+	}
+	route := "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n"
+	write("a.toml", "default = true\nserver_names = [\"a.example\", \"Shared.Example\"]\nlisten = [\"127.0.0.1:8080\"]\n"+route)
+	write("b.toml", "default = true\nserver_names = [\"shared.example\"]\nlisten = [\"127.0.0.1:8080\"]\n"+route)
+	_, err := Load(root)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		filepath.Join(root, "b.toml") + ":1:1: a second default site for 127.0.0.1:8080 (the first is " + filepath.Join(root, "a.toml") + ":1)",
+		filepath.Join(root, "b.toml") + `:2:17: server name "shared.example" on 127.0.0.1:8080 is already claimed by ` + filepath.Join(root, "a.toml") + ":2",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q\nlacks %q", err, want)
+		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for in, want := range map[string]int64{"512B": 512, "64KiB": 65536, "1MB": 1000000, "1.5MiB": 1572864, "10k": 10240, "0": 0, "7": 7} {
+		got, err := ParseSize(in)
+		if err != nil || int64(got) != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1B", "1.5B", "KiB", "1 parsec", "99999999999TB"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package config
+
+import "time"
+
+// Defaults, in one place. Every value a site file may leave out is here,
+// with its unit; README.md's configuration reference is written from this
+// list. Values marked "auto" in a site file come from the board budget
+// (package board) when it is available, else from the constants below.
+const (
+	// DefaultListen is used when a site names neither listen nor tls.listen.
+	DefaultListen = ":80"
+
+	// DefaultLogFormat is the access-log line format: "combined" (Apache and
+	// nginx's combined format) or "json".
+	DefaultLogFormat = "combined"
+
+	// DefaultCompressionMinSize: responses smaller than this many bytes are
+	// sent without content coding; compressing them saves almost nothing.
+	DefaultCompressionMinSize Size = 512
+
+	// Content-coding levels for responses made per request (proxy, FastCGI).
+	// zstd: klauspost/compress EncoderLevel 1 = fastest .. 4 = best.
+	DefaultZstdLevel = 1
+	// brotli for clients that accept br but not zstd (Safari): a low level,
+	// because it runs for every response.
+	DefaultBrotliLevel = 4
+	DefaultGzipLevel   = 5
+
+	// Static files without precompressed siblings are compressed once, at a
+	// high level, and the result is cached (see server/encoding).
+	DefaultStaticBrotliLevel = 11
+	DefaultStaticGzipLevel   = 9
+
+	DefaultIndex        = "index.html"
+	DefaultFastCGIIndex = "index.php"
+	DefaultSplitPath    = ".php"
+
+	// DefaultFastCGIMaxConns and DefaultFastCGIQueueSize apply when a
+	// fastcgi route says "auto" and no board budget is available.
+	DefaultFastCGIMaxConns  = 16
+	DefaultFastCGIQueueSize = 1024
+	DefaultFastCGIQueueWait = 30 * time.Second
+	DefaultFastCGIConnect   = 5 * time.Second
+	DefaultFastCGIRead      = 60 * time.Second // like nginx's fastcgi_read_timeout
+
+	// Proxy defaults. DefaultProxyKeepalive is the idle pool per upstream
+	// when "auto" has no board budget (nginx's `keepalive 128` is the peer).
+	DefaultProxyKeepalive      = 64
+	DefaultProxyConnect        = 5 * time.Second
+	DefaultProxyResponseHeader = 60 * time.Second // like nginx's proxy_read_timeout
+	DefaultProxyIdle           = 90 * time.Second
+	DefaultProxyFail           = 10 * time.Second // like nginx's fail_timeout
+	DefaultHealthInterval      = 10 * time.Second
+	DefaultHealthTimeout       = 5 * time.Second
+)
+
+// DefaultStatusAllow is who may see a status page that lists no `allow`:
+// loopback and private networks (RFC 1918, RFC 4193 unique local, link-local).
+var DefaultStatusAllow = []string{
+	"127.0.0.0/8", "::1/128",
+	"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+	"fc00::/7", "169.254.0.0/16", "fe80::/10",
+}
+
+// CompressionEnabled reports whether content coding is on (default true).
+func (c Compression) CompressionEnabled() bool { return c.Enabled == nil || *c.Enabled }
+
+// MinSizeBytes is the smallest response, in bytes, that is compressed.
+func (c Compression) MinSizeBytes() int64 {
+	if c.MinSize == nil {
+		return int64(DefaultCompressionMinSize)
+	}
+	return int64(*c.MinSize)
+}
+
+// Level returns the configured level for a per-request coding, or its default.
+func (c Compression) Level(coding string) int {
+	switch coding {
+	case "zstd":
+		if c.ZstdLevel != 0 {
+			return c.ZstdLevel
+		}
+		return DefaultZstdLevel
+	case "br":
+		if c.BrotliLevel != 0 {
+			return c.BrotliLevel
+		}
+		return DefaultBrotliLevel
+	case "gzip":
+		if c.GzipLevel != 0 {
+			return c.GzipLevel
+		}
+		return DefaultGzipLevel
+	}
+	return 0
+}
+
+// PrecompressedEnabled reports whether precompressed siblings are served
+// (default true).
+func (s *Static) PrecompressedEnabled() bool { return s.Precompressed == nil || *s.Precompressed }
+
+// IndexNames returns the index file names, defaulting to index.html.
+func (s *Static) IndexNames() []string {
+	if len(s.Index) == 0 {
+		return []string{DefaultIndex}
+	}
+	return s.Index
+}
+
+// ForwardHeadersEnabled reports whether X-Forwarded-* and Forwarded are set
+// (default true).
+func (p *Proxy) ForwardHeadersEnabled() bool { return p.ForwardHeaders == nil || *p.ForwardHeaders }
+
+// Or returns d's value, or def when d is unset.
+func (d *Duration) Or(def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return time.Duration(*d)
+}

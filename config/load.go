@@ -1,0 +1,745 @@
+package config
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// HandlerTypes are the route handler types a site file may name.
+var HandlerTypes = []string{"static", "proxy", "fastcgi", "status"}
+
+// Load reads the site configuration at path: one site file, or a directory
+// whose *.toml files are each one site (read in name order; other files and
+// subdirectories are ignored). It returns every mistake at once as Errors,
+// each located "file:line:col", and no sites unless all are valid.
+func Load(path string) ([]*Site, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, Errors{{File: path, Msg: errText(err)}}
+	}
+	files := []string{path}
+	if fi.IsDir() {
+		files, err = filepath.Glob(filepath.Join(path, "*.toml"))
+		if err != nil {
+			return nil, Errors{{File: path, Msg: err.Error()}}
+		}
+		sort.Strings(files)
+		if len(files) == 0 {
+			return nil, Errors{{File: path, Msg: "no *.toml site files in this directory"}}
+		}
+	}
+	return LoadFiles(files)
+}
+
+// LoadFiles reads and validates the given site files (see Load).
+func LoadFiles(files []string) ([]*Site, error) {
+	var (
+		sites []*Site
+		errs  Errors
+	)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, &Error{File: f, Msg: errText(err)})
+			continue
+		}
+		s, err := Parse(f, data)
+		if err != nil {
+			errs = append(errs, err.(Errors)...)
+			continue
+		}
+		sites = append(sites, s)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, crossCheck(sites)...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return sites, nil
+}
+
+// rawSite is what a file decodes into before routes are typed.
+type rawSite struct {
+	Site
+	Routes []rawRoute `toml:"routes"`
+}
+
+type rawRoute struct {
+	Path    string         `toml:"path"`
+	Handler toml.Primitive `toml:"handler"`
+}
+
+// Parse decodes and validates one site file. name is used in messages and
+// to resolve nothing else: relative paths in the file are relative to the
+// directory of name.
+func Parse(name string, data []byte) (*Site, error) {
+	var raw rawSite
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		return nil, Errors{decodeError(name, data, err)}
+	}
+	v := &validator{file: name, pos: newPosIndex(data), dir: filepath.Dir(name)}
+	site := &raw.Site
+	site.File = name
+	site.pos = v.pos
+
+	for i, rr := range raw.Routes {
+		v.route(&md, site, i, rr)
+	}
+	// Keys the schema does not know: every one is an error. Report only the
+	// outermost unknown key, not each key inside an unknown table.
+	undecoded := md.Undecoded()
+	unknown := make(map[string]bool, len(undecoded))
+	for _, k := range undecoded {
+		unknown[strings.Join(k, ".")] = true
+	}
+	seen := map[string]int{}
+outer:
+	for _, k := range undecoded {
+		plain := strings.Join(k, ".")
+		n := seen[plain]
+		seen[plain]++
+		for j := 1; j < len(k); j++ {
+			if unknown[strings.Join(k[:j], ".")] {
+				continue outer
+			}
+		}
+		line, col := v.pos.nth(plain, n)
+		v.errs = append(v.errs, &Error{File: name, Line: line, Col: col,
+			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
+	}
+	v.site(site)
+	if len(v.errs) > 0 {
+		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
+		return nil, v.errs
+	}
+	return site, nil
+}
+
+var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]*)"\): (.*)$`)
+
+// decodeError turns a BurntSushi/toml error into a located Error.
+func decodeError(name string, data []byte, err error) *Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.LastKey != "" {
+			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
+		}
+		return &Error{File: name, Line: pe.Position.Line, Col: pe.Position.Col, Msg: msg}
+	}
+	e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Msg = fmt.Sprintf("%s: %s", m[2], m[3])
+		// The library knows the line; find the key on it for the column.
+		idx := newPosIndex(data)
+		for n := 0; ; n++ {
+			offs := idx.plain[m[2]]
+			if n >= len(offs) {
+				break
+			}
+			if l, c := idx.lineCol(offs[n]); e.Line == 0 || l == e.Line {
+				e.Line, e.Col = l, c
+				break
+			}
+		}
+	}
+	return e
+}
+
+// suggest offers the known key closest to an unknown one.
+func suggest(plain string) string {
+	last := plain[strings.LastIndex(plain, ".")+1:]
+	best, bestD := "", 3
+	for _, k := range knownKeys {
+		if d := editDistance(last, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" || best == last {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+var knownKeys = []string{
+	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
+	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
+	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
+	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
+	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
+	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
+	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
+	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
+	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
+	"limit", "hysteresis",
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+type validator struct {
+	file string
+	dir  string
+	pos  *posIndex
+	errs Errors
+}
+
+func (v *validator) errAt(path string, format string, args ...any) {
+	line, col := v.pos.at(path)
+	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+}
+
+// abs resolves a path from the site file relative to the file's directory.
+func (v *validator) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(v.dir, p)
+}
+
+func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
+	at := fmt.Sprintf("routes[%d]", i)
+	line, col := v.pos.at(at)
+	r := Route{Path: rr.Path, Line: line, Col: col}
+	switch {
+	case rr.Path == "":
+		v.errAt(at, "route has no path (for example path = \"/\")")
+	case !strings.HasPrefix(rr.Path, "/"):
+		v.errAt(at+".path", "route path %q must start with \"/\"", rr.Path)
+	case strings.ContainsAny(rr.Path, "?#\x00") || strings.Contains(rr.Path, "//"):
+		v.errAt(at+".path", "route path %q must be a plain path without ?, # or //", rr.Path)
+	}
+	if !v.has(at + ".handler") {
+		v.errAt(at, "route %q has no handler (for example handler = { type = \"static\", root = \"/srv/www\" })", rr.Path)
+		return
+	}
+	var head struct {
+		Type string `toml:"type"`
+	}
+	hp := at + ".handler"
+	if err := md.PrimitiveDecode(rr.Handler, &head); err != nil {
+		v.errAt(hp, "handler: %s", stripTOML(err))
+		return
+	}
+	r.Type = head.Type
+	var target any
+	switch head.Type {
+	case "static":
+		r.Static = &Static{}
+		target = r.Static
+	case "proxy":
+		r.Proxy = &Proxy{}
+		target = r.Proxy
+	case "fastcgi":
+		r.FastCGI = &FastCGI{}
+		target = r.FastCGI
+	case "status":
+		r.Status = &Status{}
+		target = r.Status
+	case "":
+		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
+		return
+	default:
+		v.errAt(hp+".type", "unknown handler type %q (one of %s)", head.Type, strings.Join(HandlerTypes, ", "))
+		return
+	}
+	if err := md.PrimitiveDecode(rr.Handler, target); err != nil {
+		v.typeErr(hp, err)
+		return
+	}
+	switch {
+	case r.Static != nil:
+		v.static(hp, r.Static)
+	case r.Proxy != nil:
+		v.proxy(hp, r.Proxy)
+	case r.FastCGI != nil:
+		v.fastcgi(hp, r.FastCGI)
+	case r.Status != nil:
+		v.status(hp, r.Status)
+	}
+	site.Routes = append(site.Routes, r)
+}
+
+func (v *validator) has(path string) bool { _, ok := v.pos.indexed[path]; return ok }
+
+// typeErr reports a decoding error inside a table, at the key it names.
+func (v *validator) typeErr(table string, err error) {
+	msg := stripTOML(err)
+	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
+		key := m[2]
+		if i := strings.LastIndex(key, "."); i >= 0 {
+			key = key[i+1:]
+		}
+		v.errAt(table+"."+key, "%s: %s", key, m[3])
+		return
+	}
+	var pe toml.ParseError
+	if errors.As(err, &pe) && pe.LastKey != "" {
+		key := pe.LastKey[strings.LastIndex(pe.LastKey, ".")+1:]
+		v.errAt(table+"."+key, "%s: %s", key, pe.Message)
+		return
+	}
+	v.errAt(table, "%s", msg)
+}
+
+func stripTOML(err error) string {
+	s := err.Error()
+	if m := lastKeyRE.FindStringSubmatch(s); m != nil {
+		return m[2] + ": " + m[3]
+	}
+	return strings.TrimPrefix(s, "toml: ")
+}
+
+func (v *validator) site(s *Site) {
+	for i, n := range s.ServerNames {
+		norm, err := normalizeName(n)
+		if err != nil {
+			v.errAt(fmt.Sprintf("server_names[%d]", i), "server name %q: %v", n, err)
+			continue
+		}
+		s.ServerNames[i] = norm
+	}
+	if len(s.Listen) == 0 && len(s.TLS.Listen) == 0 {
+		s.Listen = []string{DefaultListen}
+	}
+	for i, a := range s.Listen {
+		if norm, err := normalizeListen(a); err != nil {
+			v.errAt(fmt.Sprintf("listen[%d]", i), "listen %q: %v", a, err)
+		} else {
+			s.Listen[i] = norm
+		}
+	}
+	for i, a := range s.TLS.Listen {
+		if norm, err := normalizeListen(a); err != nil {
+			v.errAt(fmt.Sprintf("tls.listen[%d]", i), "tls listen %q: %v", a, err)
+		} else {
+			s.TLS.Listen[i] = norm
+		}
+	}
+	s.TLS.Cert, s.TLS.Key = v.abs(s.TLS.Cert), v.abs(s.TLS.Key)
+	switch {
+	case (s.TLS.Cert == "") != (s.TLS.Key == ""):
+		v.errAt("tls", "tls needs both cert and key (or neither, for a generated self-signed certificate)")
+	case s.TLS.Cert != "" && len(s.TLS.Listen) == 0:
+		v.errAt("tls", "tls has a certificate but no listen address (for example listen = [\":443\"])")
+	case s.TLS.Cert != "":
+		if _, err := tls.LoadX509KeyPair(s.TLS.Cert, s.TLS.Key); err != nil {
+			v.errAt("tls.cert", "cannot load certificate %s with key %s: %s", s.TLS.Cert, s.TLS.Key, errText(err))
+		}
+	}
+	switch s.Log.Format {
+	case "":
+		s.Log.Format = DefaultLogFormat
+	case "combined", "json":
+	default:
+		v.errAt("log.format", "log format %q: use \"combined\" or \"json\"", s.Log.Format)
+	}
+	if s.Log.Path != "" && s.Log.Path != "-" {
+		s.Log.Path = v.abs(s.Log.Path)
+	}
+	if g := s.Global; g != nil {
+		switch g.Budget.PHPPM {
+		case "", "auto", "static", "ondemand":
+		default:
+			v.errAt("global.budget.php_pm", "php_pm %q: use \"auto\", \"static\" or \"ondemand\"", g.Budget.PHPPM)
+		}
+		if t := g.Thermal; t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || t.Hysteresis > 50 {
+			v.errAt("global.thermal", "thermal limit must be 0..150 °C and hysteresis 0..50 °C")
+		}
+	}
+	c := s.Compression
+	if c.ZstdLevel < 0 || c.ZstdLevel > 4 {
+		v.errAt("compression.zstd_level", "zstd_level %d: use 1 (fastest) to 4 (best)", c.ZstdLevel)
+	}
+	if c.BrotliLevel < 0 || c.BrotliLevel > 11 {
+		v.errAt("compression.brotli_level", "brotli_level %d: use 0 to 11", c.BrotliLevel)
+	}
+	if c.GzipLevel < 0 || c.GzipLevel > 9 {
+		v.errAt("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
+	}
+	if len(s.Routes) == 0 && len(v.errs) == 0 {
+		v.errAt("", "site has no routes (add [[routes]] with a path and a handler)")
+	}
+	seen := map[string]int{}
+	for i, r := range s.Routes {
+		if j, ok := seen[r.Path]; ok {
+			v.errAt(fmt.Sprintf("routes[%d].path", i), "route path %q is already used by the route on line %d", r.Path, s.Routes[j].Line)
+		}
+		seen[r.Path] = i
+	}
+}
+
+// normalizeName lower-cases a server name and checks its form: a host name,
+// a "*." wildcard followed by a host name, or an IP address.
+func normalizeName(n string) (string, error) {
+	n = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(n), "."))
+	if n == "" {
+		return "", errors.New("empty name")
+	}
+	if strings.HasPrefix(n, "[") && strings.HasSuffix(n, "]") {
+		n = n[1 : len(n)-1]
+	}
+	if _, err := netip.ParseAddr(n); err == nil {
+		return n, nil
+	}
+	if strings.Contains(n, ":") {
+		return "", errors.New("a server name has no port; ports come from listen")
+	}
+	host := strings.TrimPrefix(n, "*.")
+	if strings.Contains(host, "*") {
+		return "", errors.New("a wildcard is only allowed as the first label, as in \"*.example.org\"")
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 {
+			return "", errors.New("not a valid host name")
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return "", fmt.Errorf("character %q is not allowed in a host name", c)
+			}
+		}
+	}
+	return n, nil
+}
+
+// normalizeListen checks "host:port" and returns it in canonical form.
+func normalizeListen(a string) (string, error) {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(a))
+	if err != nil {
+		return "", errors.New("expected host:port, :port or [v6]:port")
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return "", fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	host = strings.ToLower(host)
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			if _, err := normalizeName(host); err != nil {
+				return "", fmt.Errorf("host %q is not an IP address or host name", host)
+			}
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
+func (v *validator) dirExists(path, key, p string) bool {
+	if p == "" {
+		v.errAt(path, "%s: missing (a directory)", key)
+		return false
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		v.errAt(path+"."+key, "%s %q: %s", key, p, errText(err))
+		return false
+	case !fi.IsDir():
+		v.errAt(path+"."+key, "%s %q is not a directory", key, p)
+		return false
+	}
+	return true
+}
+
+func (v *validator) static(at string, s *Static) {
+	s.Root = v.abs(s.Root)
+	v.dirExists(at, "root", s.Root)
+	for i, n := range s.Index {
+		if n == "" || strings.ContainsAny(n, "/\\\x00") {
+			v.errAt(fmt.Sprintf("%s.index[%d]", at, i), "index %q must be a plain file name", n)
+		}
+	}
+	if s.Fallback != "" && !strings.HasPrefix(s.Fallback, "/") {
+		v.errAt(at+".fallback", "fallback %q must be a path starting with \"/\"", s.Fallback)
+	}
+	for k := range s.Headers {
+		if !validHeaderName(k) {
+			v.errAt(at+".headers", "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
+		}
+	}
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// Upstream is a parsed proxy upstream address.
+type Upstream struct {
+	Network string // "tcp" or "unix"
+	Address string // "host:port" or a socket path
+}
+
+// ParseUpstream parses "host:port", "[v6]:port", "http://host:port" or
+// "unix:/path.sock".
+func ParseUpstream(s string) (Upstream, error) {
+	t := strings.TrimSpace(s)
+	if p, ok := strings.CutPrefix(t, "unix:"); ok {
+		if !filepath.IsAbs(p) {
+			return Upstream{}, errors.New("unix socket path must be absolute, as in \"unix:/run/app.sock\"")
+		}
+		return Upstream{Network: "unix", Address: p}, nil
+	}
+	if rest, ok := strings.CutPrefix(t, "http://"); ok {
+		t = strings.TrimSuffix(rest, "/")
+		if strings.Contains(t, "/") {
+			return Upstream{}, errors.New("an upstream is an address, not a URL with a path")
+		}
+		if _, _, err := net.SplitHostPort(t); err != nil {
+			t = net.JoinHostPort(strings.Trim(t, "[]"), "80")
+		}
+	} else if strings.Contains(t, "://") {
+		return Upstream{}, errors.New("only http:// upstreams are supported")
+	}
+	host, port, err := net.SplitHostPort(t)
+	if err != nil || host == "" {
+		return Upstream{}, errors.New("expected host:port, [v6]:port, http://host:port or unix:/path.sock")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return Upstream{}, fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port)}, nil
+}
+
+// ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a network like \"192.168.0.0/16\"", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not an IP address or network", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func (v *validator) proxy(at string, p *Proxy) {
+	if len(p.Upstreams) == 0 {
+		v.errAt(at+".upstreams", "proxy needs at least one upstream (upstreams = [\"127.0.0.1:8080\"])")
+	}
+	for i, u := range p.Upstreams {
+		if _, err := ParseUpstream(u); err != nil {
+			v.errAt(fmt.Sprintf("%s.upstreams[%d]", at, i), "upstream %q: %v", u, err)
+		}
+	}
+	switch p.LB {
+	case "", "round_robin", "least_conn":
+	default:
+		v.errAt(at+".lb", "lb %q: use \"round_robin\" or \"least_conn\"", p.LB)
+	}
+	for i, c := range p.TrustedProxies {
+		if _, err := ParsePrefix(c); err != nil {
+			v.errAt(fmt.Sprintf("%s.trusted_proxies[%d]", at, i), "trusted_proxies: %v", err)
+		}
+	}
+	if h := p.Health; h != nil && !strings.HasPrefix(h.Path, "/") {
+		v.errAt(at+".health.path", "health path %q must start with \"/\"", h.Path)
+	}
+}
+
+func (v *validator) fastcgi(at string, f *FastCGI) {
+	f.Root = v.abs(f.Root)
+	v.dirExists(at, "root", f.Root)
+	switch a := f.Address; {
+	case a == "" || a == "php":
+	case strings.HasPrefix(a, "unix:"):
+		if !filepath.IsAbs(strings.TrimPrefix(a, "unix:")) {
+			v.errAt(at+".address", "address %q: unix socket path must be absolute", a)
+		}
+	default:
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			v.errAt(at+".address", "address %q: expected \"unix:/path.sock\", \"host:port\" or \"php\"", a)
+		}
+	}
+	for i, n := range f.Index {
+		if n == "" || strings.ContainsAny(n, "/\\\x00") {
+			v.errAt(fmt.Sprintf("%s.index[%d]", at, i), "index %q must be a plain file name", n)
+		}
+	}
+	for i, s := range f.SplitPath {
+		if !strings.HasPrefix(s, ".") || len(s) < 2 || strings.Contains(s, "/") {
+			v.errAt(fmt.Sprintf("%s.split_path[%d]", at, i), "split_path %q must be an extension like \".php\"", s)
+		}
+	}
+	if f.Fallback != "" && !strings.HasPrefix(f.Fallback, "/") {
+		v.errAt(at+".fallback", "fallback %q must be a path starting with \"/\"", f.Fallback)
+	}
+	for k := range f.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			v.errAt(at+".env", "env name %q is not valid", k)
+		}
+	}
+}
+
+func (v *validator) status(at string, s *Status) {
+	for i, c := range s.Allow {
+		if _, err := ParsePrefix(c); err != nil {
+			v.errAt(fmt.Sprintf("%s.allow[%d]", at, i), "allow: %v", err)
+		}
+	}
+}
+
+// crossCheck finds conflicts between sites: two defaults on one address,
+// one name claimed twice on one address, an address used both with and
+// without TLS.
+func crossCheck(sites []*Site) Errors {
+	var errs Errors
+	at := func(s *Site, path string) (int, int) { return s.pos.at(path) }
+	type claim struct {
+		site *Site
+		path string
+	}
+	var global *Site
+	for _, s := range sites {
+		if s.Global == nil {
+			continue
+		}
+		if global != nil {
+			l, col := at(s, "global")
+			gl, _ := at(global, "global")
+			errs = append(errs, &Error{File: s.File, Line: l, Col: col,
+				Msg: fmt.Sprintf("a second [global] table (the first is in %s:%d); keep one", global.File, gl)})
+			continue
+		}
+		global = s
+	}
+	defaults := map[string]claim{}
+	names := map[string]claim{}
+	kinds := map[string]claim{} // address -> first site, path tells tls or not
+	for _, s := range sites {
+		addrs := func(tlsSide bool) []string {
+			if tlsSide {
+				return s.TLS.Listen
+			}
+			return s.Listen
+		}
+		for _, tlsSide := range []bool{false, true} {
+			prefix := "listen"
+			if tlsSide {
+				prefix = "tls.listen"
+			}
+			for i, a := range addrs(tlsSide) {
+				path := fmt.Sprintf("%s[%d]", prefix, i)
+				if c, ok := kinds[a]; ok && strings.HasPrefix(c.path, "tls.") != tlsSide {
+					l, col := at(s, path)
+					ol, _ := at(c.site, c.path)
+					errs = append(errs, &Error{File: s.File, Line: l, Col: col,
+						Msg: fmt.Sprintf("%s is used with TLS in one site and without in another (%s:%d)", a, c.site.File, ol)})
+				} else if !ok {
+					kinds[a] = claim{s, path}
+				}
+				if s.Default {
+					if c, ok := defaults[a]; ok && c.site != s {
+						l, col := at(s, "default")
+						ol, _ := at(c.site, "default")
+						errs = append(errs, &Error{File: s.File, Line: l, Col: col,
+							Msg: fmt.Sprintf("a second default site for %s (the first is %s:%d)", a, c.site.File, ol)})
+					} else {
+						defaults[a] = claim{s, "default"}
+					}
+				}
+				for j, n := range s.ServerNames {
+					key := a + " " + n
+					np := fmt.Sprintf("server_names[%d]", j)
+					if c, ok := names[key]; ok && c.site != s {
+						l, col := at(s, np)
+						ol, _ := at(c.site, c.path)
+						errs = append(errs, &Error{File: s.File, Line: l, Col: col,
+							Msg: fmt.Sprintf("server name %q on %s is already claimed by %s:%d", n, a, c.site.File, ol)})
+					} else if !ok {
+						names[key] = claim{s, np}
+					}
+				}
+			}
+		}
+	}
+	// A wildcard address and a specific address on the same port cannot both
+	// be bound; say so rather than failing at bind time.
+	byPort := map[string][]string{}
+	for a := range kinds {
+		h, p, _ := net.SplitHostPort(a)
+		_ = h
+		byPort[p] = append(byPort[p], a)
+	}
+	for _, as := range byPort {
+		sort.Strings(as)
+		var wild, specific string
+		for _, a := range as {
+			h, _, _ := net.SplitHostPort(a)
+			if h == "" || h == "0.0.0.0" || h == "::" {
+				wild = a
+			} else if specific == "" {
+				specific = a
+			}
+		}
+		if wild != "" && specific != "" {
+			c := kinds[specific]
+			l, col := at(c.site, c.path)
+			w := kinds[wild]
+			wl, _ := at(w.site, w.path)
+			errs = append(errs, &Error{File: c.site.File, Line: l, Col: col,
+				Msg: fmt.Sprintf("%s overlaps %s (%s:%d); give both sites the same listen address and tell them apart with server_names", specific, wild, w.site.File, wl)})
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].File != errs[j].File {
+			return errs[i].File < errs[j].File
+		}
+		return errs[i].Line < errs[j].Line
+	})
+	return errs
+}
+
+// errText shortens an *os.PathError to its cause, since messages already
+// name the path.
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,230 @@
+package config
+
+// The schema of a site file. One TOML file describes one virtual host, in the
+// format published in the Arka seed:
+//
+//	default = true
+//	server_names = ["example.org", "*.example.org"]
+//	listen = [":80"]
+//	request_id = false
+//
+//	[tls]
+//	listen = [":443"]
+//	cert = "/etc/arka/tls/cert.pem"
+//	key = "/etc/arka/tls/key.pem"
+//
+//	[log]
+//	enabled = true
+//	path = "/var/log/arka/example.log"
+//	format = "combined"
+//
+//	[compression]
+//	enabled = true
+//	min_size = "512B"
+//
+//	[[routes]]
+//	path = "/"
+//	handler = { type = "static", root = "/srv/www" }
+//
+// Every key not listed here is an error. Defaults live in defaults.go.
+
+// Site is one virtual host after loading and validation.
+type Site struct {
+	// File is the path of the site file; Line is where each part starts, for
+	// messages that refer back to the file.
+	File string `toml:"-"`
+
+	Default     bool        `toml:"default"`
+	ServerNames []string    `toml:"server_names"` // lower-cased; "*.example.org" wildcards; empty = any host
+	Listen      []string    `toml:"listen"`       // plain HTTP addresses, "host:port" or ":port"
+	RequestID   bool        `toml:"request_id"`   // set and forward X-Request-Id
+	TLS         TLS         `toml:"tls"`
+	Log         Log         `toml:"log"`
+	Compression Compression `toml:"compression"`
+	Limits      Limits      `toml:"limits"`
+	Routes      []Route     `toml:"-"` // decoded from rawRoute
+
+	// Global holds process-wide settings. At most one site file may have a
+	// [global] table; see GlobalOf.
+	Global *Global `toml:"global"`
+
+	// Pos locates the site's keys for cross-site messages (duplicate names,
+	// listen conflicts). Keyed by dotted path such as "listen[0]".
+	pos *posIndex
+}
+
+// TLS configures the HTTPS listeners of a site (TLS 1.2 and 1.3, ALPN h2 and
+// http/1.1).
+type TLS struct {
+	Listen []string `toml:"listen"`
+	// Cert and Key are PEM files. When both are empty and Listen is not,
+	// Arka generates a self-signed certificate for ServerNames into its
+	// state directory (see cmd/arka -state).
+	Cert string `toml:"cert"`
+	Key  string `toml:"key"`
+}
+
+// Log configures the site's access log.
+type Log struct {
+	Enabled bool   `toml:"enabled"`
+	Path    string `toml:"path"`   // file path; "" or "-" = standard output
+	Format  string `toml:"format"` // "combined" (default) or "json"
+}
+
+// Compression configures content coding of responses (RFC 9110 section 8.4).
+type Compression struct {
+	Enabled *bool `toml:"enabled"` // default true
+	MinSize *Size `toml:"min_size"`
+	// Levels for responses made per request (proxy, FastCGI). Defaults in
+	// defaults.go; static files are compressed once at StaticBrotliLevel.
+	ZstdLevel   int `toml:"zstd_level"`   // 1 (fastest) .. 4 (best), klauspost/compress EncoderLevel
+	BrotliLevel int `toml:"brotli_level"` // 0..11
+	GzipLevel   int `toml:"gzip_level"`   // 1..9
+}
+
+// Limits bounds what one client may send.
+type Limits struct {
+	// MaxBodySize is the largest request body accepted; larger ones get 413
+	// (RFC 9110 section 15.5.14). Zero means unlimited (bodies are streamed,
+	// never held whole in memory).
+	MaxBodySize *Size `toml:"max_body_size"`
+}
+
+// Route maps a path prefix to a handler. Exactly one of the handler fields
+// is set, according to Type.
+type Route struct {
+	Path string // starts with "/"; matched by longest prefix
+	Type string // "static", "proxy", "fastcgi" or "status"
+
+	Static  *Static
+	Proxy   *Proxy
+	FastCGI *FastCGI
+	Status  *Status
+
+	Line, Col int // where the route's table starts in the site file
+}
+
+// Static serves files from a directory.
+type Static struct {
+	Root string `toml:"root"` // directory; must exist
+	// Index names the files served for a directory request, tried in order.
+	// Default "index.html".
+	Index StringList `toml:"index"`
+	// AllowDotfiles serves files and directories whose name starts with a
+	// dot. Default false (404); /.well-known/ is always served (RFC 8615).
+	AllowDotfiles bool `toml:"allow_dotfiles"`
+	// Precompressed serves foo.br, foo.zst and foo.gz siblings when the
+	// client accepts them. Default true.
+	Precompressed *bool `toml:"precompressed"`
+	// Fallback is a path under Root served when the requested file does not
+	// exist (single-page applications): like nginx's try_files $uri /index.html.
+	Fallback string `toml:"fallback"`
+	// CacheControl, when set, is sent as the Cache-Control header of files.
+	CacheControl string `toml:"cache_control"`
+	// Headers are extra response headers for every file.
+	Headers map[string]string `toml:"headers"`
+}
+
+// Proxy forwards requests to HTTP/1.1 upstreams.
+type Proxy struct {
+	Upstreams      []string `toml:"upstreams"`       // "host:port", "[v6]:port", "http://host:port", "unix:/path.sock"
+	StripPrefix    bool     `toml:"strip_prefix"`    // remove the route path before forwarding
+	ForwardHeaders *bool    `toml:"forward_headers"` // X-Forwarded-*, Forwarded; default true
+	// TrustedProxies are client networks whose X-Forwarded-For is kept and
+	// appended to; from anyone else it is replaced.
+	TrustedProxies        []string  `toml:"trusted_proxies"`
+	HostHeader            string    `toml:"host_header"` // "" = pass the client's Host through
+	LB                    string    `toml:"lb"`          // "round_robin" (default) or "least_conn"
+	Keepalive             AutoInt   `toml:"keepalive"`   // idle connections kept per upstream
+	ConnectTimeout        *Duration `toml:"connect_timeout"`
+	ResponseHeaderTimeout *Duration `toml:"response_header_timeout"`
+	IdleTimeout           *Duration `toml:"idle_timeout"`
+	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
+	Health                *Health   `toml:"health"`
+}
+
+// Health is an active upstream health check.
+type Health struct {
+	Path     string    `toml:"path"`
+	Interval *Duration `toml:"interval"`
+	Timeout  *Duration `toml:"timeout"`
+}
+
+// FastCGI runs scripts through a FastCGI server such as php-fpm.
+type FastCGI struct {
+	// Address is "unix:/path.sock" or "host:port"; "php" (or empty) means
+	// the php-fpm pool Arka runs itself.
+	Address string `toml:"address"`
+	Root    string `toml:"root"` // document root; must exist
+	// Index is served for directory requests. Default "index.php".
+	Index StringList `toml:"index"`
+	// SplitPath is the extension at which the URI is split into script and
+	// PATH_INFO. Default ".php".
+	SplitPath StringList `toml:"split_path"`
+	// Fallback is a script (front controller) run when the requested file
+	// does not exist, like nginx's try_files $uri $uri/ /index.php?$args.
+	Fallback string            `toml:"fallback"`
+	MaxConns AutoInt           `toml:"max_conns"` // connections kept to the FastCGI server
+	Queue    Queue             `toml:"queue"`
+	Env      map[string]string `toml:"env"` // extra CGI parameters
+
+	ConnectTimeout *Duration `toml:"connect_timeout"`
+	ReadTimeout    *Duration `toml:"read_timeout"` // longest wait for output from the script
+}
+
+// Queue is the FIFO of requests waiting for a FastCGI connection.
+type Queue struct {
+	Size    AutoInt   `toml:"size"`
+	Timeout *Duration `toml:"timeout"`
+}
+
+// Status shows the board's health and Arka's counters.
+type Status struct {
+	// Allow lists client networks (CIDR) that may see the page; others get
+	// 403. Default: loopback and private networks.
+	Allow []string `toml:"allow"`
+}
+
+// Global is the [global] table: settings of the whole server rather than
+// one site. Every number is "auto" by default, derived from the board
+// (package board); a value here overrides it.
+type Global struct {
+	Budget  BudgetConfig  `toml:"budget"`
+	Thermal ThermalConfig `toml:"thermal"`
+}
+
+// BudgetConfig overrides the board budget (see board.Budget for what each
+// number bounds and how "auto" derives it).
+type BudgetConfig struct {
+	GOMAXPROCS      AutoInt  `toml:"gomaxprocs"`
+	MemoryLimit     AutoSize `toml:"memory_limit"`      // soft Go memory limit (GOMEMLIMIT)
+	OpenFileCache   AutoSize `toml:"open_file_cache"`   // metadata of files
+	ContentCache    AutoSize `toml:"content_cache"`     // bodies of small files
+	CompressedCache AutoSize `toml:"compressed_cache"`  // variants compressed on the fly
+	FastCGIMaxConns AutoInt  `toml:"fastcgi_max_conns"` // default max_conns of fastcgi routes
+	FastCGIQueue    AutoInt  `toml:"fastcgi_queue"`     // default queue.size of fastcgi routes
+	ProxyKeepalive  AutoInt  `toml:"proxy_keepalive"`   // default keepalive of proxy routes
+	PHPMaxChildren  AutoInt  `toml:"php_max_children"`  // php-fpm pm.max_children when Arka runs php-fpm
+	PHPPM           string   `toml:"php_pm"`            // "auto", "static" or "ondemand"
+	Opcache         AutoSize `toml:"opcache"`           // opcache.memory_consumption
+}
+
+// ThermalConfig sets when Arka sheds optional CPU work (brotli, high
+// compression levels) because the board is hot.
+type ThermalConfig struct {
+	// Limit in degrees Celsius above which Arka sheds work; default 80
+	// (where a Raspberry Pi starts to throttle).
+	Limit float64 `toml:"limit"`
+	// Hysteresis in degrees: work resumes at Limit - Hysteresis; default 5.
+	Hysteresis float64 `toml:"hysteresis"`
+}
+
+// GlobalOf returns the [global] table of the sites, or an empty one.
+func GlobalOf(sites []*Site) Global {
+	for _, s := range sites {
+		if s.Global != nil {
+			return *s.Global
+		}
+	}
+	return Global{}
+}

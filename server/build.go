@@ -1,0 +1,157 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server/status"
+)
+
+// errNotImplemented marks handler types whose issue has not landed yet.
+var errNotImplemented = errors.New("not implemented yet")
+
+// build compiles validated sites into a table: certificates loaded (or
+// generated when dryRun is false), handlers constructed, middleware applied.
+// Errors are config.Errors located at the offending route or key.
+func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
+	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}}
+	var errs config.Errors
+	fail := func(cs *config.Site, line, col int, format string, args ...any) {
+		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, cs := range sites {
+		st := &site{cfg: cs, reqID: cs.RequestID}
+		if len(cs.TLS.Listen) > 0 {
+			switch {
+			case cs.TLS.Cert != "":
+				c, err := loadCert(cs.TLS.Cert, cs.TLS.Key)
+				if err != nil {
+					fail(cs, 0, 0, "tls: %v", err)
+				}
+				st.cert = c
+			case !dryRun:
+				c, err := selfSigned(s.o.StateDir, cs.ServerNames)
+				if err != nil {
+					fail(cs, 0, 0, "tls: generating a self-signed certificate in %s: %v", s.o.StateDir, err)
+				}
+				st.cert = c
+			}
+		}
+		if cs.Log.Enabled && !dryRun {
+			sink, err := s.sink(t, cs.Log.Path)
+			if err != nil {
+				fail(cs, 0, 0, "log: %v", err)
+			} else {
+				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json"}
+			}
+		}
+		for i := range cs.Routes {
+			cr := &cs.Routes[i]
+			h, err := s.handler(cs, cr, t)
+			if err != nil {
+				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Type, err)
+				continue
+			}
+			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr)})
+		}
+		sortRoutes(st.routes)
+		add := func(addr string, isTLS bool) {
+			v := t.vhosts[addr]
+			if v == nil {
+				v = &vhosts{tls: isTLS, exact: map[string]*site{}}
+				t.vhosts[addr] = v
+			}
+			if v.first == nil {
+				v.first = st
+			}
+			if cs.Default || len(cs.ServerNames) == 0 && v.def == nil {
+				v.def = st
+			}
+			for _, n := range cs.ServerNames {
+				if suf, ok := strings.CutPrefix(n, "*"); ok {
+					v.wild = append(v.wild, wildSite{suf, st})
+				} else {
+					v.exact[n] = st
+				}
+			}
+		}
+		for _, a := range cs.Listen {
+			add(a, false)
+		}
+		for _, a := range cs.TLS.Listen {
+			add(a, true)
+		}
+	}
+	for _, v := range t.vhosts {
+		sortWild(v.wild)
+	}
+	if len(errs) > 0 {
+		t.close()
+		return nil, errs
+	}
+	return t, nil
+}
+
+func sortWild(w []wildSite) {
+	for i := 1; i < len(w); i++ {
+		for j := i; j > 0 && len(w[j].suffix) > len(w[j-1].suffix); j-- {
+			w[j], w[j-1] = w[j-1], w[j]
+		}
+	}
+}
+
+// handler constructs one route's handler with its middleware.
+func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
+	comp := cs.Compression
+	switch cr.Type {
+	case "static":
+		h, err := static.New(cr.Static, static.Options{
+			Cache:       s.cache,
+			Compress:    comp.CompressionEnabled(),
+			MinSize:     comp.MinSizeBytes(),
+			Constrained: s.constrained,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.closers = append(t.closers, h)
+		return h, nil
+	case "status":
+		allow := cr.Status.Allow
+		if len(allow) == 0 {
+			allow = config.DefaultStatusAllow
+		}
+		nets, err := status.ParseAllow(allow)
+		if err != nil {
+			return nil, err
+		}
+		h, err := status.New(status.Options{Allow: nets, Source: s, History: s.history})
+		if err != nil {
+			return nil, err
+		}
+		return s.dynamic(cs, h), nil
+	case "proxy", "fastcgi":
+		return nil, errNotImplemented
+	}
+	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
+}
+
+// dynamic wraps a handler of responses made per request with content
+// coding, when the site enables compression.
+func (s *Server) dynamic(cs *config.Site, h http.Handler) http.Handler {
+	c := cs.Compression
+	if !c.CompressionEnabled() {
+		return h
+	}
+	var lv [encoding.NumCodings]int
+	lv[encoding.Zstd] = c.Level("zstd")
+	lv[encoding.Brotli] = c.Level("br")
+	lv[encoding.Gzip] = c.Level("gzip")
+	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained})
+	return m.Wrap(h)
+}

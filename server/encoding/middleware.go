@@ -1,0 +1,325 @@
+package encoding
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Options configure the Middleware.
+type Options struct {
+	// MinSize: responses shorter than this many bytes are sent as they are.
+	MinSize int64
+	// Levels per coding (zstd 1..4, brotli 0..11, gzip 1..9).
+	Levels [NumCodings]int
+	// Pools supplies encoders; shared by every middleware of a server.
+	Pools *Pools
+	// Constrained, when it returns true (the board is hot), drops every
+	// coding to its cheapest level. Nil means never.
+	Constrained func() bool
+}
+
+// Middleware encodes responses made per request (proxy, FastCGI) with the
+// best coding the client accepts: zstd, else brotli at a low level (Safari
+// has no zstd), else gzip. It streams, flushing the encoder when the handler
+// flushes, and leaves alone responses that are already encoded, marked
+// Cache-Control: no-transform (RFC 9111 section 5.2.2.6), partial (206),
+// bodiless (1xx, 204, 304), not of a compressible type, or shorter than
+// MinSize.
+type Middleware struct {
+	o    Options
+	pool sync.Pool
+}
+
+// New returns a Middleware. Zero levels take cheap defaults.
+func New(o Options) *Middleware {
+	if o.Pools == nil {
+		o.Pools = &Pools{}
+	}
+	for c, d := range [NumCodings]int{0, 1, 4, 5} {
+		if o.Levels[c] == 0 {
+			o.Levels[c] = d
+		}
+	}
+	return &Middleware{o: o}
+}
+
+var allCodings = [NumCodings]bool{false, true, true, true}
+
+// Wrap returns h with response encoding.
+func (m *Middleware) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := ParseAccept(r.Header["Accept-Encoding"])
+		c := a.ChooseDynamic(allCodings)
+		if c == Identity {
+			h.ServeHTTP(w, r)
+			return
+		}
+		level := m.o.Levels[c]
+		if m.o.Constrained != nil && m.o.Constrained() {
+			level = cheapest[c]
+		}
+		ew, _ := m.pool.Get().(*encWriter)
+		if ew == nil {
+			ew = &encWriter{}
+		}
+		*ew = encWriter{w: w, m: m, coding: c, level: level, head: r.Method == http.MethodHead, buf: ew.buf[:0]}
+		defer func() {
+			ew.finish()
+			buf := ew.buf
+			*ew = encWriter{buf: buf[:0]}
+			m.pool.Put(ew)
+		}()
+		h.ServeHTTP(ew, r)
+	})
+}
+
+var cheapest = [NumCodings]int{0, 1, 1, 1}
+
+type state uint8
+
+const (
+	undecided state = iota
+	passthrough
+	encoding
+)
+
+type encWriter struct {
+	w      http.ResponseWriter
+	m      *Middleware
+	coding Coding
+	level  int
+	head   bool
+
+	status int  // status given by the handler, 0 until WriteHeader
+	sent   bool // status sent to w
+	st     state
+	buf    []byte // body held back while undecided, < MinSize bytes
+	enc    Encoder
+}
+
+func (e *encWriter) Header() http.Header { return e.w.Header() }
+
+// Unwrap lets http.ResponseController reach the connection (Hijack,
+// deadlines) through this writer.
+func (e *encWriter) Unwrap() http.ResponseWriter { return e.w }
+
+func (e *encWriter) WriteHeader(code int) {
+	if e.status != 0 || e.sent {
+		return
+	}
+	if code >= 100 && code <= 199 {
+		// Informational (103 Early Hints, 101 Switching Protocols) go
+		// straight through; 101 ends our involvement.
+		if code == http.StatusSwitchingProtocols {
+			e.st = passthrough
+			e.sent = true
+		}
+		e.w.WriteHeader(code)
+		return
+	}
+	e.status = code
+	e.decideFromHeaders()
+}
+
+// decideFromHeaders settles what it can from the status and header fields.
+func (e *encWriter) decideFromHeaders() {
+	h := e.w.Header()
+	switch {
+	case e.status == http.StatusNoContent, e.status == http.StatusNotModified,
+		e.status == http.StatusPartialContent,
+		h.Get("Content-Encoding") != "", h.Get("Content-Range") != "",
+		hasToken(h["Cache-Control"], "no-transform"):
+		e.pass()
+		return
+	}
+	if ct := h.Get("Content-Type"); ct != "" && !Compressible(ct) {
+		e.pass()
+		return
+	}
+	if cl := h.Get("Content-Length"); cl != "" {
+		n, err := strconv.ParseInt(cl, 10, 64)
+		if err != nil || n < e.m.o.MinSize {
+			e.pass()
+			return
+		}
+		if h.Get("Content-Type") != "" {
+			e.start()
+		}
+		return
+	}
+	if e.head && h.Get("Content-Type") != "" {
+		e.start()
+	}
+}
+
+func (e *encWriter) pass() {
+	e.st = passthrough
+	e.sendStatus()
+}
+
+func (e *encWriter) sendStatus() {
+	if !e.sent {
+		e.sent = true
+		if e.status == 0 {
+			e.status = http.StatusOK
+		}
+		e.w.WriteHeader(e.status)
+	}
+}
+
+// start switches to encoding: header fields change to describe the encoded
+// representation (RFC 9110 section 8.4: Content-Encoding; Content-Length
+// unknown; a strong validator no longer applies, so the ETag is weakened as
+// nginx does; byte ranges of the identity body no longer apply).
+func (e *encWriter) start() {
+	h := e.w.Header()
+	h.Del("Content-Length")
+	h.Del("Accept-Ranges")
+	h["Content-Encoding"] = codingHeader[e.coding]
+	addVary(h)
+	if et := h.Get("Etag"); strings.HasPrefix(et, `"`) {
+		h.Set("Etag", "W/"+et)
+	}
+	e.st = encoding
+	e.sendStatus()
+	if !e.head {
+		e.enc = e.m.o.Pools.Get(e.coding, e.level, e.w)
+	}
+}
+
+var codingHeader = [NumCodings][]string{nil, {"zstd"}, {"br"}, {"gzip"}}
+
+// addVary adds Accept-Encoding to Vary unless it (or "*") is there already.
+func addVary(h http.Header) {
+	for _, v := range h["Vary"] {
+		if hasToken([]string{v}, "accept-encoding") || strings.TrimSpace(v) == "*" {
+			return
+		}
+	}
+	if len(h["Vary"]) == 0 {
+		h["Vary"] = varyAE
+		return
+	}
+	h.Add("Vary", "Accept-Encoding")
+}
+
+var varyAE = []string{"Accept-Encoding"}
+
+// hasToken reports whether a comma-separated field contains token
+// (case-insensitive), ignoring parameters such as "max-age=0".
+func hasToken(lines []string, token string) bool {
+	for _, line := range lines {
+		for _, part := range strings.Split(line, ",") {
+			p := trimOWS(part)
+			if i := strings.IndexByte(p, '='); i >= 0 {
+				p = trimOWS(p[:i])
+			}
+			if eqFold(p, token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (e *encWriter) Write(p []byte) (int, error) {
+	if e.status == 0 && !e.sent {
+		e.WriteHeader(http.StatusOK)
+	}
+	switch e.st {
+	case passthrough:
+		return e.w.Write(p)
+	case encoding:
+		if e.enc == nil {
+			return len(p), nil // HEAD
+		}
+		return e.enc.Write(p)
+	}
+	// Undecided: hold bytes back until we know the response is long enough.
+	e.buf = append(e.buf, p...)
+	if int64(len(e.buf)) >= e.m.o.MinSize {
+		if err := e.decideWithBody(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// decideWithBody decides once body bytes are known: sniff a missing
+// Content-Type as net/http would, then encode if it is compressible.
+func (e *encWriter) decideWithBody() error {
+	h := e.w.Header()
+	if h.Get("Content-Type") == "" && len(e.buf) > 0 {
+		h.Set("Content-Type", http.DetectContentType(e.buf))
+	}
+	if !Compressible(h.Get("Content-Type")) {
+		e.pass()
+	} else {
+		e.start()
+	}
+	return e.drain()
+}
+
+// drain writes the held-back bytes to whichever path was chosen.
+func (e *encWriter) drain() error {
+	if len(e.buf) == 0 {
+		return nil
+	}
+	var err error
+	switch {
+	case e.st == passthrough:
+		_, err = e.w.Write(e.buf)
+	case e.enc != nil:
+		_, err = e.enc.Write(e.buf)
+	}
+	e.buf = e.buf[:0]
+	return err
+}
+
+// FlushError flushes encoded bytes through to the client. An undecided
+// response is decided now: a handler that flushes is streaming (server-sent
+// events, long polls), so the length will not be known.
+func (e *encWriter) FlushError() error {
+	if e.st == undecided {
+		if e.status == 0 {
+			e.status = http.StatusOK
+		}
+		if err := e.decideWithBody(); err != nil {
+			return err
+		}
+	}
+	if e.enc != nil {
+		if err := e.enc.Flush(); err != nil {
+			return err
+		}
+	}
+	return http.NewResponseController(e.w).Flush()
+}
+
+// Flush implements http.Flusher.
+func (e *encWriter) Flush() { _ = e.FlushError() }
+
+// finish completes the response after the handler returns.
+func (e *encWriter) finish() {
+	switch e.st {
+	case undecided:
+		if e.status == 0 && len(e.buf) == 0 {
+			return // the handler wrote nothing: net/http sends its default
+		}
+		// Shorter than MinSize: send as is, with its length now known.
+		h := e.w.Header()
+		if h.Get("Content-Length") == "" && !e.head {
+			h["Content-Length"] = []string{strconv.Itoa(len(e.buf))}
+		}
+		e.pass()
+		_ = e.drain()
+	case encoding:
+		if e.enc != nil {
+			_ = e.enc.Close()
+			e.m.o.Pools.Put(e.coding, e.level, e.enc)
+			e.enc = nil
+		}
+	}
+}

@@ -1,0 +1,52 @@
+// Package errpage writes the small, fixed error responses every Arka
+// handler shares: an HTML body naming the status, with its length known, and
+// never any internal detail.
+package errpage
+
+import (
+	"net/http"
+	"strconv"
+)
+
+type page struct {
+	body []byte
+	cl   []string
+}
+
+var pages = func() map[int]page {
+	m := map[int]page{}
+	for _, code := range []int{400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 421, 429, 431, 500, 501, 502, 503, 504} {
+		text := strconv.Itoa(code) + " " + http.StatusText(code)
+		body := []byte("<!DOCTYPE html>\n<html><head><title>" + text + "</title></head>\n<body><h1>" + text + "</h1><hr><p>arka</p></body></html>\n")
+		m[code] = page{body: body, cl: []string{strconv.Itoa(len(body))}}
+	}
+	return m
+}()
+
+var htmlType = []string{"text/html; charset=utf-8"}
+
+// Write sends status code with its HTML error page. Header fields already
+// set by the caller (Allow, Retry-After, Content-Range...) are kept, except
+// representation fields of a file that is not being sent.
+func Write(w http.ResponseWriter, r *http.Request, code int) {
+	h := w.Header()
+	delete(h, "Etag")
+	delete(h, "Last-Modified")
+	delete(h, "Content-Encoding")
+	delete(h, "Accept-Ranges")
+	p, ok := pages[code]
+	if !ok {
+		text := strconv.Itoa(code) + " " + http.StatusText(code)
+		p = page{body: []byte(text + "\n")}
+		p.cl = []string{strconv.Itoa(len(p.body))}
+	}
+	h["Content-Type"] = htmlType
+	h["Content-Length"] = p.cl
+	h["X-Content-Type-Options"] = nosniff
+	w.WriteHeader(code)
+	if r == nil || r.Method != http.MethodHead {
+		w.Write(p.body)
+	}
+}
+
+var nosniff = []string{"nosniff"}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// recorder wraps the engine's ResponseWriter to learn the status and body
+// size for counters and the access log. It passes through everything the
+// handlers rely on: Flush, Hijack (WebSockets), ReadFrom (sendfile) and
+// Unwrap (http.ResponseController).
+type recorder struct {
+	w      http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+var recorders = sync.Pool{New: func() any { return new(recorder) }}
+
+func (r *recorder) Header() http.Header { return r.w.Header() }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 || r.status < 200 {
+		r.status = code
+	}
+	r.w.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.w.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) WriteString(s string) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := io.WriteString(r.w, s)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps sendfile(2) available to io.Copy from an *os.File.
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := r.w.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{r.w}, src)
+	}
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Flush() { _ = r.FlushError() }
+
+func (r *recorder) FlushError() error {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return http.NewResponseController(r.w).Flush()
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if r.status == 0 {
+		r.status = http.StatusSwitchingProtocols
+	}
+	c, rw, err := http.NewResponseController(r.w).Hijack()
+	if err != nil && errors.Is(err, http.ErrNotSupported) {
+		return nil, nil, http.ErrNotSupported
+	}
+	return c, rw, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.w }

@@ -1,0 +1,505 @@
+// Package server is Arka's HTTP engine and request path: listeners (HTTP/1.1,
+// TLS with HTTP/2), virtual hosts by Host and SNI, routes by longest prefix,
+// middleware (request ids, access log, counters, content coding) and the
+// handlers in its sub-packages. A configuration is compiled into an
+// immutable table and swapped atomically on reload.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server/status"
+)
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	// StateDir holds generated files (self-signed certificates). Required
+	// when a TLS site has no certificate of its own.
+	StateDir string
+	// Logger receives the error log: one line per event, naming site,
+	// route and cause. Default: slog to standard error.
+	Logger *slog.Logger
+	// Cache bounds the static-file caches (see static.CacheOptions).
+	Cache static.CacheOptions
+	// Board and Budget describe the machine (package board). Budget sets
+	// cache sizes and the defaults of "auto" pool sizes; a zero Budget
+	// takes the package defaults.
+	Board  board.Board
+	Budget board.Budget
+	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
+	// hot, optional CPU work (brotli, high compression levels) stops.
+	Thermal *board.Thermal
+	// DiskPath is the writable partition whose free space the status page
+	// shows (default StateDir).
+	DiskPath string
+
+	// ReadHeaderTimeout bounds reading a request's header (default 20 s);
+	// IdleTimeout closes idle keep-alive connections (default 75 s, as
+	// nginx's keepalive_timeout); MaxHeaderBytes bounds the request header
+	// (default 32 KiB; larger gets 431, RFC 6585 section 5).
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
+	// and for an old configuration's requests after a reload (default 10 s).
+	ShutdownTimeout time.Duration
+}
+
+// Server runs listeners for a configuration and swaps configurations on
+// reload. Create it with New, then call Apply.
+type Server struct {
+	o     Options
+	log   *slog.Logger
+	cache *static.Cache
+	pools *encoding.Pools
+
+	started time.Time
+	history *status.History
+	rates   rateTracker
+
+	mu        sync.Mutex // serializes Apply and Shutdown
+	table     *table
+	listeners map[string]*listener
+	sinks     map[string]*logSink
+	stats     map[string]*RouteStats
+	statsMu   sync.Mutex
+	done      chan struct{}
+	closed    bool
+}
+
+// New returns a Server that serves nothing until Apply.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = 20 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 75 * time.Second
+	}
+	if o.MaxHeaderBytes == 0 {
+		o.MaxHeaderBytes = 32 << 10
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.DiskPath == "" {
+		o.DiskPath = o.StateDir
+	}
+	if b := o.Budget; b.OpenFileCacheBytes > 0 && o.Cache.FileBytes == 0 {
+		o.Cache.FileBytes = b.OpenFileCacheBytes + b.ContentCacheBytes
+		o.Cache.VariantBytes = b.CompressedBytes
+	}
+	s := &Server{
+		o: o, log: o.Logger,
+		started:   time.Now(),
+		history:   status.NewHistory(),
+		cache:     static.NewCache(o.Cache),
+		pools:     &encoding.Pools{},
+		listeners: map[string]*listener{},
+		sinks:     map[string]*logSink{},
+		stats:     map[string]*RouteStats{},
+		done:      make(chan struct{}),
+	}
+	go s.flushLoop()
+	go s.sampleLoop()
+	return s
+}
+
+// constrained reports whether the board is hot.
+func (s *Server) constrained() bool { return s.o.Thermal != nil && s.o.Thermal.Hot() }
+
+// Check compiles sites without binding, generating or opening anything
+// that persists: the `arka -t` dry run. It returns config.Errors.
+func (s *Server) Check(sites []*config.Site) error {
+	t, err := s.build(sites, true)
+	if err != nil {
+		return err
+	}
+	t.close()
+	return nil
+}
+
+// Apply compiles sites and makes them the served configuration: new
+// listeners are bound, removed ones shut down gracefully, and requests
+// already in flight finish on the configuration they started on. If
+// anything fails (a handler, a certificate, a bind), nothing changes and
+// the error says why.
+func (s *Server) Apply(sites []*config.Site) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("server is shut down")
+	}
+	t, err := s.build(sites, false)
+	if err != nil {
+		return err
+	}
+	next := map[string]*listener{}
+	var bound []*listener
+	for addr, vh := range t.vhosts {
+		if l, ok := s.listeners[addr]; ok && l.tls == vh.tls {
+			next[addr] = l
+			continue
+		}
+		if l, ok := s.listeners[addr]; ok {
+			// Same address, TLS switched on or off: the old listener must
+			// go before the new one can bind.
+			l.shutdown(s.o.ShutdownTimeout)
+			delete(s.listeners, addr)
+		}
+		l, err := s.listen(addr, vh.tls)
+		if err != nil {
+			for _, b := range bound {
+				b.ln.Close()
+			}
+			t.close()
+			return err
+		}
+		bound = append(bound, l)
+		next[addr] = l
+	}
+	for addr, l := range next {
+		l.vh.Store(t.vhosts[addr])
+	}
+	for _, l := range bound {
+		go l.serve(s.log)
+	}
+	for addr, l := range s.listeners {
+		if next[addr] != l {
+			go l.shutdown(s.o.ShutdownTimeout)
+		}
+	}
+	old := s.table
+	s.table, s.listeners = t, next
+	s.retireSinks(t)
+	if old != nil {
+		// Requests that loaded the old table just before the swap may still
+		// be starting; give them time before closing its handlers (whose
+		// Close waits for their own in-flight work).
+		go func() {
+			time.Sleep(2 * time.Second)
+			old.close()
+		}()
+	}
+	return nil
+}
+
+// Addrs returns the bound listen addresses (useful with port 0).
+func (s *Server) Addrs() map[string]net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]net.Addr{}
+	for a, l := range s.listeners {
+		m[a] = l.ln.Addr()
+	}
+	return m
+}
+
+// Shutdown stops accepting, waits for in-flight requests up to ctx, closes
+// handlers and flushes logs.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var wg sync.WaitGroup
+	for _, l := range s.listeners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.srv.Shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+	if s.table != nil {
+		s.table.close()
+	}
+	close(s.done)
+	for _, k := range s.sinks {
+		k.close()
+	}
+	s.cache.Close()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// ReopenLogs reopens access-log files, for log rotation.
+func (s *Server) ReopenLogs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.sinks {
+		if err := k.reopen(); err != nil {
+			s.log.Error("reopening access log", "path", k.path, "err", err)
+		}
+	}
+}
+
+// sink returns the shared sink for a log path, opening it if new.
+func (s *Server) sink(t *table, path string) (*logSink, error) {
+	if path == "" {
+		path = "-"
+	}
+	if k, ok := s.sinks[path]; ok {
+		t.sinks[path] = k
+		return k, nil
+	}
+	if k, ok := t.sinks[path]; ok {
+		return k, nil
+	}
+	k, err := openSink(path)
+	if err != nil {
+		return nil, err
+	}
+	t.sinks[path] = k
+	return k, nil
+}
+
+// retireSinks makes t's sinks the server's, closing those no longer used.
+func (s *Server) retireSinks(t *table) {
+	for p, k := range s.sinks {
+		if t.sinks[p] == nil {
+			k.close()
+		}
+	}
+	s.sinks = t.sinks
+}
+
+func (s *Server) flushLoop() {
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-tk.C:
+			s.mu.Lock()
+			for _, k := range s.sinks {
+				k.flush()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// routeStats returns the counters of a route, kept across reloads.
+func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	name := "default"
+	if len(cs.ServerNames) > 0 {
+		name = cs.ServerNames[0]
+	}
+	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Type
+	if st, ok := s.stats[k]; ok {
+		return st
+	}
+	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Type, file: cs.File}
+	s.stats[k] = st
+	return st
+}
+
+// RouteStats returns the counters of every route seen, sorted by site and
+// route.
+func (s *Server) RouteStats() []*RouteStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	out := make([]*RouteStats, 0, len(s.stats))
+	for _, st := range s.stats {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Site != out[j].Site {
+			return out[i].Site < out[j].Site
+		}
+		return out[i].Route < out[j].Route
+	})
+	return out
+}
+
+// CacheStats reports the static caches' figures.
+func (s *Server) CacheStats() static.CacheStats { return s.cache.Stats() }
+
+// listener is one bound address with its engine.
+type listener struct {
+	addr string
+	tls  bool
+	ln   net.Listener
+	srv  *http.Server
+	vh   atomic.Pointer[vhosts]
+}
+
+func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	l := &listener{addr: addr, tls: isTLS, ln: ln}
+	l.srv = &http.Server{
+		Handler:           l,
+		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
+		MaxHeaderBytes:    s.o.MaxHeaderBytes,
+		ErrorLog:          log.New(&engineLog{log: s.log}, "", 0),
+	}
+	if isTLS {
+		l.srv.TLSConfig = &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			NextProtos:     []string{"h2", "http/1.1"},
+			GetCertificate: l.certificate,
+		}
+	}
+	return l, nil
+}
+
+func (l *listener) serve(log *slog.Logger) {
+	var err error
+	if l.tls {
+		err = l.srv.ServeTLS(l.ln, "", "")
+	} else {
+		err = l.srv.Serve(l.ln)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("listener stopped", "addr", l.addr, "err", err)
+	}
+}
+
+func (l *listener) shutdown(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := l.srv.Shutdown(ctx); err != nil {
+		l.srv.Close()
+	}
+	l.ln.Close()
+}
+
+// certificate picks the certificate for a TLS handshake by SNI: the site
+// named, else the default site, else the first site on this address.
+func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	vh := l.vh.Load()
+	if vh == nil {
+		return nil, errors.New("no configuration")
+	}
+	if s := vh.match(hello.ServerName); s != nil && s.cert != nil {
+		return s.cert, nil
+	}
+	if vh.first != nil && vh.first.cert != nil {
+		return vh.first.cert, nil
+	}
+	for _, s := range vh.exact {
+		if s.cert != nil {
+			return s.cert, nil
+		}
+	}
+	return nil, errors.New("no certificate")
+}
+
+var serverHeader = []string{"arka"}
+
+// ServeHTTP dispatches one request: virtual host, path normalization, route,
+// then the route's handler wrapped in request id, counters and access log.
+func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	vh := l.vh.Load()
+	w.Header()["Server"] = serverHeader
+	st := vh.match(r.Host)
+	if st == nil {
+		// No site for this host and no default: 421 over TLS, where the
+		// connection was made for another name (RFC 9110 section 15.5.20),
+		// else 404 (as nginx would with no matching server).
+		if l.tls {
+			errpage.Write(w, r, http.StatusMisdirectedRequest)
+		} else {
+			errpage.Write(w, r, http.StatusNotFound)
+		}
+		return
+	}
+	if r.TLS != nil && r.TLS.ServerName != "" && !strings.EqualFold(hostOnly(r.Host), r.TLS.ServerName) && vh.match(r.TLS.ServerName) != st {
+		// HTTP/2 connection reuse across names that this certificate
+		// (chosen by SNI) need not cover.
+		errpage.Write(w, r, http.StatusMisdirectedRequest)
+		return
+	}
+	p, ok := cleanPath(r.URL.Path)
+	if !ok {
+		if r.Method == http.MethodOptions && r.RequestURI == "*" {
+			w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		errpage.Write(w, r, http.StatusBadRequest)
+		return
+	}
+	if p != r.URL.Path {
+		r.URL.Path, r.URL.RawPath = p, ""
+	}
+	rt, redirect := st.matchRoute(p)
+	if redirect != "" {
+		loc := redirect
+		if r.URL.RawQuery != "" {
+			loc += "?" + r.URL.RawQuery
+		}
+		w.Header().Set("Location", loc)
+		errpage.Write(w, r, http.StatusMovedPermanently)
+		return
+	}
+	if rt == nil {
+		errpage.Write(w, r, http.StatusNotFound)
+		return
+	}
+	var reqID string
+	if st.reqID {
+		reqID = requestID(r)
+		w.Header()["X-Request-Id"] = []string{reqID}
+	}
+	rec := recorders.Get().(*recorder)
+	rec.w, rec.status, rec.bytes = w, 0, 0
+	rt.h.ServeHTTP(rec, r)
+	status, n := rec.status, rec.bytes
+	if status == 0 {
+		status = http.StatusOK
+	}
+	rec.w = nil
+	recorders.Put(rec)
+	d := time.Since(start)
+	rt.stats.observe(status, d, n)
+	if st.log != nil {
+		st.log.log(r, status, n, start, d, reqID)
+	}
+}
+
+// engineLog routes net/http's own messages to the error log, dropping the
+// TLS handshake failures every internet-facing server sees all day.
+type engineLog struct{ log *slog.Logger }
+
+func (e *engineLog) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		return len(p), nil
+	}
+	e.log.Warn(string(bytes.TrimSpace(p)))
+	return len(p), nil
+}

@@ -1,0 +1,206 @@
+package status
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/arkaweb/arka/board"
+)
+
+// maxRouteRows bounds the route table so the page stays under 10 KB; JSON and
+// Prometheus carry every route.
+const maxRouteRows = 12
+
+// sparkWidth is the number of points drawn: the 360 samples are averaged in
+// buckets of 3 (30 s each), which keeps an hour under 1 KB of SVG per chart.
+const sparkWidth = 120
+
+// sparkline draws vals (oldest first, nil = missing) as an inline SVG path.
+// mark, when in range, is drawn as a dashed horizontal line (the thermal limit).
+func sparkline(vals []*float64, floorSpan float64, mark *float64, color string) template.HTML {
+	const h = 28
+	n := len(vals)
+	if n == 0 {
+		return template.HTML(`<svg class="sp" viewBox="0 0 120 28" aria-hidden="true"></svg>`)
+	}
+	per := max(1, (HistoryLen+sparkWidth-1)/sparkWidth)
+	pts := make([]float64, 0, sparkWidth)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := 0; i < n; i += per {
+		sum, cnt := 0.0, 0
+		for j := i; j < min(i+per, n); j++ {
+			if vals[j] != nil {
+				sum += *vals[j]
+				cnt++
+			}
+		}
+		v := math.NaN()
+		if cnt > 0 {
+			v = sum / float64(cnt)
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		pts = append(pts, v)
+	}
+	if math.IsInf(lo, 1) {
+		return template.HTML(`<svg class="sp" viewBox="0 0 120 28" aria-hidden="true"></svg>`)
+	}
+	if mark != nil && *mark > lo && *mark < hi+floorSpan {
+		hi = max(hi, *mark)
+	}
+	if hi-lo < floorSpan {
+		mid := (hi + lo) / 2
+		lo, hi = mid-floorSpan/2, mid+floorSpan/2
+		if lo < 0 && mid >= 0 {
+			lo, hi = 0, floorSpan
+		}
+	}
+	y := func(v float64) int { return int(math.Round(h - 2 - (v-lo)/(hi-lo)*(h-4))) }
+	// Right-align: the newest point is at the right edge.
+	x0 := sparkWidth - len(pts)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<svg class="sp" viewBox="0 0 %d %d" preserveAspectRatio="none" aria-hidden="true">`, sparkWidth, h)
+	if mark != nil && *mark >= lo && *mark <= hi {
+		fmt.Fprintf(&sb, `<path d="M0 %dH%d" stroke="#d33" stroke-dasharray="2 2" stroke-width=".6"/>`, y(*mark), sparkWidth)
+	}
+	sb.WriteString(`<path fill="none" stroke="` + color + `" stroke-width="1.2" vector-effect="non-scaling-stroke" d="`)
+	pen := false
+	for i, v := range pts {
+		if math.IsNaN(v) {
+			pen = false
+			continue
+		}
+		if pen {
+			fmt.Fprintf(&sb, "L%d %d", x0+i, y(v))
+		} else {
+			fmt.Fprintf(&sb, "M%d %d", x0+i, y(v))
+			pen = true
+		}
+	}
+	sb.WriteString(`"/></svg>`)
+	return template.HTML(sb.String())
+}
+
+func since(d time.Duration) string {
+	d = d.Round(time.Second)
+	days := d / (24 * time.Hour)
+	d -= days * 24 * time.Hour
+	if days > 0 {
+		return fmt.Sprintf("%dd %dh", days, d/time.Hour)
+	}
+	if d >= time.Hour {
+		return fmt.Sprintf("%dh %dm", d/time.Hour, (d%time.Hour)/time.Minute)
+	}
+	return fmt.Sprintf("%dm %ds", d/time.Minute, (d%time.Minute)/time.Second)
+}
+
+func ms(sec float64) string {
+	switch {
+	case sec <= 0:
+		return "–"
+	case sec < 0.001:
+		return fmt.Sprintf("%.0f µs", sec*1e6)
+	case sec < 1:
+		return fmt.Sprintf("%.1f ms", sec*1e3)
+	}
+	return fmt.Sprintf("%.2f s", sec)
+}
+
+var funcs = template.FuncMap{
+	"bytes":  func(v any) string { return formatAnyBytes(v) },
+	"since":  since,
+	"ms":     ms,
+	"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"f2":     func(f float64) string { return fmt.Sprintf("%.2f", f) },
+	"ghz":    func(hz uint64) string { return fmt.Sprintf("%.2f GHz", float64(hz)/1e9) },
+	"frac":   func(a, b int64) string { return fmt.Sprintf("%.0f", 100*float64(a)/float64(max(b, 1))) },
+	"flags":  func(t board.Throttle) string { return strings.Join(t.Flags(), ", ") },
+	"sub":    func(a, b time.Time) time.Duration { return a.Sub(b) },
+	"spTemp": func(v *HistoryView, limit float64) template.HTML { return sparkline(v.TempC, 10, &limit, "#e07020") },
+	"spLoad": func(v *HistoryView) template.HTML { return sparkline(v.Load1, 1, nil, "#3070d0") },
+	"spReq":  func(v *HistoryView) template.HTML { return sparkline(v.ReqPerSec, 1, nil, "#20a060") },
+	"routes": func(r []RouteStats) []RouteStats { return r[:min(len(r), maxRouteRows)] },
+	"more":   func(r []RouteStats) int { return max(0, len(r)-maxRouteRows) },
+}
+
+func formatAnyBytes(v any) string {
+	switch n := v.(type) {
+	case int64:
+		return board.FormatBytes(n)
+	case uint64:
+		return board.FormatBytes(n)
+	case *uint64:
+		if n == nil {
+			return "–"
+		}
+		return board.FormatBytes(*n)
+	case int:
+		return board.FormatBytes(n)
+	}
+	return "?"
+}
+
+// The page: no scripts, no external assets; a meta refresh reloads it.
+var page = template.Must(template.New("status").Funcs(funcs).Parse(strings.TrimSpace(`
+<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<meta http-equiv="refresh" content="{{.Refresh}}">
+<title>Arka · {{.S.Board.Model}}</title>
+<style>
+:root{--bg:#f6f7f9;--fg:#1b1f24;--mu:#667;--cd:#fff;--ln:#e3e6ea}
+@media(prefers-color-scheme:dark){:root{--bg:#15181c;--fg:#e6e8eb;--mu:#99a;--cd:#1e2227;--ln:#2c3138}}
+*{box-sizing:border-box}body{margin:0;padding:12px;font:14px/1.4 system-ui,sans-serif;background:var(--bg);color:var(--fg)}
+h1{font-size:18px;margin:0}h2{font-size:13px;margin:0 0 6px;color:var(--mu);text-transform:uppercase;letter-spacing:.04em}
+.mu{color:var(--mu)}.g{display:grid;gap:10px;grid-template-columns:repeat(auto-fit,minmax(210px,1fr));margin:10px 0}
+.c{background:var(--cd);border:1px solid var(--ln);border-radius:8px;padding:10px;overflow-x:auto}
+.v{font-size:24px;font-weight:600}.sp{width:100%;height:34px;display:block;margin-top:4px}
+.hot{background:#c0392b;color:#fff;padding:8px 10px;border-radius:8px;margin-top:10px}
+.warn{color:#c0392b}.ok{color:#1e9e5a}table{border-collapse:collapse;width:100%;font-size:13px}
+td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}
+.bar{height:6px;background:var(--ln);border-radius:3px}.bar i{display:block;height:6px;background:#3070d0;border-radius:3px}
+</style></head><body>
+{{with .S}}<h1>{{.Board.Model}}</h1>
+<div class="mu">Arka {{.Version}} · {{.Board.Kind}}{{if .Board.SoC}} · {{.Board.SoC}}{{end}} · {{.Board.Cores}} cores · {{bytes .Board.RAMBytes}} · up {{since (sub .Time .StartedAt)}}</div>
+{{if .Thermal.Hot}}<div class="hot">Too hot: optional CPU work is paused (no on-the-fly brotli, lower compression levels) until {{f1 .Thermal.ResumeC}} °C.</div>{{end}}
+<div class="g">
+<div class="c"><h2>Temperature</h2><div class="v">{{with .Sensors.TempC}}{{f1 .}} °C{{else}}<span class="mu">n/a</span>{{end}}</div>
+<div class="mu">limit {{f1 .Thermal.LimitC}} °C{{with .Sensors.CPUFreqHz}} · {{ghz .}}{{end}}</div>
+{{with .Sensors.Throttled}}{{if .Flags}}<div class="warn">{{flags .}}</div>{{else}}<div class="ok">no throttling, power OK</div>{{end}}{{end}}
+{{with .History}}{{spTemp . $.S.Thermal.LimitC}}{{end}}</div>
+<div class="c"><h2>Load</h2><div class="v">{{with .Sensors.Load}}{{f2 .Load1}}{{else}}<span class="mu">n/a</span>{{end}}</div>
+<div class="mu">{{with .Sensors.Load}}{{f2 .Load5}} · {{f2 .Load15}} (5, 15 min){{end}}</div>{{with .History}}{{spLoad .}}{{end}}</div>
+<div class="c"><h2>Requests</h2><div class="v">{{f1 .TotalPerSecond}}/s</div><div class="mu">{{.TotalRequests}} total</div>{{with .History}}{{spReq .}}{{end}}</div>
+<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">arka RSS · heap {{bytes .Memory.HeapAllocBytes}} · limit {{bytes .Memory.LimitBytes}}</div>
+<div class="mu">system {{bytes .Sensors.MemAvail}} free of {{bytes .Sensors.MemTotal}}{{with .Sensors.DiskFree}} · disk {{bytes .}} free{{end}}</div></div>
+</div>
+{{if .Routes}}<div class="c"><h2>Routes</h2><table><tr><th>Site · route</th><th>req/s</th><th>total</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>p50</th><th>p99</th></tr>
+{{range routes .Routes}}<tr><td>{{.Site}} <b>{{.Route}}</b> <span class="mu">{{.Handler}}</span></td><td>{{f1 .PerSecond}}</td><td>{{.Requests}}</td><td>{{index .Status 1}}</td><td>{{index .Status 2}}</td><td>{{index .Status 3}}</td><td{{if index .Status 4}} class="warn"{{end}}>{{index .Status 4}}</td><td>{{ms .P50Seconds}}</td><td>{{ms .P99Seconds}}</td></tr>
+{{end}}</table>{{with more .Routes}}<div class="mu">{{.}} more routes in ?format=json</div>{{end}}</div>{{end}}
+<div class="g">
+{{if .Caches}}<div class="c"><h2>Caches</h2><table><tr><th>Cache</th><th>entries</th><th>bytes / budget</th><th>hits</th></tr>
+{{range .Caches}}<tr><td>{{.Name}}</td><td>{{.Entries}}</td><td>{{bytes .Bytes}} / {{bytes .BudgetBytes}}<div class="bar"><i style="width:{{frac .Bytes .BudgetBytes}}%"></i></div></td><td>{{pct .HitRatio}}</td></tr>
+{{end}}</table></div>{{end}}
+{{if .FastCGI}}<div class="c"><h2>FastCGI</h2><table><tr><th>Pool</th><th>busy</th><th>idle</th><th>queued</th><th>rejected</th></tr>
+{{range .FastCGI}}<tr><td>{{.Address}}</td><td>{{.Busy}}/{{.MaxConns}}</td><td>{{.Idle}}</td><td>{{.Queued}}/{{.QueueSize}}</td><td{{if .Rejected}} class="warn"{{end}}>{{.Rejected}}</td></tr>
+{{end}}</table></div>{{end}}
+{{if .Upstreams}}<div class="c"><h2>Upstreams</h2><table><tr><th>Upstream</th><th>health</th><th>active</th><th>fail</th></tr>
+{{range .Upstreams}}<tr><td>{{.Address}}</td><td>{{if .Healthy}}<span class="ok">up</span>{{else}}<span class="warn">down</span>{{end}}</td><td>{{.ActiveConns}}</td><td>{{.Failures}}</td></tr>
+{{end}}</table></div>{{end}}
+{{if .PHPFPM}}<div class="c"><h2>php-fpm</h2><table><tr><th>Pool</th><th>active</th><th>idle</th><th>queue</th><th>max hit</th><th>slow</th></tr>
+{{range .PHPFPM}}<tr><td>{{.Pool}}</td><td>{{.ActiveProcesses}}/{{.MaxChildren}}</td><td>{{.IdleProcesses}}</td><td>{{.ListenQueue}}</td><td>{{.MaxChildrenReached}}</td><td>{{.SlowRequests}}</td></tr>
+{{end}}</table></div>{{end}}
+</div>
+<div class="mu">{{.Time.UTC.Format "2006-01-02 15:04:05"}} UTC · <a href="?format=json">JSON</a> · <a href="?format=prometheus">Prometheus</a></div>{{end}}
+</body></html>
+`)))
+
+func renderHTML(w io.Writer, s *Snapshot, refresh int) error {
+	return page.Execute(w, struct {
+		S       *Snapshot
+		Refresh int
+	}{s, refresh})
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"crypto/tls"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/arkaweb/arka/config"
+)
+
+// table is one compiled configuration: every listener's virtual hosts,
+// routes and handlers. It is immutable once built; a reload builds a new
+// one and swaps it in.
+type table struct {
+	vhosts  map[string]*vhosts // by listen address
+	closers []interface{ Close() error }
+	sinks   map[string]*logSink
+}
+
+// vhosts are the sites reachable on one listen address.
+type vhosts struct {
+	tls   bool
+	exact map[string]*site // lower-case names
+	wild  []wildSite       // "*.example.org" as suffix ".example.org", longest first
+	def   *site            // default = true, or the only site without names
+	first *site            // first site in file order, for a TLS certificate of last resort
+}
+
+type wildSite struct {
+	suffix string
+	s      *site
+}
+
+// site is one virtual host compiled.
+type site struct {
+	cfg    *config.Site
+	routes []*route // longest prefix first
+	reqID  bool
+	log    *accessLog
+	cert   *tls.Certificate
+}
+
+// route is one compiled route: its handler with middleware already applied.
+type route struct {
+	prefix string
+	h      http.Handler
+	stats  *RouteStats
+}
+
+// match finds the site for a Host value (or SNI name): exact name, then the
+// longest matching wildcard, then the default. The port and a trailing dot
+// are ignored, case-insensitively.
+func (v *vhosts) match(host string) *site {
+	h := hostOnly(host)
+	if h != "" {
+		if s, ok := v.exact[h]; ok {
+			return s
+		}
+		if hasUpper(h) {
+			h = strings.ToLower(h)
+			if s, ok := v.exact[h]; ok {
+				return s
+			}
+		}
+		for _, w := range v.wild {
+			if len(h) > len(w.suffix) && strings.HasSuffix(h, w.suffix) {
+				return w.s
+			}
+		}
+	}
+	return v.def
+}
+
+// hostOnly strips the port, IPv6 brackets and a trailing dot.
+func hostOnly(host string) string {
+	if host == "" {
+		return ""
+	}
+	if host[0] == '[' {
+		if i := strings.IndexByte(host, ']'); i > 0 {
+			return host[1:i]
+		}
+		return host
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
+		host = host[:i]
+	}
+	return strings.TrimSuffix(host, ".")
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// matchRoute returns the route for a normalized path by longest prefix.
+// Prefixes match whole segments: "/app" matches "/app" and "/app/x", not
+// "/application". When the path is a route prefix without its trailing slash
+// ("/app" for route "/app/") and no longer route matches, redirect is that
+// prefix, as nginx does for such locations.
+func (s *site) matchRoute(p string) (rt *route, redirect string) {
+	for _, r := range s.routes {
+		pre := r.prefix
+		if strings.HasPrefix(p, pre) {
+			if pre[len(pre)-1] == '/' || len(p) == len(pre) || p[len(pre)] == '/' {
+				return r, redirect
+			}
+			continue
+		}
+		if redirect == "" && len(pre) > 1 && pre[len(pre)-1] == '/' && len(p) == len(pre)-1 && pre[:len(p)] == p {
+			redirect = pre
+		}
+	}
+	return nil, redirect
+}
+
+func sortRoutes(rs []*route) {
+	sort.SliceStable(rs, func(i, j int) bool { return len(rs[i].prefix) > len(rs[j].prefix) })
+}
+
+func (t *table) close() {
+	for _, c := range t.closers {
+		c.Close()
+	}
+}

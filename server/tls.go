@@ -1,0 +1,111 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// selfSignedNames are the names of a generated certificate for a site that
+// lists no server_names.
+var selfSignedNames = []string{"localhost", "127.0.0.1", "::1"}
+
+// selfSigned returns a self-signed certificate for names, reading it from
+// stateDir/tls when one was generated before (and still covers names and
+// has more than a week left), else generating an ECDSA P-256 certificate
+// valid for ten years and storing certificate and key in one PEM file of
+// mode 0600.
+func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
+	if len(names) == 0 {
+		names = selfSignedNames
+	}
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
+	dir := filepath.Join(stateDir, "tls")
+	file := filepath.Join(dir, "self-signed-"+hex.EncodeToString(sum[:6])+".pem")
+	if data, err := os.ReadFile(file); err == nil {
+		if c, err := tls.X509KeyPair(data, data); err == nil && c.Leaf != nil &&
+			time.Until(c.Leaf.NotAfter) > 7*24*time.Hour {
+			return &c, nil
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: names[0], Organization: []string{"Arka self-signed"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	data = append(data, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})...)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return nil, err
+	}
+	c, err := tls.X509KeyPair(data, data)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// loadCert loads a PEM certificate chain and key.
+func loadCert(certFile, keyFile string) (*tls.Certificate, error) {
+	c, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: %v", pe.Path, pe.Err)
+		}
+		return nil, err
+	}
+	return &c, nil
+}
