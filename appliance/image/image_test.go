@@ -26,10 +26,6 @@ func testConfig(t *testing.T, board, out, pwFile string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arka := "./cmd/arka"
-	if _, err := os.Stat(filepath.Join(root, "cmd", "arka", "main.go")); err != nil {
-		arka = "./tests/e2e/testdata/arka-standin" // until cmd/arka lands on this branch
-	}
 	bd, err := LoadBoard(board)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +33,7 @@ func testConfig(t *testing.T, board, out, pwFile string) Config {
 	if err := CheckTools(bd); err != nil {
 		t.Skip(err)
 	}
-	return Config{Board: bd, Output: out, ModuleDir: root, ArkaPkg: arka, Version: "test", PasswordFile: pwFile, SourceDateEpoch: testEpoch}
+	return Config{Board: bd, Output: out, ModuleDir: root, Version: "test", PasswordFile: pwFile, SourceDateEpoch: testEpoch}
 }
 
 var (

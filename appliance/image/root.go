@@ -30,29 +30,36 @@ func (c *Config) programs() []program {
 	}
 }
 
-// buildBinaries builds every program for linux/GOARCH, reproducibly
-// (-trimpath, no build ID, no VCS stamp), into work/bin/<n>; it returns the
-// built file for each root path.
+// buildBinaries builds every program for linux/GOARCH in one go build
+// invocation, reproducibly (-trimpath, no build ID, no VCS stamp), into
+// work/bin; it returns the built file for each root path.
 func (c *Config) buildBinaries(work, buildTimestamp string) (map[string]string, error) {
+	dir := filepath.Join(work, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// -X of a symbol a program lacks is ignored, so one set serves all:
+	// server.Version for Arka, main.init* for arka-init.
+	ldflags := "-s -w -buildid= -X github.com/arkaweb/arka/server.Version=" + c.Version +
+		" -X main.initBuildTimestamp=" + buildTimestamp + " -X main.initVersion=" + c.Version
+	args := []string{"build", "-o", dir + string(filepath.Separator), "-trimpath", "-buildvcs=false",
+		"-tags", "gokrazy,netgo,osusergo", "-ldflags", ldflags}
 	out := map[string]string{}
-	for i, b := range c.programs() {
-		dir := filepath.Join(work, "bin", strconv.Itoa(i))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+	seen := map[string]bool{}
+	for _, p := range c.programs() {
+		name := path.Base(p.pkg)
+		if seen[name] {
+			return nil, fmt.Errorf("image: two programs named %s", name)
 		}
-		ldflags := "-s -w -buildid= -X github.com/arkaweb/arka/server.Version=" + c.Version
-		if b.dest == "/gokrazy/init" {
-			ldflags += " -X main.buildTimestamp=" + buildTimestamp + " -X main.version=" + c.Version
-		}
-		dst := filepath.Join(dir, path.Base(b.dest))
-		cmd := exec.Command(c.GoCmd, "build", "-o", dst, "-trimpath", "-buildvcs=false",
-			"-tags", "gokrazy,netgo,osusergo", "-ldflags", ldflags, b.pkg)
-		cmd.Dir = c.ModuleDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.Board.GOARCH, "GOFLAGS=-mod=mod")
-		if o, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("image: building %s for linux/%s: %v\n%s", b.pkg, c.Board.GOARCH, err, o)
-		}
-		out[b.dest] = dst
+		seen[name] = true
+		args = append(args, p.pkg)
+		out[p.dest] = filepath.Join(dir, name)
+	}
+	cmd := exec.Command(c.GoCmd, args...)
+	cmd.Dir = c.ModuleDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.Board.GOARCH)
+	if o, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("image: building for linux/%s: %v\n%s", c.Board.GOARCH, err, o)
 	}
 	return out, nil
 }

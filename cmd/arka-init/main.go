@@ -23,11 +23,11 @@ import (
 	"github.com/arkaweb/arka/appliance/initcfg"
 )
 
-// Set with -ldflags -X by the image builder. buildTimestamp is what
+// Set with -ldflags -X by the image builder. initBuildTimestamp is what
 // gokrazy reports as BuildTimestamp (the update client polls for it).
 var (
-	buildTimestamp = "unknown"
-	version        = "dev"
+	initBuildTimestamp = "unknown"
+	initVersion        = "dev"
 )
 
 // Paths on the device.
@@ -41,8 +41,8 @@ const (
 func main() {
 	log.SetPrefix("arka-init: ")
 	log.SetFlags(0)
-	log.Printf("Arka %s, built %s", version, buildTimestamp)
-	if err := gokrazy.Boot(buildTimestamp); err != nil {
+	log.Printf("Arka %s, built %s", initVersion, initBuildTimestamp)
+	if err := gokrazy.Boot(initBuildTimestamp); err != nil {
 		log.Fatal(err)
 	}
 	log.Printf("hostname %q, model %q", hostnameOf(), gokrazy.Model())

@@ -30,16 +30,6 @@ func moduleRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// arkaPkg is the real server if it exists on this branch, else the
-// stand-in in testdata (only until cmd/arka lands).
-func arkaPkg(t *testing.T, root string) string {
-	if _, err := os.Stat(filepath.Join(root, "cmd", "arka", "main.go")); err == nil {
-		return "./cmd/arka"
-	}
-	t.Log("cmd/arka not present on this branch: using tests/e2e/testdata/arka-standin")
-	return "./tests/e2e/testdata/arka-standin"
-}
-
 func buildImage(t *testing.T, board string) (img, pwFile string) {
 	t.Helper()
 	root := moduleRoot(t)
@@ -57,7 +47,6 @@ func buildImage(t *testing.T, board string) (img, pwFile string) {
 		Board:           bd,
 		Output:          img,
 		ModuleDir:       root,
-		ArkaPkg:         arkaPkg(t, root),
 		Version:         "e2e-test",
 		SourceDateEpoch: 1764441516,
 	})
@@ -173,13 +162,20 @@ func TestAmd64Appliance(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "Your Arka is working") {
 		t.Errorf("GET / over HTTPS: %d %q", code, body)
 	}
-	code, body = get(t, plain, "http://"+base(80)+"/status", "", "", nil)
-	wantVersion := "e2e-test"
-	if strings.Contains(arkaPkg(t, moduleRoot(t)), "standin") {
-		wantVersion = "standin"
+	code, body = get(t, plain, "http://"+base(80)+"/status", "", "", map[string]string{"Accept": "application/json"})
+	var status struct {
+		Version string `json:"version"`
+		Board   struct {
+			Model string `json:"model"`
+			Kind  string `json:"kind"`
+		} `json:"board"`
 	}
-	if code != 200 || !(strings.Contains(body, wantVersion) || strings.Contains(strings.ToLower(body), "qemu")) {
-		t.Errorf("GET /status: %d, want 200 with Arka's version or a QEMU board:\n%.500s", code, body)
+	if err := json.Unmarshal([]byte(body), &status); code != 200 || err != nil || status.Version != "e2e-test" || status.Board.Kind != "qemu" {
+		t.Errorf("GET /status: %d (%v), want 200 with Arka's version and a QEMU board:\n%.800s", code, err, body)
+	}
+	t.Logf("status page: Arka %s on %q (%s)", status.Version, status.Board.Model, status.Board.Kind)
+	if code, body := get(t, plain, "http://"+base(80)+"/status", "", "", nil); code != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("GET /status as HTML: %d %.200s", code, body)
 	}
 
 	// gokrazy's UI: only with the password.
