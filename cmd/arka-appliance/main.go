@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -147,10 +148,15 @@ func printSummary(w io.Writer, s *image.Summary) {
 	}
 	fmt.Fprintln(w, "Versions")
 	fmt.Fprintf(w, "  arka          %s\n", s.Versions["arka"])
-	for k, v := range s.Versions {
+	var names []string
+	for k := range s.Versions {
 		if k != "arka" {
-			fmt.Fprintf(w, "  %-13s %s\n", strings.TrimPrefix(k, "github.com/gokrazy/"), v)
+			names = append(names, k)
 		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "  %-13s %s\n", strings.TrimPrefix(k, "github.com/gokrazy/"), s.Versions[k])
 	}
 	fmt.Fprintf(w, "Password   gokrazy web UI / updates (user gokrazy): see %s\n", s.PasswordFile)
 	fmt.Fprintf(w, "Cmdline    %s\n", s.Cmdline)

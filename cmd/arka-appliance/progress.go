@@ -29,7 +29,6 @@ func newBar(w io.Writer) *bar {
 }
 
 func (b *bar) Stage(n, of int, name string) {
-	b.end()
 	b.stage = fmt.Sprintf("[%d/%d] %s", n, of, name)
 	b.start = time.Now()
 	fmt.Fprintln(b.w, b.stage)
@@ -51,5 +50,3 @@ func (b *bar) Bytes(done, total int64) {
 		fmt.Fprintln(b.w)
 	}
 }
-
-func (b *bar) end() {}

@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/appliance/image"
+	"github.com/arkaweb/arka/appliance/image/fat16"
+	"github.com/arkaweb/arka/appliance/image/partition"
 	"github.com/arkaweb/arka/appliance/vm"
 )
 
@@ -215,6 +218,66 @@ func TestAmd64Appliance(t *testing.T) {
 	}
 	if strings.Contains(string(log), pw) {
 		t.Errorf("the password appears in the console log")
+	}
+
+	// The boot partition as the next issue's updates will use it: gokrazy's
+	// init must find and edit cmdline.txt and gokrazy.conf in place.
+	for _, path := range []string{"/update/testboot", "/update/switch", "/poweroff"} {
+		if code, body := post(t, "http://"+base(8080)+path, pw); code != 200 {
+			t.Fatalf("POST %s: %d %s", path, code, body)
+		}
+	}
+	select {
+	case <-v.Done():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the VM did not power off")
+	}
+	checkBootEdits(t, v.Disk)
+}
+
+func post(t *testing.T, url, pw string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, nil)
+	req.SetBasicAuth("gokrazy", pw)
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// checkBootEdits reads the boot FAT of a powered-off disk the way gokrazy's
+// init does: after testboot and switch, both files must carry the testboot
+// flag inside their recorded size, point root= at partition 3, and the
+// systemd-boot entry must keep its linux line.
+func checkBootEdits(t *testing.T, disk string) {
+	t.Helper()
+	f, err := os.Open(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := partition.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := tab.Entry(partition.Boot)
+	boot := io.NewSectionReader(f, p1.Offset(), p1.Size())
+	for _, name := range []string{"/cmdline.txt", "/loader/entries/gokrazy.conf"} {
+		off, n, err := fat16.Extents(boot, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b := make([]byte, n)
+		boot.ReadAt(b, off)
+		if !bytes.Contains(b, []byte("/PARTNROFF=2 ")) || !bytes.Contains(b, []byte(" gokrazy.try_boot_inactive=1\n")) {
+			t.Errorf("%s after testboot and switch: %q", name, b)
+		}
+		if strings.HasSuffix(name, ".conf") && !bytes.Contains(b, []byte("\rlinux /vmlinuz\roptions ")) {
+			t.Errorf("%s lost its linux line: %q", name, b)
+		}
 	}
 }
 
