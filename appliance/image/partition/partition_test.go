@@ -87,8 +87,8 @@ func TestLayout(t *testing.T) {
 	if got.DiskGUID != PartitionGUID(0x202db793, 0) || got.DiskSectors != n {
 		t.Errorf("disk GUID %s, sectors %d", got.DiskGUID, got.DiskSectors)
 	}
-	raw, _ := os.ReadFile(p)
-	mbr := raw[:512]
+	mbr := make([]byte, 512)
+	f.ReadAt(mbr, 0)
 	wantMBR := map[int]byte{440: 0x93, 441: 0xb7, 442: 0x2d, 443: 0x20, 446: 0x80, 450: 0x0C, 462: 0x00, 466: 0xEE, 510: 0x55, 511: 0xAA}
 	for off, b := range wantMBR {
 		if mbr[off] != b {
@@ -102,7 +102,9 @@ func TestLayout(t *testing.T) {
 		t.Errorf("MBR entry 2 LBA/size: % x", mbr[470:478])
 	}
 	// Backup header at the last sector, pointing back at LBA 1.
-	if !bytes.Equal(raw[(n-1)*512:(n-1)*512+8], []byte("EFI PART")) {
+	last := make([]byte, 8)
+	f.ReadAt(last, (n-1)*512)
+	if !bytes.Equal(last, []byte("EFI PART")) {
 		t.Error("no backup GPT header in the last sector")
 	}
 }
