@@ -88,13 +88,14 @@ type Summary struct {
 	RootUsed       int64
 	Versions       map[string]string // "arka", kernel/firmware modules, "systemd-boot"
 	BuildTimestamp string
+	SBOMHash       string // gokrazy's SBOMHash of the running build: identifies this root exactly
 	PasswordFile   string
 	Cmdline        string
 	Duration       time.Duration
 }
 
-// Progress receives build progress: a stage starting (total < 0), or bytes
-// done of total within the stage.
+// Progress receives build progress: Stage when stage n of the build
+// starts, Bytes while a stage copies data (done of total bytes).
 type Progress interface {
 	Stage(n, of int, name string)
 	Bytes(done, total int64)
@@ -282,7 +283,8 @@ func Build(c Config) (*Summary, error) {
 
 	stage(3, "assembling and compressing the root file system (SquashFS)")
 	rootImg := filepath.Join(work, "root.squashfs")
-	if err := c.buildRoot(work, bins, modDirs[c.Board.Kernel.Module], pw, rootImg); err != nil {
+	sum.SBOMHash, err = c.buildRoot(work, bins, modDirs[c.Board.Kernel.Module], pw, rootImg, sum.Versions, sum.BuildTimestamp)
+	if err != nil {
 		return nil, err
 	}
 	st, err := os.Stat(rootImg)

@@ -1,6 +1,8 @@
 package image
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -129,18 +131,23 @@ func (c *Config) rootFiles(pw string) ([]File, error) {
 
 // buildRoot assembles the root tree in work/root and compresses it with
 // mksquashfs (gzip: the gokrazy kernels read only zlib SquashFS).
-func (c *Config) buildRoot(work string, bins map[string]string, kernelDir, pw, out string) error {
+func (c *Config) buildRoot(work string, bins map[string]string, kernelDir, pw, out string, versions map[string]string, buildTimestamp string) (sbomHash string, err error) {
 	root := filepath.Join(work, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	files, err := c.rootFiles(pw)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for dest, src := range bins {
 		files = append(files, File{Path: dest, Source: src, Mode: 0o755})
 	}
+	sbom, sbomHash, err := sbomFile(bins, versions, c.Board.Name, buildTimestamp)
+	if err != nil {
+		return "", err
+	}
+	files = append(files, sbom)
 	// Kernel module metadata, if the kernel package ships it.
 	if mods := filepath.Join(kernelDir, "lib", "modules"); dirExists(mods) {
 		err := filepath.WalkDir(mods, func(p string, d fs.DirEntry, err error) error {
@@ -157,12 +164,12 @@ func (c *Config) buildRoot(work string, bins map[string]string, kernelDir, pw, o
 			return nil
 		})
 		if err != nil {
-			return err
+			return "", err
 		}
 	}
 	for _, f := range files {
 		if err := placeFile(root, f); err != nil {
-			return err
+			return "", err
 		}
 	}
 	cmd := exec.Command(lookTool("mksquashfs"), root, out,
@@ -177,9 +184,43 @@ func (c *Config) buildRoot(work string, bins map[string]string, kernelDir, pw, o
 		}
 	}
 	if o, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("image: mksquashfs: %v\n%s", err, o)
+		return "", fmt.Errorf("image: mksquashfs: %v\n%s", err, o)
 	}
-	return nil
+	return sbomHash, nil
+}
+
+// sbomFile is /etc/gokrazy/sbom.json in the form gokrazy's init reads
+// ({"sbom_hash", "sbom"}): what the image was built from (module versions,
+// Arka's version, the SHA-256 of every program). gokrazy shows sbom_hash as
+// SBOMHash in its status JSON, so an update client can tell exactly which
+// build is running, even between builds with the same timestamp.
+func sbomFile(bins, versions map[string]string, board, buildTimestamp string) (File, string, error) {
+	programs := map[string]string{}
+	for dest, src := range bins {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return File{}, "", err
+		}
+		programs[dest] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	sbom, err := json.Marshal(map[string]any{ // map keys marshal sorted: stable bytes
+		"board":           board,
+		"build_timestamp": buildTimestamp,
+		"versions":        versions,
+		"programs":        programs,
+	})
+	if err != nil {
+		return File{}, "", err
+	}
+	hash := fmt.Sprintf("%x", sha256.Sum256(sbom))
+	out, err := json.Marshal(map[string]any{
+		"sbom_hash": hash,
+		"sbom":      json.RawMessage(sbom),
+	})
+	if err != nil {
+		return File{}, "", err
+	}
+	return File{Path: "/etc/gokrazy/sbom.json", Data: out, Mode: 0o644}, hash, nil
 }
 
 func dirExists(p string) bool {

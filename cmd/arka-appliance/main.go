@@ -141,6 +141,7 @@ func printSummary(w io.Writer, s *image.Summary) {
 	fmt.Fprintf(w, "\nImage      %s\n", s.Output)
 	fmt.Fprintf(w, "Size       %d MiB (boot FAT16 uses %.1f MiB, root SquashFS %.1f MiB)\n", s.Size>>20, float64(s.BootUsed)/(1<<20), float64(s.RootUsed)/(1<<20))
 	fmt.Fprintf(w, "Build      %s (build timestamp %s), took %s\n", s.Board, s.BuildTimestamp, s.Duration.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "SBOM hash  %s (gokrazy's SBOMHash once this build runs)\n", s.SBOMHash)
 	fmt.Fprintln(w, "Partitions")
 	roles := map[int]string{1: "boot  FAT16", 2: "root A SquashFS", 3: "root B (empty)", 4: "perm  ext4, grows to the disk at first boot"}
 	for _, p := range s.Partitions {

@@ -33,7 +33,7 @@ func moduleRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-func buildImage(t *testing.T, board string) (img, pwFile string) {
+func buildImage(t *testing.T, board string) (img, pwFile, sbomHash string) {
 	t.Helper()
 	root := moduleRoot(t)
 	bd, err := image.LoadBoard(board)
@@ -57,7 +57,7 @@ func buildImage(t *testing.T, board string) (img, pwFile string) {
 		t.Fatal(err)
 	}
 	t.Logf("built %s in %s: boot FAT %.1f MiB, root %.1f MiB", board, time.Since(start).Round(time.Millisecond), float64(sum.BootUsed)/(1<<20), float64(sum.RootUsed)/(1<<20))
-	return img, sum.PasswordFile
+	return img, sum.PasswordFile, sum.SBOMHash
 }
 
 func boot(t *testing.T, o vm.Options) *vm.VM {
@@ -144,7 +144,7 @@ func TestAmd64Appliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots QEMU: skipped with -short")
 	}
-	img, pwFile := buildImage(t, "amd64")
+	img, pwFile, sbomHash := buildImage(t, "amd64")
 	pwb, err := os.ReadFile(pwFile)
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +195,7 @@ func TestAmd64Appliance(t *testing.T) {
 	}
 	var st struct {
 		BuildTimestamp string
+		SBOMHash       string
 		PermDev        string
 		PermTotal      int64
 	}
@@ -203,6 +204,9 @@ func TestAmd64Appliance(t *testing.T) {
 	}
 	if st.BuildTimestamp != time.Unix(1764441516, 0).UTC().Format(time.RFC3339) {
 		t.Errorf("BuildTimestamp %q", st.BuildTimestamp)
+	}
+	if st.SBOMHash != sbomHash {
+		t.Errorf("SBOMHash %q, want the build's %q", st.SBOMHash, sbomHash)
 	}
 	// perm = disk - 1104 MiB (boot, roots, GPT); ext4 overhead takes a little.
 	wantPerm := int64(disk - 1104<<20)
@@ -288,7 +292,7 @@ func TestArm64Appliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots QEMU: skipped with -short")
 	}
-	img, _ := buildImage(t, "rpi")
+	img, _, _ := buildImage(t, "rpi")
 	bd, _ := image.LoadBoard("rpi")
 	kdir, err := image.ModuleDir("go", bd.Kernel)
 	if err != nil {
