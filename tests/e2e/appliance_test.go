@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -285,14 +286,42 @@ func checkBootEdits(t *testing.T, disk string) {
 	}
 }
 
+// putOnPerm writes a file (and its directories) into the perm ext4 file
+// system of an image with debugfs (e2fsprogs).
+func putOnPerm(t *testing.T, img, path, content string) {
+	t.Helper()
+	debugfs, err := exec.LookPath("debugfs")
+	if err != nil {
+		debugfs = "/usr/sbin/debugfs"
+	}
+	src := filepath.Join(t.TempDir(), "content")
+	os.WriteFile(src, []byte(content), 0o644)
+	var cmds []string
+	dirs := strings.Split(path, "/")
+	for i := 1; i < len(dirs); i++ {
+		cmds = append(cmds, "mkdir "+strings.Join(dirs[:i], "/"))
+	}
+	cmds = append(cmds, "write "+src+" "+path)
+	script := filepath.Join(t.TempDir(), "debugfs.cmd")
+	os.WriteFile(script, []byte(strings.Join(cmds, "\n")+"\n"), 0o644)
+	dev := fmt.Sprintf("%s?offset=%d", img, int64(partition.PermStart)*partition.SectorSize)
+	if out, err := exec.Command(debugfs, "-w", "-f", script, dev).CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v\n%s", err, out)
+	}
+}
+
 // TestArm64Appliance boots the Raspberry Pi image's kernel and root file
 // system on QEMU's raspi3b and fetches the site: the arm64 binaries and
-// root file system work.
+// root file system work, and content in /perm/arka/www replaces the baked
+// page.
 func TestArm64Appliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots QEMU: skipped with -short")
 	}
 	img, _, _ := buildImage(t, "rpi")
+	// Content on /perm overrides the page baked into the image.
+	const page = "<h1>served from /perm/arka/www</h1>\n"
+	putOnPerm(t, img, "arka/www/index.html", page)
 	bd, _ := image.LoadBoard("rpi")
 	kdir, err := image.ModuleDir("go", bd.Kernel)
 	if err != nil {
@@ -302,8 +331,8 @@ func TestArm64Appliance(t *testing.T) {
 	took := waitHTTP(t, v, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]))
 	t.Logf("raspi3b: boot to first HTTP response: %s", took.Round(100*time.Millisecond))
 	code, body := get(t, plain, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]), "", "", nil)
-	if code != 200 || !strings.Contains(body, "Your Arka is working") {
-		t.Errorf("GET /: %d %q", code, body)
+	if code != 200 || body != page {
+		t.Errorf("GET /: %d %q, want the page from /perm/arka/www", code, body)
 	}
 	log, _ := os.ReadFile(v.SerialLog)
 	if !strings.Contains(string(log), `model "Raspberry Pi 3 Model B"`) {
