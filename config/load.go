@@ -138,7 +138,15 @@ func decodeError(name string, data []byte, err error) *Error {
 		if pe.LastKey != "" {
 			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
 		}
-		return &Error{File: name, Line: pe.Position.Line, Col: pe.Position.Col, Msg: msg}
+		line, col := pe.Position.Line, pe.Position.Col
+		// At the end of the input the library may point past the last line;
+		// point at the end of the last written line instead.
+		lines := strings.Split(string(data), "\n")
+		for line > 1 && (line > len(lines) || strings.TrimSpace(lines[line-1]) == "") {
+			line--
+			col = len(lines[line-1]) + 1
+		}
+		return &Error{File: name, Line: line, Col: col, Msg: msg}
 	}
 	e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {

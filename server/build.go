@@ -26,6 +26,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	}
 	for _, cs := range sites {
 		st := &site{cfg: cs, reqID: cs.RequestID}
+		if m := cs.Limits.MaxBodySize; m != nil {
+			st.maxBody = int64(*m)
+		}
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":

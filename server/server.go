@@ -471,6 +471,16 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	}
+	if st.maxBody > 0 && r.Body != nil && r.Body != http.NoBody {
+		// RFC 9110 section 15.5.14: refuse a declared length at once; cap
+		// a streamed (chunked) body as it is read.
+		if r.ContentLength > st.maxBody {
+			w.Header().Set("Connection", "close")
+			errpage.Write(w, r, http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, st.maxBody)
+	}
 	var reqID string
 	if st.reqID {
 		reqID = requestID(r)

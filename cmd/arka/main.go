@@ -65,6 +65,9 @@ func run(args []string) int {
 	sites, err := load()
 	if err != nil {
 		printConfigError(err)
+		if *check {
+			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
+		}
 		return 1
 	}
 	brd, err := board.Detect("/")
