@@ -109,6 +109,15 @@ func waitHTTP(t *testing.T, v *vm.VM, url string) time.Duration {
 	return 0
 }
 
+// logMilestones logs the console lines that show where boot time went.
+func logMilestones(t *testing.T, v *vm.VM) {
+	b, _ := os.ReadFile(v.SerialLog)
+	re := regexp.MustCompile(`(?m)^.*(Linux version|Run /gokrazy/init|arka-init: Arka|crng init done|perm: partition grown|now listening on 10\.0\.2\.15).*$`)
+	for _, m := range re.FindAllString(string(b), -1) {
+		t.Logf("  console: %.120s", m)
+	}
+}
+
 func get(t *testing.T, c *http.Client, url, user, pw string, hdr map[string]string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest("GET", url, nil)
@@ -157,6 +166,7 @@ func TestAmd64Appliance(t *testing.T) {
 
 	took := waitHTTP(t, v, "http://"+base(80)+"/")
 	t.Logf("boot to first HTTP response: %s", took.Round(100*time.Millisecond))
+	logMilestones(t, v)
 
 	code, body := get(t, plain, "http://"+base(80)+"/", "", "", nil)
 	if code != 200 || !strings.Contains(body, "Your Arka is working") || !strings.Contains(body, `href="/status"`) {
@@ -330,6 +340,7 @@ func TestArm64Appliance(t *testing.T) {
 	v := boot(t, vm.Options{Board: "rpi", Image: img, KernelDir: kdir, DiskSize: 2 << 30})
 	took := waitHTTP(t, v, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]))
 	t.Logf("raspi3b: boot to first HTTP response: %s", took.Round(100*time.Millisecond))
+	logMilestones(t, v)
 	code, body := get(t, plain, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]), "", "", nil)
 	if code != 200 || body != page {
 		t.Errorf("GET /: %d %q, want the page from /perm/arka/www", code, body)
