@@ -62,8 +62,11 @@ func Write(o Options) (*Result, error) {
 		}
 	}
 	flags := os.O_WRONLY
-	if !isDev {
+	switch {
+	case !isDev:
 		flags |= os.O_CREATE
+	case !o.Force:
+		flags |= os.O_EXCL // Linux: EBUSY if the device is mounted after all
 	}
 	dst, err := os.OpenFile(o.Target, flags, 0o644)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Command arka-init is /gokrazy/init in an Arka appliance image: it boots
 // the system with gokrazy (mounts, hostname, password, web UI and the
-// over-the-air update endpoints, watchdog), grows /perm to the whole disk on
-// first boot, picks Arka's configuration (/perm/arka/ if present, else the
+// over-the-air update endpoints, watchdog), moves a clock that is behind
+// the build time forward (boards without a real-time clock), grows /perm to
+// the whole disk on first boot, picks Arka's configuration (/perm/arka/ if present, else the
 // copy baked into the image), and supervises the programs listed in
 // /etc/arka/init.json (gokrazy's dhcp, ntp, randomd and Arka).
 //
@@ -46,6 +47,7 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("hostname %q, model %q", hostnameOf(), gokrazy.Model())
+	clockFloor(initBuildTimestamp)
 
 	if msg, err := growPerm(); err != nil {
 		log.Printf("perm: not grown: %v", err)
