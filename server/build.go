@@ -13,7 +13,6 @@ import (
 	"github.com/arkaweb/arka/server/status"
 )
 
-
 // build compiles validated sites into a table: certificates loaded (or
 // generated when dryRun is false), handlers constructed, middleware applied.
 // Errors are config.Errors located at the offending route or key.
