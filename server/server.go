@@ -611,18 +611,30 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
+	defer func() {
+		// Count and log the request even when the handler aborted it
+		// (panic(http.ErrAbortHandler) for a response cut short); the
+		// panic goes on to the engine, which closes the connection.
+		p := recover()
+		status, n := rec.status, rec.bytes
+		switch {
+		case p != nil && status == 0:
+			status = http.StatusInternalServerError
+		case status == 0:
+			status = http.StatusOK
+		}
+		rec.w = nil
+		recorders.Put(rec)
+		d := time.Since(start)
+		rt.stats.observe(status, d, n)
+		if st.log != nil {
+			st.log.log(r, status, n, start, d, reqID)
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
 	rt.h.ServeHTTP(rec, r)
-	status, n := rec.status, rec.bytes
-	if status == 0 {
-		status = http.StatusOK
-	}
-	rec.w = nil
-	recorders.Put(rec)
-	d := time.Since(start)
-	rt.stats.observe(status, d, n)
-	if st.log != nil {
-		st.log.log(r, status, n, start, d, reqID)
-	}
 }
 
 // engineLog routes net/http's own messages to the error log, dropping the
