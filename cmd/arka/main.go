@@ -88,6 +88,14 @@ func run(args []string) int {
 		return 0
 	}
 	applyRuntime(budget, logger)
+	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
+		// A debugging aid: a CPU profile of the whole run, written on exit.
+		if stop, err := startCPUProfile(path); err != nil {
+			logger.Error("cpu profile", "err", err)
+		} else {
+			defer stop()
+		}
+	}
 	if err := srv.Apply(sites); err != nil {
 		printConfigError(err)
 		return 1
