@@ -55,6 +55,26 @@ type conn struct {
 	body     body
 	watch    *watcher // set while a request context is being watched
 	deadline time.Time
+
+	wdeadline time.Time // the write deadline in force
+	wfixed    bool      // a handler set the write deadline itself
+}
+
+// deadlineWriter refreshes the connection's write deadline before each
+// write, so a client that stops reading is dropped after WriteTimeout
+// without a response being limited in total length (nginx's send_timeout).
+type deadlineWriter struct{ c *conn }
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	c := d.c
+	if to := c.srv.writeTimeout(); to > 0 && !c.wfixed {
+		now := time.Now()
+		if c.wdeadline.Sub(now) < to-time.Second {
+			c.wdeadline = now.Add(to)
+			c.rwc.SetWriteDeadline(c.wdeadline)
+		}
+	}
+	return c.rwc.Write(p)
 }
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
@@ -77,7 +97,7 @@ func (c *conn) serve() {
 	c.br = readerPool.Get().(*bufio.Reader)
 	c.br.Reset(c.rwc)
 	c.bw = writerPool.Get().(*bufio.Writer)
-	c.bw.Reset(c.rwc)
+	c.bw.Reset(deadlineWriter{c})
 	defer func() {
 		if p := recover(); p != nil && p != http.ErrAbortHandler {
 			buf := make([]byte, 16<<10)
@@ -127,6 +147,11 @@ func (c *conn) serve() {
 		}
 		c.w.finish()
 		c.stopWatch()
+		if c.wfixed {
+			c.wfixed = false
+			c.wdeadline = time.Time{}
+			c.rwc.SetWriteDeadline(time.Time{})
+		}
 		if c.w.closeAfter || !c.body.discard(256<<10) {
 			c.bw.Flush()
 			c.closeWrite()

@@ -380,8 +380,15 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+
+// SetWriteDeadline replaces the per-write timeout for the rest of this
+// response (http.ResponseController).
+func (w *response) SetWriteDeadline(t time.Time) error {
+	w.c.wfixed = !t.IsZero()
+	w.c.wdeadline = t
+	return w.c.rwc.SetWriteDeadline(t)
+}
 
 // EnableFullDuplex lets the handler read the body while writing the
 // response; this engine always allows it.
