@@ -65,6 +65,9 @@ type Options struct {
 	// Engine selects the HTTP engines: "" or "arka" (packages h1 and h2),
 	// or "net/http" (the standard library's, for comparison and debugging).
 	Engine string
+	// MaxConns bounds the connections open at once per listen address; 0
+	// means no bound. cmd/arka derives it from the board's memory.
+	MaxConns int
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
@@ -374,6 +377,11 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.o.ReadHeaderTimeout}
+	var limited *limitListener
+	if s.o.MaxConns > 0 {
+		limited = &limitListener{Listener: ln, max: int64(s.o.MaxConns)}
+		l.ln = limited
+	}
 	l.srv = &http.Server{
 		Handler:           l,
 		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
@@ -396,6 +404,9 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			IdleTimeout:       s.o.IdleTimeout,
 			MaxHeaderBytes:    s.o.MaxHeaderBytes,
 			Logger:            s.log,
+		}
+		if limited != nil {
+			limited.closeIdle = l.h1.CloseIdle
 		}
 		if isTLS {
 			l.h2 = &h2.Server{

@@ -77,7 +77,8 @@ func run(args []string) int {
 	global := config.GlobalOf(sites)
 	budget := budgetFor(brd, global)
 	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
-	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal})
+	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal,
+		MaxConns: maxConns(budget)})
 	if *check {
 		if err := srv.Check(sites); err != nil {
 			printConfigError(err)

@@ -30,12 +30,21 @@ var (
 	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
+// tcpConn is what the engine needs of a plain TCP connection beyond
+// net.Conn: ReadFrom (sendfile) and CloseWrite. *net.TCPConn has both, as
+// do wrappers that delegate to it.
+type tcpConn interface {
+	net.Conn
+	ReadFrom(io.Reader) (int64, error)
+	CloseWrite() error
+}
+
 // conn is one client connection; everything in it is reused from request
 // to request.
 type conn struct {
 	srv    *Server
 	rwc    net.Conn
-	tcp    *net.TCPConn // nil over TLS: no sendfile
+	tcp    tcpConn // nil over TLS: no sendfile
 	tls    *tls.ConnectionState
 	br     *bufio.Reader
 	bw     *bufio.Writer
@@ -79,7 +88,7 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
-	c.tcp, _ = rw.(*net.TCPConn)
+	c.tcp, _ = rw.(tcpConn)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()

@@ -194,6 +194,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// CloseIdle closes up to n connections that are waiting for their next
+// request, to make room under a connection limit (as nginx reuses idle
+// keep-alive connections). It returns how many it closed.
+func (s *Server) CloseIdle(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	closed := 0
+	for c := range s.conns {
+		if closed >= n {
+			break
+		}
+		if c.state.Load() == stateIdle {
+			c.rwc.Close()
+			closed++
+		}
+	}
+	return closed
+}
+
 // Close closes listeners and every connection at once.
 func (s *Server) Close() error {
 	s.closing.Store(true)
