@@ -93,6 +93,14 @@ func run(args []string) int {
 		return 0
 	}
 	applyRuntime(budget, logger)
+	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
+		// A debugging aid: a CPU profile of the whole run, written on exit.
+		if stop, err := startCPUProfile(path); err != nil {
+			logger.Error("cpu profile", "err", err)
+		} else {
+			defer stop()
+		}
+	}
 	if _, err := php.apply(sites); err != nil {
 		fmt.Fprintln(os.Stderr, "arka: php-fpm:", err)
 		return 1

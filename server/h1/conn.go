@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 const (
@@ -486,26 +488,9 @@ func parseContentLength(vals []string) (int64, error) {
 func wantsClose(r *http.Request) bool {
 	conn := r.Header["Connection"]
 	if r.ProtoMinor == 0 {
-		return !hasToken(conn, "keep-alive")
+		return !wire.HasToken(conn, "keep-alive")
 	}
-	return hasToken(conn, "close")
-}
-
-func hasToken(lines []string, token string) bool {
-	for _, l := range lines {
-		for l != "" {
-			var p string
-			if i := strings.IndexByte(l, ','); i >= 0 {
-				p, l = l[:i], l[i+1:]
-			} else {
-				p, l = l, ""
-			}
-			if strings.EqualFold(strings.TrimSpace(p), token) {
-				return true
-			}
-		}
-	}
-	return false
+	return wire.HasToken(conn, "close")
 }
 
 func indexByte(b []byte, c byte) int {

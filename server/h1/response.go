@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // response is the http.ResponseWriter of one connection, reused for each
@@ -156,7 +157,7 @@ func (w *response) sendHeader(final bool) {
 		}
 	}
 	delete(h, "Transfer-Encoding")
-	if hasToken(h["Connection"], "close") {
+	if wire.HasToken(h["Connection"], "close") {
 		w.closeAfter = true
 	}
 	// A client that sends its whole request before reading the response
@@ -200,14 +201,14 @@ func (w *response) sendHeader(final bool) {
 	writeFields(bw, h, w.trailers)
 	if _, ok := h["Date"]; !ok {
 		bw.WriteString("Date: ")
-		bw.Write(dateNow())
+		bw.Write(wire.Date())
 		bw.WriteString("\r\n")
 	}
 	if w.chunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if w.closeAfter {
-		if !hasToken(h["Connection"], "close") {
+		if !wire.HasToken(h["Connection"], "close") {
 			bw.WriteString("Connection: close\r\n")
 		}
 	} else if w.req.ProtoMinor == 0 {
@@ -406,22 +407,3 @@ func statusLine(code int) string {
 	}
 	return "HTTP/1.1 " + strconv.Itoa(code) + " status code " + strconv.Itoa(code) + "\r\n"
 }
-
-// dateNow returns the Date field value, formatted once per second.
-func dateNow() []byte {
-	now := time.Now().Unix()
-	d := cachedDate.Load()
-	if d != nil && d.unix == now {
-		return d.b
-	}
-	nd := &date{unix: now, b: time.Unix(now, 0).UTC().AppendFormat(nil, http.TimeFormat)}
-	cachedDate.Store(nd)
-	return nd.b
-}
-
-type date struct {
-	unix int64
-	b    []byte
-}
-
-var cachedDate atomic.Pointer[date]
