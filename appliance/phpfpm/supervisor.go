@@ -27,7 +27,7 @@ const (
 	minBackoff   = 100 * time.Millisecond
 	maxBackoff   = 30 * time.Second
 	healthyAfter = 30 * time.Second
-	readyTimeout = 15 * time.Second // php-fpm up to its socket answering
+	readyTimeout = 60 * time.Second // php-fpm up to its socket answering (slow under emulation)
 	stopGrace    = 5 * time.Second  // SIGQUIT (finish requests) before SIGTERM
 )
 
