@@ -71,6 +71,23 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
+	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
+	// by fastcgi routes whose address is "php" or empty, and shown on the
+	// status page. Nil when Arka runs none: such routes are then errors.
+	PHP PHP
+}
+
+// PHP is the php-fpm pool Arka runs itself, as the server sees it.
+type PHP interface {
+	// Address is the pool's FastCGI address ("unix:/path.sock"), or ""
+	// while Arka runs no php-fpm.
+	Address() string
+	// MaxChildren is pm.max_children: the default max_conns of routes to
+	// the pool, so that requests queue in Arka's FIFO, not in php-fpm.
+	MaxChildren() int
+	// Status is php-fpm's own view of the pool (its status page), or nil
+	// while it does not answer.
+	Status() []status.PHPFPMPool
 }
 
 // Server runs listeners for a configuration and swaps configurations on
