@@ -472,7 +472,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rb.w = fcgi.AppendHeader(rb.w, fcgi.TypeStdin, 1, 0, 0)
 	}
 
-	c, err := h.pool.acquire(r.Context(), r, h.queueTimeout)
+	c, err := h.pool.acquire(r.Context(), r, h.queueTimeout, h, h.queueSize)
 	if err != nil {
 		h.acquireError(w, r, &x.t, err)
 		return
