@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -507,6 +508,15 @@ func (l *listener) handshake(c net.Conn) {
 		tc.SetDeadline(time.Now().Add(l.hsTO))
 	}
 	if err := tc.Handshake(); err != nil {
+		// Plain HTTP sent to the HTTPS port: say so, as nginx and net/http
+		// do, instead of closing without a word.
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
+			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+
+				"Client sent an HTTP request to an HTTPS server.\n")
+			re.Conn.Close()
+		}
 		tc.Close()
 		return
 	}
@@ -611,7 +621,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			loc += "?" + r.URL.RawQuery
 		}
 		w.Header().Set("Location", loc)
-		errpage.Write(w, r, http.StatusMovedPermanently)
+		code := http.StatusMovedPermanently
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			code = http.StatusPermanentRedirect // keeps the method and body (RFC 9110 section 15.4.9)
+		}
+		errpage.Write(w, r, code)
 		return
 	}
 	if rt == nil {
@@ -671,4 +685,14 @@ func (e *engineLog) Write(p []byte) (int, error) {
 	}
 	e.log.Warn(string(bytes.TrimSpace(p)))
 	return len(p), nil
+}
+
+// looksLikeHTTP reports whether the first bytes of a TLS record header are
+// the start of a plain HTTP request line instead.
+func looksLikeHTTP(hdr []byte) bool {
+	switch string(hdr) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "DELET", "PATCH", "CONNE", "TRACE":
+		return true
+	}
+	return false
 }
