@@ -138,7 +138,15 @@ func decodeError(name string, data []byte, err error) *Error {
 		if pe.LastKey != "" {
 			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
 		}
-		return &Error{File: name, Line: pe.Position.Line, Col: pe.Position.Col, Msg: msg}
+		line, col := pe.Position.Line, pe.Position.Col
+		// At the end of the input the library may point past the last line;
+		// point at the end of the last written line instead.
+		lines := strings.Split(string(data), "\n")
+		for line > 1 && (line > len(lines) || strings.TrimSpace(lines[line-1]) == "") {
+			line--
+			col = len(lines[line-1]) + 1
+		}
+		return &Error{File: name, Line: line, Col: col, Msg: msg}
 	}
 	e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
@@ -182,7 +190,10 @@ var knownKeys = []string{
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
-	"max_conns", "queue", "size", "env", "read_timeout", "allow",
+	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
+	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
+	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
+	"limit", "hysteresis",
 }
 
 func editDistance(a, b string) int {
@@ -364,6 +375,16 @@ func (v *validator) site(s *Site) {
 	}
 	if s.Log.Path != "" && s.Log.Path != "-" {
 		s.Log.Path = v.abs(s.Log.Path)
+	}
+	if g := s.Global; g != nil {
+		switch g.Budget.PHPPM {
+		case "", "auto", "static", "ondemand":
+		default:
+			v.errAt("global.budget.php_pm", "php_pm %q: use \"auto\", \"static\" or \"ondemand\"", g.Budget.PHPPM)
+		}
+		if t := g.Thermal; t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || t.Hysteresis > 50 {
+			v.errAt("global.thermal", "thermal limit must be 0..150 °C and hysteresis 0..50 °C")
+		}
 	}
 	c := s.Compression
 	if c.ZstdLevel < 0 || c.ZstdLevel > 4 {
@@ -615,14 +636,28 @@ func (v *validator) status(at string, s *Status) {
 // without TLS.
 func crossCheck(sites []*Site) Errors {
 	var errs Errors
+	at := func(s *Site, path string) (int, int) { return s.pos.at(path) }
 	type claim struct {
 		site *Site
 		path string
 	}
+	var global *Site
+	for _, s := range sites {
+		if s.Global == nil {
+			continue
+		}
+		if global != nil {
+			l, col := at(s, "global")
+			gl, _ := at(global, "global")
+			errs = append(errs, &Error{File: s.File, Line: l, Col: col,
+				Msg: fmt.Sprintf("a second [global] table (the first is in %s:%d); keep one", global.File, gl)})
+			continue
+		}
+		global = s
+	}
 	defaults := map[string]claim{}
 	names := map[string]claim{}
 	kinds := map[string]claim{} // address -> first site, path tells tls or not
-	at := func(s *Site, path string) (int, int) { return s.pos.at(path) }
 	for _, s := range sites {
 		addrs := func(tlsSide bool) []string {
 			if tlsSide {

@@ -44,6 +44,10 @@ type Site struct {
 	Limits      Limits      `toml:"limits"`
 	Routes      []Route     `toml:"-"` // decoded from rawRoute
 
+	// Global holds process-wide settings. At most one site file may have a
+	// [global] table; see GlobalOf.
+	Global *Global `toml:"global"`
+
 	// Pos locates the site's keys for cross-site messages (duplicate names,
 	// listen conflicts). Keyed by dotted path such as "listen[0]".
 	pos *posIndex
@@ -179,4 +183,48 @@ type Status struct {
 	// Allow lists client networks (CIDR) that may see the page; others get
 	// 403. Default: loopback and private networks.
 	Allow []string `toml:"allow"`
+}
+
+// Global is the [global] table: settings of the whole server rather than
+// one site. Every number is "auto" by default, derived from the board
+// (package board); a value here overrides it.
+type Global struct {
+	Budget  BudgetConfig  `toml:"budget"`
+	Thermal ThermalConfig `toml:"thermal"`
+}
+
+// BudgetConfig overrides the board budget (see board.Budget for what each
+// number bounds and how "auto" derives it).
+type BudgetConfig struct {
+	GOMAXPROCS      AutoInt  `toml:"gomaxprocs"`
+	MemoryLimit     AutoSize `toml:"memory_limit"`      // soft Go memory limit (GOMEMLIMIT)
+	OpenFileCache   AutoSize `toml:"open_file_cache"`   // metadata of files
+	ContentCache    AutoSize `toml:"content_cache"`     // bodies of small files
+	CompressedCache AutoSize `toml:"compressed_cache"`  // variants compressed on the fly
+	FastCGIMaxConns AutoInt  `toml:"fastcgi_max_conns"` // default max_conns of fastcgi routes
+	FastCGIQueue    AutoInt  `toml:"fastcgi_queue"`     // default queue.size of fastcgi routes
+	ProxyKeepalive  AutoInt  `toml:"proxy_keepalive"`   // default keepalive of proxy routes
+	PHPMaxChildren  AutoInt  `toml:"php_max_children"`  // php-fpm pm.max_children when Arka runs php-fpm
+	PHPPM           string   `toml:"php_pm"`            // "auto", "static" or "ondemand"
+	Opcache         AutoSize `toml:"opcache"`           // opcache.memory_consumption
+}
+
+// ThermalConfig sets when Arka sheds optional CPU work (brotli, high
+// compression levels) because the board is hot.
+type ThermalConfig struct {
+	// Limit in degrees Celsius above which Arka sheds work; default 80
+	// (where a Raspberry Pi starts to throttle).
+	Limit float64 `toml:"limit"`
+	// Hysteresis in degrees: work resumes at Limit - Hysteresis; default 5.
+	Hysteresis float64 `toml:"hysteresis"`
+}
+
+// GlobalOf returns the [global] table of the sites, or an empty one.
+func GlobalOf(sites []*Site) Global {
+	for _, s := range sites {
+		if s.Global != nil {
+			return *s.Global
+		}
+	}
+	return Global{}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // errNotImplemented marks handler types whose issue has not landed yet.
@@ -25,6 +26,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	}
 	for _, cs := range sites {
 		st := &site{cfg: cs, reqID: cs.RequestID}
+		if m := cs.Limits.MaxBodySize; m != nil {
+			st.maxBody = int64(*m)
+		}
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":
@@ -56,7 +60,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Type, err)
 				continue
 			}
-			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs.File, cr.Path)})
+			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr)})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -113,14 +117,28 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			Cache:       s.cache,
 			Compress:    comp.CompressionEnabled(),
 			MinSize:     comp.MinSizeBytes(),
-			Constrained: s.o.Constrained,
+			Constrained: s.constrained,
 		})
 		if err != nil {
 			return nil, err
 		}
 		t.closers = append(t.closers, h)
 		return h, nil
-	case "proxy", "fastcgi", "status":
+	case "status":
+		allow := cr.Status.Allow
+		if len(allow) == 0 {
+			allow = config.DefaultStatusAllow
+		}
+		nets, err := status.ParseAllow(allow)
+		if err != nil {
+			return nil, err
+		}
+		h, err := status.New(status.Options{Allow: nets, Source: s, History: s.history})
+		if err != nil {
+			return nil, err
+		}
+		return s.dynamic(cs, h), nil
+	case "proxy", "fastcgi":
 		return nil, errNotImplemented
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
@@ -137,6 +155,6 @@ func (s *Server) dynamic(cs *config.Site, h http.Handler) http.Handler {
 	lv[encoding.Zstd] = c.Level("zstd")
 	lv[encoding.Brotli] = c.Level("br")
 	lv[encoding.Gzip] = c.Level("gzip")
-	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.o.Constrained})
+	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained})
 	return m.Wrap(h)
 }

@@ -10,8 +10,10 @@ import (
 // grow; the status page derives rates and recent percentiles from
 // differences between samples. Updated with atomics on every request.
 type RouteStats struct {
-	Site  string // site file
-	Route string // route path prefix
+	Site    string // the site's first server name, or "default"
+	Route   string // route path prefix
+	Handler string // handler type
+	file    string
 
 	Requests atomic.Uint64
 	Classes  [5]atomic.Uint64 // responses by status class: 1xx .. 5xx

@@ -22,10 +22,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // Options configure a Server. Zero values take the documented defaults.
@@ -38,9 +40,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Cache bounds the static-file caches (see static.CacheOptions).
 	Cache static.CacheOptions
-	// Constrained reports that the board is hot and optional CPU work
-	// (brotli, high compression levels) should stop. Nil means never.
-	Constrained func() bool
+	// Board and Budget describe the machine (package board). Budget sets
+	// cache sizes and the defaults of "auto" pool sizes; a zero Budget
+	// takes the package defaults.
+	Board  board.Board
+	Budget board.Budget
+	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
+	// hot, optional CPU work (brotli, high compression levels) stops.
+	Thermal *board.Thermal
+	// DiskPath is the writable partition whose free space the status page
+	// shows (default StateDir).
+	DiskPath string
 
 	// ReadHeaderTimeout bounds reading a request's header (default 20 s);
 	// IdleTimeout closes idle keep-alive connections (default 75 s, as
@@ -61,6 +71,10 @@ type Server struct {
 	log   *slog.Logger
 	cache *static.Cache
 	pools *encoding.Pools
+
+	started time.Time
+	history *status.History
+	rates   rateTracker
 
 	mu        sync.Mutex // serializes Apply and Shutdown
 	table     *table
@@ -89,8 +103,17 @@ func New(o Options) *Server {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
 	}
+	if o.DiskPath == "" {
+		o.DiskPath = o.StateDir
+	}
+	if b := o.Budget; b.OpenFileCacheBytes > 0 && o.Cache.FileBytes == 0 {
+		o.Cache.FileBytes = b.OpenFileCacheBytes + b.ContentCacheBytes
+		o.Cache.VariantBytes = b.CompressedBytes
+	}
 	s := &Server{
 		o: o, log: o.Logger,
+		started:   time.Now(),
+		history:   status.NewHistory(),
 		cache:     static.NewCache(o.Cache),
 		pools:     &encoding.Pools{},
 		listeners: map[string]*listener{},
@@ -99,8 +122,12 @@ func New(o Options) *Server {
 		done:      make(chan struct{}),
 	}
 	go s.flushLoop()
+	go s.sampleLoop()
 	return s
 }
+
+// constrained reports whether the board is hot.
+func (s *Server) constrained() bool { return s.o.Thermal != nil && s.o.Thermal.Hot() }
 
 // Check compiles sites without binding, generating or opening anything
 // that persists: the `arka -t` dry run. It returns config.Errors.
@@ -280,14 +307,18 @@ func (s *Server) flushLoop() {
 }
 
 // routeStats returns the counters of a route, kept across reloads.
-func (s *Server) routeStats(file, prefix string) *RouteStats {
+func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
-	k := file + "\x00" + prefix
+	name := "default"
+	if len(cs.ServerNames) > 0 {
+		name = cs.ServerNames[0]
+	}
+	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Type
 	if st, ok := s.stats[k]; ok {
 		return st
 	}
-	st := &RouteStats{Site: file, Route: prefix}
+	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Type, file: cs.File}
 	s.stats[k] = st
 	return st
 }
@@ -439,6 +470,16 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt == nil {
 		errpage.Write(w, r, http.StatusNotFound)
 		return
+	}
+	if st.maxBody > 0 && r.Body != nil && r.Body != http.NoBody {
+		// RFC 9110 section 15.5.14: refuse a declared length at once; cap
+		// a streamed (chunked) body as it is read.
+		if r.ContentLength > st.maxBody {
+			w.Header().Set("Connection", "close")
+			errpage.Write(w, r, http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, st.maxBody)
 	}
 	var reqID string
 	if st.reqID {

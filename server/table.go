@@ -38,6 +38,8 @@ type site struct {
 	routes []*route // longest prefix first
 	reqID  bool
 	log    *accessLog
+	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
+	maxBody int64
 	cert   *tls.Certificate
 }
 

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
 )
@@ -64,9 +65,19 @@ func run(args []string) int {
 	sites, err := load()
 	if err != nil {
 		printConfigError(err)
+		if *check {
+			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
+		}
 		return 1
 	}
-	srv := server.New(server.Options{StateDir: state, Logger: logger})
+	brd, err := board.Detect("/")
+	if err != nil {
+		logger.Warn("board detection failed; using generic budgets", "err", err)
+	}
+	global := config.GlobalOf(sites)
+	budget := budgetFor(brd, global)
+	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
+	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal})
 	if *check {
 		if err := srv.Check(sites); err != nil {
 			printConfigError(err)
@@ -76,11 +87,14 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}
+	applyRuntime(budget, logger)
 	if err := srv.Apply(sites); err != nil {
 		printConfigError(err)
 		return 1
 	}
-	logger.Info("arka started", "version", server.Version, "config", name, "state", state, "listen", listenList(srv))
+	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
+		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
+		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)

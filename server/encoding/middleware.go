@@ -303,6 +303,9 @@ func (e *encWriter) Flush() { _ = e.FlushError() }
 
 // finish completes the response after the handler returns.
 func (e *encWriter) finish() {
+	if e.head && e.status == 0 && !e.sent {
+		e.WriteHeader(http.StatusOK) // HEAD: decide from the header fields alone
+	}
 	switch e.st {
 	case undecided:
 		if e.status == 0 && len(e.buf) == 0 {

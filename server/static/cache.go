@@ -51,7 +51,8 @@ type CacheStats struct {
 	FileEntries, VariantEntries int
 	FileBytes, VariantBytes     uint64 // in use
 	FileBudget, VariantBudget   uint64
-	FileHitRatio, VariantHit    float64 // 0..1
+	FileHits, FileMisses        uint64
+	VariantHits, VariantMisses  uint64
 }
 
 type fileKey struct{ root, name string }
@@ -104,7 +105,7 @@ func (c *Cache) Stats() CacheStats {
 		FileEntries: c.files.EstimatedSize(), VariantEntries: c.variants.EstimatedSize(),
 		FileBytes: c.files.WeightedSize(), VariantBytes: c.variants.WeightedSize(),
 		FileBudget: uint64(c.o.FileBytes), VariantBudget: uint64(c.o.VariantBytes),
-		FileHitRatio: fs.HitRatio(), VariantHit: vs.HitRatio(),
+		FileHits: fs.Hits, FileMisses: fs.Misses, VariantHits: vs.Hits, VariantMisses: vs.Misses,
 	}
 }
 

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/config"
+)
+
+// budgetFor derives the board budget with the [global] overrides applied.
+func budgetFor(b board.Board, g config.Global) board.Budget {
+	var o board.Overrides
+	ai := func(a config.AutoInt) *int {
+		if !a.Set {
+			return nil
+		}
+		v := a.Value
+		return &v
+	}
+	as := func(a config.AutoSize) *int64 {
+		if !a.Set {
+			return nil
+		}
+		v := int64(a.Value)
+		return &v
+	}
+	bc := g.Budget
+	o.GOMAXPROCS = ai(bc.GOMAXPROCS)
+	o.MemoryLimitBytes = as(bc.MemoryLimit)
+	o.OpenFileCacheBytes = as(bc.OpenFileCache)
+	o.ContentCacheBytes = as(bc.ContentCache)
+	o.CompressedBytes = as(bc.CompressedCache)
+	o.FastCGIMaxConns = ai(bc.FastCGIMaxConns)
+	o.FastCGIQueue = ai(bc.FastCGIQueue)
+	o.ProxyKeepAlive = ai(bc.ProxyKeepalive)
+	o.PHPMaxChildren = ai(bc.PHPMaxChildren)
+	if bc.Opcache.Set {
+		v := int(int64(bc.Opcache.Value) >> 20)
+		o.OpcacheMiB = &v
+	}
+	if bc.PHPPM == "static" || bc.PHPPM == "ondemand" {
+		pm := board.PHPPM(bc.PHPPM)
+		o.PHPPM = &pm
+	}
+	return board.ComputeBudget(b, o)
+}
+
+// applyRuntime sets GOMAXPROCS and the soft memory limit from the budget,
+// unless the environment already chose them (GOMAXPROCS, GOMEMLIMIT).
+func applyRuntime(b board.Budget, log *slog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		b.GOMAXPROCS = 0
+	}
+	if os.Getenv("GOMEMLIMIT") != "" {
+		b.MemoryLimitBytes = 0
+	}
+	if b.GOMAXPROCS > 0 && b.MemoryLimitBytes > 0 {
+		b.ApplyRuntime()
+		return
+	}
+	log.Info("runtime limits taken from the environment", "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
+}

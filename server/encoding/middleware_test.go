@@ -1,0 +1,245 @@
+package encoding
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+)
+
+func decodeBody(t *testing.T, coding string, b []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	switch coding {
+	case "":
+		return b
+	case "br":
+		r = brotli.NewReader(bytes.NewReader(b))
+	case "gzip":
+		g, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = g
+	case "zstd":
+		z, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer z.Close()
+		r = z
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", coding, err)
+	}
+	return out
+}
+
+var page = strings.Repeat("<p>made per request, like a PHP page</p>\n", 100)
+
+func serve(t *testing.T, h http.HandlerFunc, method, ae string, extra ...string) (*http.Response, []byte) {
+	t.Helper()
+	m := New(Options{MinSize: 512})
+	srv := httptest.NewServer(m.Wrap(h))
+	defer srv.Close()
+	req, _ := http.NewRequest(method, srv.URL, nil)
+	if ae != "" {
+		req.Header.Set("Accept-Encoding", ae)
+	}
+	for _, e := range extra {
+		k, v, _ := strings.Cut(e, ":")
+		req.Header.Set(k, strings.TrimSpace(v))
+	}
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestMiddlewareChoosesCoding(t *testing.T) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("ETag", `"v1"`)
+		io.WriteString(w, page)
+	}
+	for ae, want := range map[string]string{
+		"gzip, deflate, br, zstd": "zstd",
+		"gzip, deflate, br":       "br",
+		"gzip":                    "gzip",
+		"":                        "",
+		"identity":                "",
+	} {
+		resp, b := serve(t, h, "GET", ae)
+		if got := resp.Header.Get("Content-Encoding"); got != want {
+			t.Errorf("%q: Content-Encoding %q, want %q", ae, got, want)
+			continue
+		}
+		if string(decodeBody(t, want, b)) != page {
+			t.Errorf("%q: body does not decode", ae)
+		}
+		if want != "" {
+			if cl := resp.Header.Get("Content-Length"); resp.Header.Get("Vary") != "Accept-Encoding" || cl != "" && cl != strconv.Itoa(len(b)) {
+				t.Errorf("%q: Vary %q, Content-Length %q", ae, resp.Header.Get("Vary"), resp.Header.Get("Content-Length"))
+			}
+			if resp.Header.Get("ETag") != `W/"v1"` {
+				t.Errorf("%q: ETag %q not weakened", ae, resp.Header.Get("ETag"))
+			}
+		}
+	}
+}
+
+func TestMiddlewareLeavesAlone(t *testing.T) {
+	cases := map[string]http.HandlerFunc{
+		"short": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "short")
+		},
+		"short with length": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Length", "5")
+			io.WriteString(w, "short")
+		},
+		"image": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "image/jpeg")
+			io.WriteString(w, page)
+		},
+		"already encoded": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Encoding", "gzip")
+			io.WriteString(w, page)
+		},
+		"no-transform (RFC 9111 5.2.2.6)": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Cache-Control", "public, no-transform")
+			io.WriteString(w, page)
+		},
+		"partial": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Range", "bytes 0-9/100")
+			w.WriteHeader(206)
+			io.WriteString(w, page[:10])
+		},
+	}
+	for name, h := range cases {
+		resp, b := serve(t, h, "GET", "gzip, br, zstd")
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" && name != "already encoded" || name == "already encoded" && ce != "gzip" {
+			t.Errorf("%s: Content-Encoding %q", name, ce)
+		}
+		if name == "short" && (string(b) != "short" || resp.Header.Get("Content-Length") != "5") {
+			t.Errorf("short: %q, Content-Length %q", b, resp.Header.Get("Content-Length"))
+		}
+	}
+	resp, _ := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(304) }, "GET", "gzip")
+	if resp.StatusCode != 304 || resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("304: %d %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
+	}
+	resp, _ = serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, "GET", "gzip")
+	if resp.StatusCode != 204 {
+		t.Errorf("204: %d", resp.StatusCode)
+	}
+}
+
+func TestMiddlewareSniffsAndHead(t *testing.T) {
+	resp, b := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>"+page) }, "GET", "gzip")
+	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("sniffed: %q %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
+	}
+	if string(decodeBody(t, "gzip", b)) != "<html>"+page {
+		t.Errorf("sniffed body differs")
+	}
+	resp, b = serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", "4200")
+	}, "HEAD", "zstd")
+	if resp.Header.Get("Content-Encoding") != "zstd" || len(b) != 0 {
+		t.Errorf("HEAD: %q, %d bytes", resp.Header.Get("Content-Encoding"), len(b))
+	}
+}
+
+// Server-sent events: each flush reaches the client as it happens.
+func TestMiddlewareStreamsFlushes(t *testing.T) {
+	step := make(chan struct{})
+	m := New(Options{MinSize: 512})
+	srv := httptest.NewServer(m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for i := 0; i < 3; i++ {
+			io.WriteString(w, "data: event\n\n")
+			if err := rc.Flush(); err != nil {
+				t.Error(err)
+			}
+			<-step
+		}
+	})))
+	defer srv.Close()
+	for _, ae := range []string{"gzip", "br", "zstd"} {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		req.Header.Set("Accept-Encoding", ae)
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Header.Get("Content-Encoding") != ae {
+			t.Fatalf("%s: Content-Encoding %q", ae, resp.Header.Get("Content-Encoding"))
+		}
+		var dec io.Reader
+		switch ae {
+		case "gzip":
+			dec, _ = gzip.NewReader(resp.Body)
+		case "br":
+			dec = brotli.NewReader(resp.Body)
+		case "zstd":
+			z, _ := zstd.NewReader(resp.Body)
+			defer z.Close()
+			dec = z
+		}
+		br := bufio.NewReader(dec)
+		for i := 0; i < 3; i++ {
+			got := make(chan string, 1)
+			go func() {
+				line, _ := br.ReadString('\n')
+				br.ReadString('\n')
+				got <- line
+			}()
+			select {
+			case l := <-got:
+				if l != "data: event\n" {
+					t.Errorf("%s event %d: %q", ae, i, l)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: event %d did not arrive before the handler went on", ae, i)
+			}
+			step <- struct{}{}
+		}
+		resp.Body.Close()
+	}
+}
+
+func TestEncoderPoolReuse(t *testing.T) {
+	var p Pools
+	for _, c := range []Coding{Zstd, Brotli, Gzip} {
+		for i := 0; i < 3; i++ {
+			var buf bytes.Buffer
+			e := p.Get(c, 1, &buf)
+			io.WriteString(e, page)
+			e.Close()
+			p.Put(c, 1, e)
+			if string(decodeBody(t, c.Token(), buf.Bytes())) != page {
+				t.Fatalf("%v round %d: wrong output", c, i)
+			}
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package server_test
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/server/servertest"
+)
+
+func www(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	os.MkdirAll(p, 0o755)
+	os.WriteFile(filepath.Join(p, "index.html"), []byte(body), 0o644)
+	return p
+}
+
+func siteFor(names, root string, def bool) string {
+	d := ""
+	if def {
+		d = "default = true\n"
+	}
+	return d + `server_names = [` + names + `]
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[[routes]]
+path = "/"
+handler = { type = "static", root = "` + root + `" }
+`
+}
+
+// Virtual hosts by Host (and SNI), wildcards, the default site.
+func TestVirtualHosts(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t,
+		siteFor(`"a.example", "*.wild.example"`, www(t, dir, "a", "site A"), false),
+		siteFor(`"b.example"`, www(t, dir, "b", "site B"), false),
+		siteFor(`"fallback.example"`, www(t, dir, "d", "site D"), true),
+	)
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for host, want := range map[string]string{
+			"a.example":        "site A",
+			"A.EXAMPLE":        "site A",
+			"b.example:443":    "site B",
+			"x.wild.example":   "site A",
+			"x.y.wild.example": "site A",
+			"unknown.example":  "site D",
+			"fallback.example": "site D",
+			"wild.example":     "site D",
+		} {
+			_, body := c.Get(t, "/", "Host: "+host)
+			if c.Name == "h2" && host != "unknown.example" && !strings.HasPrefix(host, "fallback") {
+				// Over TLS the client's SNI is the URL's host (an IP: no
+				// SNI), so the Host decides.
+			}
+			if string(body) != want {
+				t.Errorf("Host %s: %q, want %q", host, body, want)
+			}
+		}
+	})
+}
+
+// Without a default site: 404 over plain HTTP, 421 over TLS.
+func TestNoDefaultSite(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, dir, "a", "site A"), false))
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		resp, _ := c.Get(t, "/", "Host: other.example")
+		want := 421
+		if c.Name == "h1" {
+			want = 404
+		}
+		if resp.StatusCode != want {
+			t.Errorf("unknown host: %d, want %d", resp.StatusCode, want)
+		}
+		if resp, body := c.Get(t, "/", "Host: a.example"); resp.StatusCode != 200 || string(body) != "site A" {
+			t.Errorf("a.example: %d %q", resp.StatusCode, body)
+		}
+	})
+}
+
+// SNI selects the certificate; a request whose Host belongs to another
+// site than the SNI on that connection gets 421 (RFC 9110 section 15.5.20).
+func TestSNIAndMisdirected(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t,
+		siteFor(`"a.example"`, www(t, dir, "a", "site A"), true),
+		siteFor(`"b.example"`, www(t, dir, "b", "site B"), false),
+	)
+	for _, sni := range []string{"a.example", "b.example"} {
+		conn, err := tls.Dial("tcp", e.HTTPS, &tls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		if err := leaf.VerifyHostname(sni); err != nil {
+			t.Errorf("SNI %s: certificate %v", sni, leaf.DNSNames)
+		}
+		conn.Write([]byte("GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n"))
+		buf := make([]byte, 4096)
+		n, _ := conn.Read(buf)
+		conn.Close()
+		status := strings.SplitN(string(buf[:n]), "\r\n", 2)[0]
+		want := "HTTP/1.1 200 OK"
+		if sni == "b.example" {
+			want = "HTTP/1.1 421 Misdirected Request"
+		}
+		if status != want {
+			t.Errorf("SNI %s, Host a.example: %q, want %q", sni, status, want)
+		}
+	}
+}
+
+// A bad reload keeps the old configuration serving; a good one swaps.
+func TestReload(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, dir, "a", "version 1"), true))
+	c := e.Clients()[0]
+	if _, b := c.Get(t, "/"); string(b) != "version 1" {
+		t.Fatalf("before: %q", b)
+	}
+	bad := siteFor(`"a.example"`, filepath.Join(dir, "missing"), true)
+	err := e.Reload(0, bad)
+	if err == nil || !strings.Contains(err.Error(), "site0.toml:") || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("bad reload error: %v", err)
+	}
+	if _, b := c.Get(t, "/"); string(b) != "version 1" {
+		t.Fatalf("after bad reload: %q", b)
+	}
+	if err := e.Reload(0, siteFor(`"a.example"`, www(t, dir, "v2", "version 2"), true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b := c.Get(t, "/"); string(b) != "version 2" {
+		t.Fatalf("after good reload: %q", b)
+	}
+	// A listen address that cannot be bound fails the reload and changes nothing.
+	busy, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer busy.Close()
+	src := strings.Replace(siteFor(`"a.example"`, www(t, dir, "v3", "version 3"), true),
+		`listen = ["{{HTTP}}"]`, `listen = ["{{HTTP}}", "`+busy.Addr().String()+`"]`, 1)
+	if err := e.Reload(0, src); err == nil {
+		t.Fatal("reload with a busy address succeeded")
+	}
+	if _, b := c.Get(t, "/"); string(b) != "version 2" {
+		t.Fatalf("after failed bind: %q", b)
+	}
+}
+
+func TestRequestIDAndAccessLog(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	root := www(t, dir, "a", "hello")
+	e := servertest.Start(t, `
+default = true
+listen = ["{{HTTP}}"]
+request_id = true
+[tls]
+listen = ["{{HTTPS}}"]
+[log]
+enabled = true
+path = "`+logPath+`"
+format = "json"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+root+`" }
+`)
+	c := e.Clients()[0]
+	resp, _ := c.Get(t, "/")
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatal("no X-Request-Id")
+	}
+	resp, _ = c.Get(t, "/", "X-Request-Id: from-client.42")
+	if resp.Header.Get("X-Request-Id") != "from-client.42" {
+		t.Errorf("valid incoming id not kept: %q", resp.Header.Get("X-Request-Id"))
+	}
+	resp, _ = c.Get(t, "/", "X-Request-Id: bad id with spaces")
+	if got := resp.Header.Get("X-Request-Id"); got == "" || strings.Contains(got, " ") {
+		t.Errorf("invalid incoming id: %q", got)
+	}
+	c.Get(t, "/nope?q=\"quoted\"", "User-Agent: evil\" \\x0a forged")
+	deadline := time.Now().Add(5 * time.Second)
+	var lines []string
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(logPath)
+		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) >= 4 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("access log has %d lines: %q", len(lines), lines)
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[3]), &last); err != nil {
+		t.Fatalf("log line is not JSON: %v: %s", err, lines[3])
+	}
+	if last["status"] != 404.0 || last["uri"] != `/nope?q="quoted"` || last["method"] != "GET" {
+		t.Errorf("log fields: %v", last)
+	}
+	var first map[string]any
+	json.Unmarshal([]byte(lines[0]), &first)
+	if first["request_id"] != id {
+		t.Errorf("request_id in log %v, header %s", first["request_id"], id)
+	}
+}
+
+// Oversized headers get 431 (RFC 6585), not a crash or a hang.
+func TestHeaderLimits(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, dir, "a", "ok"), true))
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		var hdr []string
+		for i := 0; i < 8; i++ {
+			hdr = append(hdr, "X-Big-"+string(rune('a'+i))+": "+strings.Repeat("x", 8<<10))
+		}
+		if c.Name == "h2" {
+			// Go's HTTP/2 server answers an oversized header block with a
+			// connection error (GOAWAY) instead of 431; it must not hang.
+			req, _ := http.NewRequest("GET", c.Base+"/", nil)
+			for _, h := range hdr {
+				k, v, _ := strings.Cut(h, ": ")
+				req.Header.Set(k, v)
+			}
+			if resp, err := c.HTTP.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != 431 {
+					t.Errorf("h2 oversized header: %d", resp.StatusCode)
+				}
+			}
+			return
+		}
+		resp, _ := c.Get(t, "/", hdr...)
+		if resp.StatusCode != 431 {
+			t.Errorf("64 KiB of header fields: %d", resp.StatusCode)
+		}
+	})
+}
+
+func TestMaxBodySize(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[limits]
+max_body_size = "1KiB"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+www(t, dir, "a", "ok")+`" }
+`)
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		req, _ := http.NewRequest("POST", c.Base+"/", strings.NewReader(strings.Repeat("x", 2048)))
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("2 KiB body over a 1 KiB limit: %d", resp.StatusCode)
+		}
+	})
+}

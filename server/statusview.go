@@ -1,0 +1,91 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/server/status"
+)
+
+// rateTracker keeps the counters as they were at the previous 10 s sample,
+// so the status page can show recent rates and percentiles rather than
+// averages since start.
+type rateTracker struct {
+	mu   sync.Mutex
+	at   time.Time
+	prev map[*RouteStats]routeSample
+}
+
+type routeSample struct {
+	requests uint64
+	hist     HistogramSnapshot
+}
+
+// Snapshot implements status.Source: the board, its sensors, Arka's memory,
+// per-route counters with rates since the previous sample, and the caches.
+func (s *Server) Snapshot() status.Snapshot {
+	now := time.Now()
+	snap := status.Snapshot{
+		Time:      now,
+		Version:   Version,
+		StartedAt: s.started,
+		Board:     status.BoardInfoFrom(s.o.Board),
+		Sensors:   board.ReadSensors("/", s.o.DiskPath),
+		Memory:    status.ReadProcessMemory(),
+	}
+	if s.o.Thermal != nil {
+		snap.Thermal = s.o.Thermal.State()
+	}
+	s.rates.mu.Lock()
+	prevAt, prev := s.rates.at, s.rates.prev
+	s.rates.mu.Unlock()
+	dt := now.Sub(prevAt).Seconds()
+	for _, rs := range s.RouteStats() {
+		var cls status.StatusClasses
+		for i := range cls {
+			cls[i] = rs.Classes[i].Load()
+		}
+		req := rs.Requests.Load()
+		h := rs.Latency.Snapshot()
+		out := status.RouteStats{Site: rs.Site, Route: rs.Route, Handler: rs.Handler, Requests: req, Status: cls}
+		if p, ok := prev[rs]; ok && dt > 0 {
+			out.PerSecond = float64(req-p.requests) / dt
+			h = h.Sub(p.hist)
+		}
+		out.P50Seconds = h.Quantile(0.50).Seconds()
+		out.P99Seconds = h.Quantile(0.99).Seconds()
+		snap.Routes = append(snap.Routes, out)
+	}
+	cs := s.cache.Stats()
+	snap.Caches = []status.CacheStats{
+		{Name: "open files and content", Entries: uint64(cs.FileEntries), Bytes: int64(cs.FileBytes),
+			BudgetBytes: int64(cs.FileBudget), Hits: cs.FileHits, Misses: cs.FileMisses},
+		{Name: "compressed", Entries: uint64(cs.VariantEntries), Bytes: int64(cs.VariantBytes),
+			BudgetBytes: int64(cs.VariantBudget), Hits: cs.VariantHits, Misses: cs.VariantMisses},
+	}
+	return snap
+}
+
+// sampleLoop feeds the history and the thermal governor every 10 s and
+// remembers counters for rates.
+func (s *Server) sampleLoop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-s.done
+		cancel()
+	}()
+	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
+		if s.o.Thermal != nil && snap.Sensors.TempC != nil {
+			s.o.Thermal.Update(*snap.Sensors.TempC)
+		}
+		m := map[*RouteStats]routeSample{}
+		for _, rs := range s.RouteStats() {
+			m[rs] = routeSample{requests: rs.Requests.Load(), hist: rs.Latency.Snapshot()}
+		}
+		s.rates.mu.Lock()
+		s.rates.at, s.rates.prev = time.Now(), m
+		s.rates.mu.Unlock()
+	})
+}
