@@ -214,6 +214,33 @@ func Markdown(env *Env, o Options, servers []Server, tests []*Test, sums []*Summ
 			ratio(a.CPUPer1000, n.CPUPer1000), ms(n.P99), ms(a.P99), n.Errors+n.Timeouts, a.Errors+a.Timeouts)
 	}
 
+	if slices.ContainsFunc(tests, (*Test).PHP) {
+		w("\n## PHP at saturation\n\n")
+		w("%d connections against a pool of %d php-fpm workers. The FastCGI work's aim (issue 4): no timeouts, and p99 under three times p50. ", o.Connections, o.PHPWorkers)
+		w("wrk leaves requests slower than the timeout out of its percentiles, so a run with timeouts has a p99 that looks better than it was.\n\n")
+		w("| test | server | req/s | p50 ms | p99 ms | p99 / p50 | timeouts | errors | aim met |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, t := range tests {
+			if !t.PHP() {
+				continue
+			}
+			for _, s := range servers {
+				sm := find(sums, t, s)
+				if !measured(sm) {
+					continue
+				}
+				ratio := 0.0
+				if sm.P50 > 0 {
+					ratio = sm.P99 / sm.P50
+				}
+				met := "yes"
+				if sm.Timeouts > 0 || ratio >= 3 || sm.Errors > 0 {
+					met = "no"
+				}
+				w("| %s | %s | %.0f | %s | %s | %.1f | %d | %d | %s |\n", t.Name, s, sm.RPS, ms(sm.P50), ms(sm.P99), ratio, sm.Timeouts, sm.Errors, met)
+			}
+		}
+	}
+
 	w("\n## Ratios to nginx, every server\n\n")
 	w("Requests per second / CPU per request, each divided by nginx's.\n\n")
 	w("| test |")
@@ -278,6 +305,9 @@ func Markdown(env *Env, o Options, servers []Server, tests []*Test, sums []*Summ
 		}
 		w("| %s | %s | %s | `%s` | %s |\n", t.Name, t.Title, t.Tool, t.Path, ae)
 	}
+	w("\nh2load runs with `-m 1` (one request at a time per connection, as wrk), `-N` set to the client timeout, and `--log-file` for per-request times, from which p50 and p99 are computed (h2load prints only min, max, mean and sd). ")
+	w("wrk runs with `--latency` and `--timeout`. ")
+	w("For newconn-tls, wrk sends `Connection: close` and opens a new connection for each request, resuming the previous connection's TLS session where the server allows it: these are abbreviated handshakes, as returning visitors make.\n")
 	w("\nRaw figures: `results.tsv` (one line per run); the load generators' own output: `raw/`; the configurations used: `configs/`; chart: `chart.svg`.\n")
 	return []byte(b.String())
 }

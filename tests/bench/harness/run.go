@@ -86,6 +86,13 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		}
 		r.say("== %s", s.name)
 		if err := s.f(ctx); err != nil {
+			if s.name == "measuring" && len(r.rows) > 0 {
+				// Keep what was measured: the report says it is partial.
+				r.note("INCOMPLETE RUN: measuring stopped early: %s", oneLine(err.Error()))
+				if rerr := r.report(context.WithoutCancel(ctx)); rerr != nil {
+					r.say("  writing the partial results: %v", rerr)
+				}
+			}
 			return r.out, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -238,6 +237,3 @@ func FreePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
-
-// errSkipped marks something not measured for a stated reason.
-var errSkipped = errors.New("skipped")

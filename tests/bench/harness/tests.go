@@ -68,7 +68,7 @@ var AllTests = []*Test{
 		Body: func(c *Content) []byte { return c.Script }},
 	{Name: "1mb-h2", Title: "1 MB file, HTTP/2", Tool: H2load, TLS: true, Path: BinaryPath, Handler: "static",
 		Body: func(c *Content) []byte { return c.Binary }},
-	{Name: "newconn-tls", Title: "new TLS connection per request (small page)", Tool: Wrk, TLS: true, Path: PagePath, NewConn: true, Handler: "static",
+	{Name: "newconn-tls", Title: "new TLS connection per request (small page; wrk resumes TLS sessions)", Tool: Wrk, TLS: true, Path: PagePath, NewConn: true, Handler: "static",
 		Body: func(c *Content) []byte { return c.Page }},
 	{Name: "proxy-small-http", Title: "proxy, small answer, plain HTTP/1.1", Tool: Wrk, Path: "/proxy" + SmallPath, Handler: "proxy",
 		Body: func(c *Content) []byte { return c.Small }},

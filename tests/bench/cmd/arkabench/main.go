@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +37,7 @@ func run() int {
 	duration := fl.Duration("duration", 10*time.Second, "duration of each timed run (whole seconds)")
 	rounds := fl.Int("rounds", 2, "rounds per test; each round runs every server once, in rotating order")
 	conns := fl.Int("connections", 64, "concurrent connections")
-	threads := fl.Int("threads", 2, "load generator threads (h2load -t, wrk -t)")
+	threads := fl.Int("threads", min(runtime.NumCPU(), 8), "load generator threads (h2load -t, wrk -t); default: the number of cores, at most 8")
 	warmup := fl.Duration("warmup", time.Second, "untimed run per test and server before the first round (0 for none)")
 	pause := fl.Duration("pause", 500*time.Millisecond, "pause before each run")
 	timeout := fl.Duration("timeout", 2*time.Second, "client timeout: slower requests are counted as timeouts")
