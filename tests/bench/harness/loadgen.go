@@ -139,7 +139,7 @@ func RunLoad(ctx context.Context, tool string, o LoadOptions) (*Load, error) {
 	switch tool {
 	case H2load:
 		l, err = ParseH2load(out.String())
-		if err == nil {
+		if err == nil && l.Requests > 0 {
 			var f *os.File
 			f, err = os.Open(logFile)
 			if err == nil {

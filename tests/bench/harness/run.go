@@ -517,6 +517,7 @@ func (r *Run) measure(ctx context.Context) error {
 		}
 	}
 	est := time.Duration(total) * (r.o.Duration + r.o.Pause + 300*time.Millisecond)
+	est += time.Duration(total/r.o.Rounds) * r.o.Warmup
 	r.say("  %d runs of %v, %d connections, %d client threads, timeout %v: about %v",
 		total, r.o.Duration, r.o.Connections, r.o.Threads, r.o.Timeout, est.Round(time.Second))
 	n := 0
@@ -608,7 +609,7 @@ func (r *Run) runOne(ctx context.Context, s Server, t *Test, round, pos int) (*R
 		return row, os.WriteFile(raw, []byte(err.Error()), 0o644)
 	}
 	if l.Succeeded == 0 {
-		row.Failed = fmt.Sprintf("no successful response (%d responses, %d errors, %d timeouts)", l.Requests, l.Errors, l.Timeouts)
+		row.Failed = fmt.Sprintf("no response completed successfully in the run (%d responses, %d errors, %d timeouts; %d bytes received)", l.Requests, l.Errors, l.Timeouts, l.Bytes)
 	} else if t.Tool == H2load && row.Check.Bytes > 0 {
 		// h2load counts body bytes, those of the responses still in
 		// flight at the end included: under load, the answers should be

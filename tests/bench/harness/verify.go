@@ -25,7 +25,6 @@ type Check struct {
 	Proto  string // "HTTP/2.0", "HTTP/1.1"
 	Coding string // Content-Encoding, "" for none
 	Bytes  int64  // body bytes as sent (compressed when Coding is set)
-	Header int    // approximate header bytes (names, values, ": ", CRLF)
 	// Copy reports that a compressed body is byte for byte the file
 	// compressed ahead of time (index.html.br...), not the server's own.
 	Copy bool
@@ -102,11 +101,6 @@ func (c *Clients) Verify(ctx context.Context, content *Content, t *Test, url str
 		return Check{}, fmt.Errorf("reading the body: %v", err)
 	}
 	ck := Check{Status: resp.StatusCode, Proto: resp.Proto, Coding: resp.Header.Get("Content-Encoding"), Bytes: int64(len(body))}
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			ck.Header += len(k) + len(v) + 4
-		}
-	}
 	if ck.Coding == "identity" {
 		ck.Coding = ""
 	}
