@@ -8,6 +8,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -138,10 +139,38 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			return nil, err
 		}
 		return s.dynamic(cs, h), nil
-	case "proxy", "fastcgi":
+	case "proxy":
+		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
+			Logger:    s.log,
+			Site:      cs.File,
+			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.closers = append(t.closers, ph)
+		t.proxies = append(t.proxies, ph)
+		return noCodingForTunnels(ph, s.dynamic(cs, ph)), nil
+	case "fastcgi":
 		return nil, errNotImplemented
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
+}
+
+// noCodingForTunnels sends CONNECT requests (RFC 8441 WebSocket tunnels
+// over HTTP/2) to h directly: a tunnel carries frames, not a
+// representation, so content coding must not touch it.
+func noCodingForTunnels(h, coded http.Handler) http.Handler {
+	if coded == h {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			h.ServeHTTP(w, r)
+			return
+		}
+		coded.ServeHTTP(w, r)
+	})
 }
 
 // dynamic wraps a handler of responses made per request with content

@@ -26,6 +26,8 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/h1"
+	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -59,6 +61,9 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// Engine selects the HTTP/1.1 engine: "" or "arka" (package h1), or
+	// "net/http". HTTP/2 is always net/http's.
+	Engine string
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
@@ -74,6 +79,9 @@ type Server struct {
 
 	started time.Time
 	history *status.History
+	// proxies are the served table's proxy handlers, for the status page
+	// (read without s.mu, which Shutdown holds while requests finish).
+	proxies atomic.Pointer[[]*proxy.Handler]
 	rates   rateTracker
 
 	mu        sync.Mutex // serializes Apply and Shutdown
@@ -192,6 +200,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	old := s.table
 	s.table, s.listeners = t, next
+	s.proxies.Store(&t.proxies)
 	s.retireSinks(t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still
@@ -230,7 +239,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.srv.Shutdown(ctx)
+			l.shutdown(s.o.ShutdownTimeout)
 		}()
 	}
 	wg.Wait()
@@ -344,12 +353,18 @@ func (s *Server) RouteStats() []*RouteStats {
 // CacheStats reports the static caches' figures.
 func (s *Server) CacheStats() static.CacheStats { return s.cache.Stats() }
 
-// listener is one bound address with its engine.
+// listener is one bound address with its engines: Arka's HTTP/1.1 engine
+// (package h1), and for TLS connections that negotiate "h2", net/http's
+// HTTP/2 server. With Options.Engine "net/http", net/http serves both.
 type listener struct {
 	addr string
 	tls  bool
 	ln   net.Listener
-	srv  *http.Server
+	srv  *http.Server // HTTP/2 (and HTTP/1.1 with the net/http engine)
+	h1   *h1.Server   // nil with the net/http engine
+	h2ln *connListener
+	tlsc *tls.Config
+	hsTO time.Duration
 	vh   atomic.Pointer[vhosts]
 }
 
@@ -358,7 +373,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	l := &listener{addr: addr, tls: isTLS, ln: ln}
+	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.o.ReadHeaderTimeout}
 	l.srv = &http.Server{
 		Handler:           l,
 		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
@@ -367,10 +382,23 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 		ErrorLog:          log.New(&engineLog{log: s.log}, "", 0),
 	}
 	if isTLS {
-		l.srv.TLSConfig = &tls.Config{
+		l.tlsc = &tls.Config{
 			MinVersion:     tls.VersionTLS12,
 			NextProtos:     []string{"h2", "http/1.1"},
 			GetCertificate: l.certificate,
+		}
+		l.srv.TLSConfig = l.tlsc
+	}
+	if s.o.Engine != "net/http" {
+		l.h1 = &h1.Server{
+			Handler:           l,
+			ReadHeaderTimeout: s.o.ReadHeaderTimeout,
+			IdleTimeout:       s.o.IdleTimeout,
+			MaxHeaderBytes:    s.o.MaxHeaderBytes,
+			Logger:            s.log,
+		}
+		if isTLS {
+			l.h2ln = newConnListener(ln.Addr())
 		}
 	}
 	return l, nil
@@ -378,24 +406,120 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 
 func (l *listener) serve(log *slog.Logger) {
 	var err error
-	if l.tls {
+	switch {
+	case l.h1 == nil && l.tls:
 		err = l.srv.ServeTLS(l.ln, "", "")
-	} else {
+	case l.h1 == nil:
 		err = l.srv.Serve(l.ln)
+	case !l.tls:
+		err = l.h1.Serve(l.ln)
+	default:
+		go l.srv.Serve(l.h2ln)
+		err = l.acceptTLS()
 	}
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		log.Error("listener stopped", "addr", l.addr, "err", err)
 	}
+}
+
+// acceptTLS accepts TCP connections, completes each TLS handshake, and
+// hands HTTP/2 connections to net/http and the rest to the h1 engine.
+func (l *listener) acceptTLS() error {
+	var delay time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		go l.handshake(c)
+	}
+}
+
+func (l *listener) handshake(c net.Conn) {
+	tc := tls.Server(c, l.tlsc)
+	if l.hsTO > 0 {
+		tc.SetDeadline(time.Now().Add(l.hsTO))
+	}
+	if err := tc.Handshake(); err != nil {
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	if st.NegotiatedProtocol == "h2" {
+		if !l.h2ln.deliver(tc) {
+			tc.Close()
+		}
+		return
+	}
+	l.h1.ServeConn(tc, &st)
 }
 
 func (l *listener) shutdown(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	l.ln.Close()
+	var wg sync.WaitGroup
+	if l.h1 != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.h1.Shutdown(ctx)
+		}()
+	}
 	if err := l.srv.Shutdown(ctx); err != nil {
 		l.srv.Close()
 	}
-	l.ln.Close()
+	if l.h2ln != nil {
+		l.h2ln.Close()
+	}
+	wg.Wait()
 }
+
+// connListener is a net.Listener fed with connections accepted elsewhere
+// (TLS connections that negotiated HTTP/2), for net/http's Serve.
+type connListener struct {
+	addr   net.Addr
+	ch     chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newConnListener(addr net.Addr) *connListener {
+	return &connListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (c *connListener) deliver(conn net.Conn) bool {
+	select {
+	case c.ch <- conn:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+func (c *connListener) Accept() (net.Conn, error) {
+	select {
+	case conn := <-c.ch:
+		return conn, nil
+	case <-c.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (c *connListener) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *connListener) Addr() net.Addr { return c.addr }
 
 // certificate picks the certificate for a TLS handshake by SNI: the site
 // named, else the default site, else the first site on this address.

@@ -65,6 +65,14 @@ func (s *Server) Snapshot() status.Snapshot {
 		{Name: "compressed", Entries: uint64(cs.VariantEntries), Bytes: int64(cs.VariantBytes),
 			BudgetBytes: int64(cs.VariantBudget), Hits: cs.VariantHits, Misses: cs.VariantMisses},
 	}
+	if ps := s.proxies.Load(); ps != nil {
+		for _, p := range *ps {
+			for _, u := range p.Stats() {
+				snap.Upstreams = append(snap.Upstreams, status.UpstreamStats{Address: u.Address, Healthy: u.Healthy,
+					ActiveConns: int(u.Active), IdleConns: u.Idle, Requests: u.Requests, Failures: u.Failures})
+			}
+		}
+	}
 	return snap
 }
 

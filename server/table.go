@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/proxy"
 )
 
 // table is one compiled configuration: every listener's virtual hosts,
@@ -15,6 +16,7 @@ import (
 type table struct {
 	vhosts  map[string]*vhosts // by listen address
 	closers []interface{ Close() error }
+	proxies []*proxy.Handler // also in closers; their upstreams go on the status page
 	sinks   map[string]*logSink
 }
 
@@ -40,7 +42,7 @@ type site struct {
 	log    *accessLog
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
-	cert   *tls.Certificate
+	cert    *tls.Certificate
 }
 
 // route is one compiled route: its handler with middleware already applied.

@@ -80,4 +80,3 @@ func BenchmarkStatic304(b *testing.B) {
 		b.Fatalf("status %d", w.status)
 	}
 }
-

@@ -331,15 +331,15 @@ func TestHostileRequests(t *testing.T) {
 		return line
 	}
 	for req, want := range map[string]string{
-		"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                                             "HTTP/1.1 400",
-		"GET /%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                                                          "HTTP/1.1 400",
-		"GET / HTTP/1.1\r\nConnection: close\r\n\r\n":                                                                        "HTTP/1.1 400", // no Host
-		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n":                                                  "HTTP/1.1 400",
-		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n":                   "HTTP/1.1 400",
-		"BREW / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                                                            "HTTP/1.1 405",
-		"GET / HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n":                                                             "HTTP/1.1 505",
-		"GET http://bench.local/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                                           "HTTP/1.1 200",
-		"GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 40<<10) + "\r\nConnection: close\r\n\r\n":                   "HTTP/1.1 431",
+		"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                           "HTTP/1.1 400",
+		"GET /%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                                        "HTTP/1.1 400",
+		"GET / HTTP/1.1\r\nConnection: close\r\n\r\n":                                                      "HTTP/1.1 400", // no Host
+		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n":                                "HTTP/1.1 400",
+		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n": "HTTP/1.1 400",
+		"BREW / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                                          "HTTP/1.1 405",
+		"GET / HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n":                                           "HTTP/1.1 505",
+		"GET http://bench.local/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":                         "HTTP/1.1 200",
+		"GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 40<<10) + "\r\nConnection: close\r\n\r\n": "HTTP/1.1 431",
 	} {
 		if got := raw(req); !strings.HasPrefix(got, want) {
 			t.Errorf("%.60q: %q, want %q", req, got, want)

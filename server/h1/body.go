@@ -1,0 +1,298 @@
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// body is the request body reader of one connection, reused per request.
+// It reads exactly Content-Length bytes, or a chunked body (RFC 9112
+// section 7.1) including its trailer section, and never more: the next
+// request's bytes stay in the connection's buffer.
+type body struct {
+	c         *conn
+	req       *http.Request
+	chunked   bool
+	remaining int64 // bytes left in the body (CL) or in the current chunk
+	eof       bool
+	err       error
+	expect    bool // Expect: 100-continue not yet answered
+	closed    bool
+	maxTrail  int
+	onEOF     func() // set by the close watcher when it waits for the body
+}
+
+var errBodyAfterClose = errors.New("h1: read on closed body")
+
+func (b *body) reset(c *conn, req *http.Request, n int64, chunked, expect bool) {
+	*b = body{c: c, req: req, remaining: n, chunked: chunked, expect: expect, maxTrail: c.srv.maxHeaderBytes()}
+	if chunked {
+		b.remaining = 0 // of the current chunk
+	} else if n == 0 {
+		b.eof = true
+	}
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, errBodyAfterClose
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.expect {
+		b.expect = false
+		b.c.send100()
+	}
+	var n int
+	var err error
+	if b.chunked {
+		n, err = b.readChunked(p)
+	} else {
+		if int64(len(p)) > b.remaining {
+			p = p[:b.remaining]
+		}
+		n, err = b.c.br.Read(p)
+		b.remaining -= int64(n)
+		if b.remaining == 0 {
+			b.eof = true
+			err = nil
+		} else if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if err != nil {
+		b.err = err
+	}
+	if b.eof {
+		if b.onEOF != nil {
+			f := b.onEOF
+			b.onEOF = nil
+			f()
+		}
+		if n > 0 {
+			return n, nil
+		}
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	b.closed = true
+	return nil
+}
+
+func (b *body) readChunked(p []byte) (int, error) {
+	br := b.c.br
+	if b.remaining == 0 {
+		size, err := readChunkSize(br)
+		if err != nil {
+			return 0, err
+		}
+		if size == 0 {
+			if err := b.readTrailer(); err != nil {
+				return 0, err
+			}
+			b.eof = true
+			return 0, nil
+		}
+		b.remaining = size
+	}
+	if int64(len(p)) > b.remaining {
+		p = p[:b.remaining]
+	}
+	n, err := br.Read(p)
+	b.remaining -= int64(n)
+	if err == io.EOF {
+		return n, io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return n, err
+	}
+	if b.remaining == 0 {
+		// chunk-data is followed by CRLF.
+		if err := expectCRLF(br); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+var errChunk = badRequest("malformed chunked encoding")
+
+// readChunkSize reads `chunk-size [ chunk-ext ] CRLF`.
+func readChunkSize(br *bufio.Reader) (int64, error) {
+	line, err := readLine(br, 4096)
+	if err != nil {
+		if err == io.EOF {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	var size int64
+	i := 0
+	for ; i < len(line); i++ {
+		c := line[i]
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			goto ext
+		}
+		if i >= 15 {
+			return 0, errChunk // would overflow
+		}
+		size = size<<4 | int64(d)
+	}
+ext:
+	if i == 0 {
+		return 0, errChunk
+	}
+	rest := line[i:]
+	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && rest[0] != ';' {
+		return 0, errChunk
+	}
+	if !fieldValueOK(rest) {
+		return 0, errChunk
+	}
+	return size, nil
+}
+
+func expectCRLF(br *bufio.Reader) error {
+	c, err := br.ReadByte()
+	if err != nil {
+		return io.ErrUnexpectedEOF
+	}
+	if c == '\r' {
+		if c, err = br.ReadByte(); err != nil {
+			return io.ErrUnexpectedEOF
+		}
+	}
+	if c != '\n' {
+		return errChunk
+	}
+	return nil
+}
+
+// readTrailer reads the trailer section after the last chunk and stores
+// fields the request declared in Trailer into req.Trailer.
+func (b *body) readTrailer() error {
+	total := 0
+	for {
+		line, err := readLine(b.c.br, b.maxTrail)
+		if err != nil {
+			if err == io.EOF {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		total += len(line)
+		if total > b.maxTrail {
+			return errHeaderTooLarge
+		}
+		colon := -1
+		for i, c := range line {
+			if c == ':' {
+				colon = i
+				break
+			}
+			if !tokenChar[c] {
+				return errChunk
+			}
+		}
+		if colon <= 0 {
+			return errChunk
+		}
+		key := http.CanonicalHeaderKey(string(line[:colon]))
+		val := strings.TrimSpace(string(line[colon+1:]))
+		if _, declared := b.req.Trailer[key]; declared {
+			b.req.Trailer[key] = append(b.req.Trailer[key], val)
+		}
+	}
+}
+
+// readLine reads one line ending in LF (a preceding CR is dropped) of at
+// most max bytes. A bare CR inside the line is an error (RFC 9112 section 2.2).
+// The result is valid until the next read.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	return readLineInto(br, max, nil)
+}
+
+// readLineInto is readLine for lines that may be longer than the reader's
+// buffer: they are gathered in *scratch.
+func readLineInto(br *bufio.Reader, max int, scratch *[]byte) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		if scratch == nil || len(line) > max {
+			return nil, errHeaderTooLarge
+		}
+		acc := append((*scratch)[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = br.ReadSlice('\n')
+			acc = append(acc, line...)
+			if len(acc) > max+2 {
+				return nil, errHeaderTooLarge
+			}
+		}
+		*scratch = acc
+		line = acc
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(line) > max+2 {
+		return nil, errHeaderTooLarge
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	for _, c := range line {
+		if c == '\r' {
+			return nil, badRequest("bare CR")
+		}
+	}
+	return line, nil
+}
+
+// discard reads what is left of the body, up to max bytes, so the
+// connection can serve the next request. It reports whether the body was
+// consumed completely.
+func (b *body) discard(max int64) bool {
+	if b.eof {
+		return b.err == nil
+	}
+	if b.err != nil || b.expect {
+		// A client waiting for 100 Continue that we never sent will send
+		// the body or not: the connection's state is unknown.
+		return false
+	}
+	if !b.chunked && b.remaining > max {
+		return false
+	}
+	// Do not wait long for a client that stopped sending.
+	b.c.rwc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	b.c.deadline = time.Time{}
+	b.closed = false
+	n, err := io.CopyN(io.Discard, b, max+1)
+	return err == io.EOF && n <= max
+}

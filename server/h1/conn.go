@@ -1,0 +1,518 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	stateIdle int32 = iota
+	stateActive
+	stateHijacked
+)
+
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+// conn is one client connection; everything in it is reused from request
+// to request.
+type conn struct {
+	srv    *Server
+	rwc    net.Conn
+	tcp    *net.TCPConn // nil over TLS: no sendfile
+	tls    *tls.ConnectionState
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	remote string
+	ctx    context.Context // the connection's context: cancelled when it ends
+	cancel context.CancelFunc
+	tmpl   *http.Request // carries ctx; copied for each request
+	state  atomic.Int32
+
+	url      url.URL
+	header   http.Header
+	vals     []string // backing store for single-value header slices
+	scratch  []byte   // long header lines
+	lower    []byte
+	keys     []byte // canonical forms of uncommon field names
+	w        response
+	body     body
+	watch    *watcher // set while a request context is being watched
+	deadline time.Time
+}
+
+func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
+	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
+	c.tcp, _ = rw.(*net.TCPConn)
+	base := s.BaseContext
+	if base == nil {
+		base = context.Background()
+	}
+	base = context.WithValue(base, http.LocalAddrContextKey, rw.LocalAddr())
+	c.ctx, c.cancel = context.WithCancel(base)
+	c.tmpl = (&http.Request{}).WithContext(c.ctx)
+	c.header = make(http.Header, 16)
+	c.vals = make([]string, 0, 32)
+	c.w.header = make(http.Header, 16)
+	return c
+}
+
+func (c *conn) serve() {
+	c.br = readerPool.Get().(*bufio.Reader)
+	c.br.Reset(c.rwc)
+	c.bw = writerPool.Get().(*bufio.Writer)
+	c.bw.Reset(c.rwc)
+	defer func() {
+		if p := recover(); p != nil && p != http.ErrAbortHandler {
+			buf := make([]byte, 16<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
+		}
+		c.cancel()
+		if c.state.Load() != stateHijacked {
+			c.rwc.Close()
+			c.br.Reset(nil)
+			c.bw.Reset(nil)
+			readerPool.Put(c.br)
+			writerPool.Put(c.bw)
+		}
+	}()
+	for {
+		c.state.Store(stateIdle)
+		if c.srv.closing.Load() {
+			return
+		}
+		if c.br.Buffered() == 0 {
+			if c.srv.IdleTimeout > 0 {
+				c.setReadDeadline(time.Now().Add(c.srv.IdleTimeout))
+			}
+			if _, err := c.br.Peek(1); err != nil {
+				return
+			}
+		}
+		c.state.Store(stateActive)
+		if rht := c.srv.ReadHeaderTimeout; rht > 0 && !c.headerBuffered() {
+			c.setReadDeadline(time.Now().Add(rht))
+		}
+		req, err := c.readRequest()
+		if err != nil {
+			c.writeError(err)
+			return
+		}
+		if req.Body != http.NoBody {
+			// Bodies are read at the handler's pace (it may set its own
+			// deadlines through http.ResponseController).
+			c.setReadDeadline(time.Time{})
+		}
+		c.w.reset(c, req)
+		c.srv.Handler.ServeHTTP(&c.w, req)
+		if c.state.Load() == stateHijacked {
+			return
+		}
+		c.w.finish()
+		c.stopWatch()
+		if c.w.closeAfter || !c.body.discard(256<<10) {
+			c.bw.Flush()
+			c.closeWrite()
+			return
+		}
+		if c.br.Buffered() == 0 {
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// setReadDeadline sets the read deadline unless it is already within a
+// second of t (timers are not free).
+func (c *conn) setReadDeadline(t time.Time) {
+	if t.IsZero() {
+		if !c.deadline.IsZero() {
+			c.deadline = t
+			c.rwc.SetReadDeadline(t)
+		}
+		return
+	}
+	if d := t.Sub(c.deadline); d < time.Second && d > -time.Second {
+		return
+	}
+	c.deadline = t
+	c.rwc.SetReadDeadline(t)
+}
+
+// headerBuffered reports whether a whole header section is already in the
+// read buffer (then no header timeout is needed).
+func (c *conn) headerBuffered() bool {
+	n := c.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.br.Peek(n)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == '\n' && (b[i+1] == '\n' || b[i+1] == '\r' && i+2 < len(b) && b[i+2] == '\n') {
+			return true
+		}
+	}
+	return false
+}
+
+// closeWrite half-closes the connection so the client reads our last
+// response before it sees the close, as RFC 9112 section 9.6 advises.
+func (c *conn) closeWrite() {
+	if c.tcp != nil {
+		c.tcp.CloseWrite()
+		c.rwc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		io.CopyN(io.Discard, c.rwc, 256<<10)
+	}
+}
+
+// writeError answers a request that could not be parsed, then the
+// connection closes. Timeouts and closed connections get no answer.
+func (c *conn) writeError(err error) {
+	var pe *parseError
+	if !errors.As(err, &pe) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && c.br.Buffered() > 0 {
+			pe = &parseError{http.StatusRequestTimeout, "request header read timeout"}
+		} else {
+			return
+		}
+	}
+	body := strconv.Itoa(pe.status) + " " + http.StatusText(pe.status) + ": " + pe.msg + "\n"
+	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + http.StatusText(pe.status) +
+		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	c.bw.Flush()
+	c.closeWrite()
+}
+
+// send100 answers Expect: 100-continue when the handler starts reading.
+func (c *conn) send100() {
+	if c.w.wroteHeader {
+		return
+	}
+	c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+	c.bw.Flush()
+}
+
+// readRequest parses one request (RFC 9112 sections 2-7).
+func (c *conn) readRequest() (*http.Request, error) {
+	max := c.srv.maxHeaderBytes()
+	var line []byte
+	var err error
+	for skipped := 0; ; skipped++ {
+		line, err = readLineInto(c.br, max, &c.scratch)
+		if err == errHeaderTooLarge {
+			return nil, errURITooLong
+		}
+		if err != nil {
+			return nil, err
+		}
+		// RFC 9112 section 2.2: ignore empty lines before the request-line.
+		if len(line) > 0 || skipped > 4 {
+			break
+		}
+	}
+	total := len(line)
+	sp1 := indexByte(line, ' ')
+	if sp1 <= 0 {
+		return nil, badRequest("malformed request line")
+	}
+	rest := line[sp1+1:]
+	sp2 := indexByte(rest, ' ')
+	if sp2 < 0 {
+		return nil, badRequest("malformed request line")
+	}
+	method, target, version := line[:sp1], rest[:sp2], rest[sp2+1:]
+	for _, ch := range method {
+		if !tokenChar[ch] {
+			return nil, badRequest("malformed method")
+		}
+	}
+	if !targetOK(target) {
+		return nil, badRequest("malformed request target")
+	}
+	var major, minor int
+	switch {
+	case string(version) == "HTTP/1.1":
+		major, minor = 1, 1
+	case string(version) == "HTTP/1.0":
+		major, minor = 1, 0
+	case len(version) == 8 && string(version[:5]) == "HTTP/" && version[6] == '.' &&
+		'0' <= version[5] && version[5] <= '9' && '0' <= version[7] && version[7] <= '9':
+		if version[5] != '1' {
+			return nil, errVersion
+		}
+		major, minor = 1, int(version[7]-'0')
+	default:
+		return nil, badRequest("malformed HTTP version")
+	}
+
+	// One allocation holds the request line's strings and every field
+	// value; field names are constants or slices of it too.
+	buf := append(c.keys[:0], method...)
+	buf = append(buf, target...)
+	mEnd, tEnd := len(method), len(method)+len(target)
+	type field struct {
+		key        string
+		ks, ke     int // canonical key in buf when key == ""
+		vs, ve     int // value in buf
+		contentLen bool
+	}
+	var fieldsArr [32]field
+	fields := fieldsArr[:0]
+	for {
+		line, err = readLineInto(c.br, max, &c.scratch)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		total += len(line) + 2
+		if total > max {
+			return nil, errHeaderTooLarge
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return nil, badRequest("obsolete line folding") // RFC 9112 section 5.2
+		}
+		colon := indexByte(line, ':')
+		if colon <= 0 {
+			return nil, badRequest("malformed header field")
+		}
+		name := line[:colon]
+		for _, ch := range name {
+			if !tokenChar[ch] {
+				return nil, badRequest("malformed header field name")
+			}
+		}
+		v := line[colon+1:]
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+			v = v[1:]
+		}
+		for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+			v = v[:len(v)-1]
+		}
+		if !fieldValueOK(v) {
+			return nil, badRequest("invalid character in header field value")
+		}
+		var f field
+		f.key, buf, f.ks, f.ke = canonicalKey(name, c.lower, buf)
+		f.vs = len(buf)
+		buf = append(buf, v...)
+		f.ve = len(buf)
+		fields = append(fields, f)
+	}
+	c.keys = buf[:0]
+	all := string(buf)
+
+	x := &reqCtx{parent: c.ctx, c: c}
+	r := c.tmpl.WithContext(x)
+	c.w.ctx = x
+	r.Method = all[:mEnd]
+	r.RequestURI = all[mEnd:tEnd]
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", major, minor
+	if minor == 0 {
+		r.Proto = "HTTP/1.0"
+	}
+	r.RemoteAddr = c.remote
+	r.TLS = c.tls
+	clear(c.header)
+	c.vals = c.vals[:0]
+	h := c.header
+	for _, f := range fields {
+		k := f.key
+		if k == "" {
+			k = all[f.ks:f.ke]
+		}
+		v := all[f.vs:f.ve]
+		if old, ok := h[k]; ok {
+			h[k] = append(old, v)
+			continue
+		}
+		if len(c.vals) < cap(c.vals) {
+			i := len(c.vals)
+			c.vals = append(c.vals, v)
+			h[k] = c.vals[i : i+1 : i+1]
+		} else {
+			h[k] = []string{v}
+		}
+	}
+	r.Header = h
+
+	host, path, rawQuery, err := splitTarget(r.Method, r.RequestURI)
+	if err != nil {
+		return nil, err
+	}
+	c.url = url.URL{RawQuery: rawQuery}
+	u := &c.url
+	switch {
+	case r.Method == http.MethodConnect:
+		u.Host = host
+	case path == "*":
+		u.Path = "*"
+	default:
+		if err := setPath(u, path); err != nil {
+			return nil, err
+		}
+	}
+	r.URL = u
+
+	// Host (RFC 9112 section 3.2): required in HTTP/1.1, exactly once; the
+	// absolute-form's authority wins over the field.
+	hosts := h["Host"]
+	switch {
+	case len(hosts) > 1:
+		return nil, badRequest("more than one Host field")
+	case len(hosts) == 0 && minor >= 1 && host == "":
+		return nil, badRequest("missing Host field")
+	case len(hosts) == 1 && !validHost(hosts[0]):
+		return nil, badRequest("malformed Host field")
+	}
+	if host != "" {
+		if !validHost(host) {
+			return nil, badRequest("malformed host in request target")
+		}
+		r.Host = host
+	} else if len(hosts) == 1 {
+		r.Host = hosts[0]
+	}
+	delete(h, "Host")
+
+	// Message body length (RFC 9112 section 6.3).
+	te, cl := h["Transfer-Encoding"], h["Content-Length"]
+	chunked := false
+	var n int64
+	switch {
+	case len(te) > 0:
+		if minor == 0 {
+			return nil, badRequest("Transfer-Encoding in an HTTP/1.0 request")
+		}
+		if len(cl) > 0 {
+			return nil, badRequest("both Transfer-Encoding and Content-Length")
+		}
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			if strings.HasSuffix(strings.ToLower(strings.TrimSpace(te[len(te)-1])), "chunked") {
+				return nil, errTECoding
+			}
+			return nil, badRequest("chunked is not the final transfer coding")
+		}
+		chunked = true
+		n = -1
+		delete(h, "Transfer-Encoding")
+	case len(cl) > 0:
+		v, err := parseContentLength(cl)
+		if err != nil {
+			return nil, err
+		}
+		n = v
+	}
+	r.ContentLength = n
+	if chunked {
+		r.TransferEncoding = chunkedTE
+		if t := h["Trailer"]; len(t) > 0 {
+			r.Trailer = http.Header{}
+			for _, line := range t {
+				for _, k := range strings.Split(line, ",") {
+					if k = strings.TrimSpace(k); k != "" {
+						r.Trailer[http.CanonicalHeaderKey(k)] = nil
+					}
+				}
+			}
+		}
+	}
+	if n == 0 && !chunked {
+		r.Body = http.NoBody
+		c.body.reset(c, r, 0, false, false)
+	} else {
+		expect := false
+		if e := h["Expect"]; len(e) == 1 && strings.EqualFold(e[0], "100-continue") && minor >= 1 {
+			expect = true
+		} else if len(e) > 0 {
+			return nil, &parseError{http.StatusExpectationFailed, "unsupported expectation"}
+		}
+		c.body.reset(c, r, n, chunked, expect)
+		r.Body = &c.body
+	}
+	r.Close = wantsClose(r)
+	return r, nil
+}
+
+var chunkedTE = []string{"chunked"}
+
+func parseContentLength(vals []string) (int64, error) {
+	var n int64 = -1
+	for _, line := range vals {
+		for _, p := range strings.Split(line, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" || len(p) > 18 {
+				return 0, badRequest("malformed Content-Length")
+			}
+			var v int64
+			for i := 0; i < len(p); i++ {
+				if p[i] < '0' || p[i] > '9' {
+					return 0, badRequest("malformed Content-Length")
+				}
+				v = v*10 + int64(p[i]-'0')
+			}
+			if n >= 0 && v != n {
+				return 0, badRequest("conflicting Content-Length values")
+			}
+			n = v
+		}
+	}
+	return n, nil
+}
+
+// wantsClose reports whether the connection ends after this request
+// (RFC 9112 section 9.3): "Connection: close", or HTTP/1.0 without
+// "Connection: keep-alive".
+func wantsClose(r *http.Request) bool {
+	conn := r.Header["Connection"]
+	if r.ProtoMinor == 0 {
+		return !hasToken(conn, "keep-alive")
+	}
+	return hasToken(conn, "close")
+}
+
+func hasToken(lines []string, token string) bool {
+	for _, l := range lines {
+		for l != "" {
+			var p string
+			if i := strings.IndexByte(l, ','); i >= 0 {
+				p, l = l[:i], l[i+1:]
+			} else {
+				p, l = l, ""
+			}
+			if strings.EqualFold(strings.TrimSpace(p), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}

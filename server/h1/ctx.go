@@ -1,0 +1,207 @@
+package h1
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// reqCtx is a request's context. It carries the connection context's
+// values and cancellation, and is cancelled when the handler returns, like
+// net/http's. Learning that the client went away needs a read on the
+// connection while the handler runs; that read (the watcher) starts only
+// when someone first asks for Done, so handlers that never wait on the
+// context (static files) never pay for it.
+type reqCtx struct {
+	parent context.Context
+	c      *conn
+
+	mu    sync.Mutex
+	done  chan struct{}
+	err   error
+	ended bool
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (x *reqCtx) Deadline() (time.Time, bool) { return x.parent.Deadline() }
+func (x *reqCtx) Value(k any) any             { return x.parent.Value(k) }
+
+func (x *reqCtx) Err() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err == nil {
+		if err := x.parent.Err(); err != nil {
+			return err
+		}
+	}
+	return x.err
+}
+
+func (x *reqCtx) Done() <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done != nil {
+		return x.done
+	}
+	if x.err != nil {
+		x.done = closedChan
+		return x.done
+	}
+	x.done = make(chan struct{})
+	if !x.ended {
+		x.c.startWatch(x)
+	}
+	return x.done
+}
+
+// cancel ends the context with err (once).
+func (x *reqCtx) cancel(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
+	x.err = err
+	if x.done != nil && x.done != closedChan {
+		close(x.done)
+	}
+}
+
+func (x *reqCtx) String() string { return "h1.requestContext" }
+
+// watcher reads from the connection while a handler runs to learn that
+// the client closed it. Started by reqCtx.Done; stopped when the handler
+// returns.
+type watcher struct {
+	x       *reqCtx
+	stopped chan struct{}
+	got     []byte // a byte of the next request read while watching
+	abort   atomic.Bool
+}
+
+// startWatch starts the watcher if the request body has been read (the
+// watcher must not steal body bytes) and nothing is buffered (pipelined
+// requests mean the client is still there); else it waits for the end of
+// the body. Called with x.mu held.
+func (c *conn) startWatch(x *reqCtx) {
+	if c.watch != nil {
+		return
+	}
+	if !c.body.eof {
+		c.body.onEOF = func() { c.startWatchNow(x) }
+		// A parent that ends cancels the request context too.
+		go func() {
+			select {
+			case <-c.ctx.Done():
+				x.cancel(context.Canceled)
+			case <-x.done:
+			}
+		}()
+		return
+	}
+	c.startWatchLocked(x)
+}
+
+func (c *conn) startWatchNow(x *reqCtx) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ended || x.err != nil {
+		return
+	}
+	c.startWatchLocked(x)
+}
+
+func (c *conn) startWatchLocked(x *reqCtx) {
+	if c.watch != nil || c.br.Buffered() > 0 || c.state.Load() == stateHijacked {
+		return
+	}
+	w := &watcher{x: x, stopped: make(chan struct{})}
+	c.watch = w
+	// The idle or header deadline must not end a long request; stopWatch
+	// sets a past deadline to end the read.
+	c.rwc.SetReadDeadline(time.Time{})
+	c.deadline = time.Time{}
+	go func() {
+		defer close(w.stopped)
+		var b [1]byte
+		n, err := c.rwc.Read(b[:])
+		if n > 0 {
+			w.got = b[:1]
+			return
+		}
+		if w.abort.Load() && isTimeout(err) {
+			return
+		}
+		if err != nil {
+			x.cancel(context.Canceled)
+			c.cancel()
+		}
+	}()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// stopWatch ends the request's context and stops the watcher, keeping any
+// byte it read for the next request.
+func (c *conn) stopWatch() {
+	x := c.w.ctx
+	if x != nil {
+		x.mu.Lock()
+		x.ended = true
+		c.body.onEOF = nil
+		w := c.watch
+		x.mu.Unlock()
+		x.cancel(context.Canceled)
+		if w != nil {
+			w.abort.Store(true)
+			c.rwc.SetReadDeadline(aLongTimeAgo)
+			<-w.stopped
+			c.rwc.SetReadDeadline(time.Time{})
+			c.deadline = time.Time{}
+			c.watch = nil
+			if len(w.got) > 0 {
+				c.br.Reset(io.MultiReader(&byteReader{b: w.got[0]}, c.rwc))
+			}
+		}
+	}
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+type byteReader struct {
+	b    byte
+	done bool
+}
+
+func (r *byteReader) Read(p []byte) (int, error) {
+	if r.done || len(p) == 0 {
+		return 0, io.EOF
+	}
+	p[0] = r.b
+	r.done = true
+	return 1, nil
+}
+
+// stopWatchForHijack stops a running watcher before the handler takes the
+// connection over.
+func (c *conn) stopWatchForHijack() {
+	if w := c.watch; w != nil {
+		w.abort.Store(true)
+		c.rwc.SetReadDeadline(aLongTimeAgo)
+		<-w.stopped
+		c.rwc.SetReadDeadline(time.Time{})
+		c.watch = nil
+		if len(w.got) > 0 {
+			c.br.Reset(io.MultiReader(&byteReader{b: w.got[0]}, c.rwc))
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package h1
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// FuzzConn feeds arbitrary bytes to a connection: the engine must answer
+// with well-formed responses or close, never panic or hang.
+func FuzzConn(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /p?q HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX: y\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.0\r\n\r\n",
+		"GET http://h:1/a%2Fb HTTP/1.1\r\nHost: y\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz",
+		"\r\nGET * HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Path", r.URL.Path)
+		io.WriteString(w, r.Method)
+	}), MaxHeaderBytes: 4096, ReadHeaderTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		client, server := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			srv.ServeConn(server, nil)
+		}()
+		go func() {
+			client.SetWriteDeadline(time.Now().Add(time.Second))
+			client.Write(in)
+		}()
+		client.SetReadDeadline(time.Now().Add(time.Second))
+		out, _ := io.ReadAll(io.LimitReader(client, 1<<20))
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("connection not finished for %q", in)
+		}
+		if len(out) > 0 && !bytes.HasPrefix(out, []byte("HTTP/1.1 ")) {
+			t.Fatalf("response does not start with a status line: %q", out)
+		}
+	})
+}

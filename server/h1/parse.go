@@ -1,0 +1,190 @@
+package h1
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Errors of request parsing, each mapped to the status the client gets.
+type parseError struct {
+	status int
+	msg    string
+}
+
+func (e *parseError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &parseError{http.StatusBadRequest, msg} }
+
+var (
+	errHeaderTooLarge = &parseError{http.StatusRequestHeaderFieldsTooLarge, "request header fields too large"}
+	errURITooLong     = &parseError{http.StatusRequestURITooLong, "request target too long"}
+	errVersion        = &parseError{http.StatusHTTPVersionNotSupported, "HTTP version not supported"}
+	errTECoding       = &parseError{http.StatusNotImplemented, "transfer coding not implemented"}
+	errIdle           = errors.New("idle connection closed")
+)
+
+// tokenChar: RFC 9110 section 5.6.2 tchar.
+var tokenChar = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return
+}()
+
+// fieldValueOK: VCHAR, obs-text, SP and HTAB (RFC 9110 section 5.5).
+func fieldValueOK(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// targetOK: the request-target has no whitespace or control bytes.
+func targetOK(b []byte) bool {
+	for _, c := range b {
+		if c <= 0x20 || c == 0x7f || c == '#' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// commonHeaders maps lower-case names of frequent fields to canonical
+// constant strings, so that parsing them allocates nothing.
+var commonHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"Host", "User-Agent", "Accept", "Accept-Encoding", "Accept-Language", "Accept-Charset",
+		"Connection", "Keep-Alive", "Content-Length", "Content-Type", "Transfer-Encoding", "Te", "Trailer",
+		"Cookie", "Referer", "Origin", "Authorization", "Cache-Control", "Pragma", "Upgrade",
+		"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range",
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip", "X-Request-Id",
+		"Forwarded", "Via", "Expect", "Dnt", "Priority", "Sec-Fetch-Dest", "Sec-Fetch-Mode",
+		"Sec-Fetch-Site", "Sec-Fetch-User", "Sec-Ch-Ua", "Sec-Ch-Ua-Mobile", "Sec-Ch-Ua-Platform",
+		"Upgrade-Insecure-Requests", "Sec-Websocket-Key", "Sec-Websocket-Version",
+		"Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "Proxy-Connection", "Proxy-Authorization",
+		"X-Requested-With", "Content-Encoding", "Content-Range", "Date", "Proxy",
+	} {
+		m[strings.ToLower(k)] = k
+	}
+	return m
+}()
+
+// canonicalKey returns the canonical form of a field name (as
+// http.CanonicalHeaderKey), using a constant for common names; other names
+// are appended to buf and returned as (start, end) offsets into it.
+func canonicalKey(name []byte, lower []byte, buf []byte) (key string, out []byte, start, end int) {
+	lower = lower[:0]
+	for _, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower = append(lower, c)
+	}
+	if k, ok := commonHeaders[string(lower)]; ok {
+		return k, buf, 0, 0
+	}
+	start = len(buf)
+	upper := true
+	for _, c := range lower {
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf = append(buf, c)
+		upper = c == '-'
+	}
+	return "", buf, start, len(buf)
+}
+
+// splitTarget splits an origin-form or absolute-form request-target into
+// host (absolute-form only), path and raw query.
+func splitTarget(method string, target string) (host, path, rawQuery string, err error) {
+	switch {
+	case target == "*":
+		if method != http.MethodOptions {
+			return "", "", "", badRequest("asterisk-form is only for OPTIONS")
+		}
+		return "", "*", "", nil
+	case method == http.MethodConnect:
+		// authority-form (RFC 9112 section 3.2.3).
+		return target, "", "", nil
+	case target[0] == '/':
+	default:
+		// absolute-form (RFC 9112 section 3.2.2).
+		rest, ok := cutScheme(target)
+		if !ok {
+			return "", "", "", badRequest("malformed request target")
+		}
+		i := strings.IndexAny(rest, "/?")
+		if i < 0 {
+			host, target = rest, "/"
+		} else {
+			host, target = rest[:i], rest[i:]
+			if target[0] == '?' {
+				target = "/" + target
+			}
+		}
+		if strings.Contains(host, "@") {
+			return "", "", "", badRequest("userinfo in request target")
+		}
+	}
+	path = target
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		path, rawQuery = target[:i], target[i+1:]
+	}
+	return host, path, rawQuery, nil
+}
+
+func cutScheme(t string) (string, bool) {
+	for _, s := range []string{"http://", "https://"} {
+		if len(t) > len(s) && strings.EqualFold(t[:len(s)], s) {
+			return t[len(s):], true
+		}
+	}
+	return "", false
+}
+
+// setPath fills u.Path (decoded) and u.RawPath (the encoded form, only when
+// it differs from the default encoding of Path), as net/url does.
+func setPath(u *url.URL, escaped string) error {
+	if strings.IndexByte(escaped, '%') < 0 {
+		u.Path, u.RawPath = escaped, ""
+		return nil
+	}
+	p, err := url.PathUnescape(escaped)
+	if err != nil {
+		return badRequest("malformed percent-encoding in path")
+	}
+	u.Path = p
+	u.RawPath = ""
+	if u.EscapedPath() != escaped {
+		u.RawPath = escaped
+	}
+	return nil
+}
+
+// validHost checks a Host field value: reg-name, IPv4 or [IP-literal], with
+// an optional port (RFC 9110 section 7.2, RFC 3986 section 3.2.2).
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

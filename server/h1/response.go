@@ -1,0 +1,427 @@
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// response is the http.ResponseWriter of one connection, reused for each
+// of its requests.
+type response struct {
+	c      *conn
+	req    *http.Request
+	ctx    *reqCtx
+	header http.Header
+
+	status      int
+	wroteHeader bool // WriteHeader called with a final status (or implied)
+	headerSent  bool // status line and fields are in the write buffer
+	head        bool
+	bodyOK      bool  // the status allows a body
+	cl          int64 // declared Content-Length, -1 if none
+	written     int64 // body bytes the handler wrote
+	chunked     bool
+	closeAfter  bool
+	trailers    []string
+	pending     []byte // body held back until the handler ends or it grows
+	pendingMax  int
+	fullDuplex  bool
+}
+
+const pendingLimit = 4096
+
+func (w *response) reset(c *conn, req *http.Request) {
+	clear(w.header)
+	pending := w.pending[:0]
+	ctx := w.ctx
+	*w = response{c: c, req: req, ctx: ctx, header: w.header, cl: -1, pending: pending}
+	w.head = req.Method == http.MethodHead
+	w.closeAfter = req.Close
+}
+
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader sends informational responses (1xx) at once and records the
+// final status; the header section goes out with the first body bytes, a
+// Flush, or the end of the handler.
+func (w *response) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("h1: invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.writeInformational(code)
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	w.bodyOK = !(code == http.StatusNoContent || code == http.StatusNotModified || code < 200)
+	if v := w.header["Content-Length"]; len(v) == 1 {
+		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
+			w.cl = n
+		} else {
+			delete(w.header, "Content-Length")
+		}
+	}
+}
+
+func (w *response) writeInformational(code int) {
+	bw := w.c.bw
+	bw.WriteString(statusLine(code))
+	writeFields(bw, w.header, nil)
+	bw.WriteString("\r\n")
+	bw.Flush()
+	// Fields sent with 103 Early Hints are not repeated by default.
+	if code == http.StatusEarlyHints {
+		clear(w.header)
+	}
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !w.bodyOK {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.head {
+		return len(p), nil
+	}
+	if !w.headerSent {
+		if w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+			w.pending = append(w.pending, p...)
+			return len(p), nil
+		}
+		w.sendHeader(false)
+	}
+	return w.writeBody(p)
+}
+
+func (w *response) WriteString(s string) (int, error) {
+	if !w.headerSent && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit && w.wroteHeader && w.bodyOK && !w.head {
+		w.written += int64(len(s))
+		w.pending = append(w.pending, s...)
+		return len(s), nil
+	}
+	return w.Write([]byte(s))
+}
+
+func (w *response) writeBody(p []byte) (int, error) {
+	bw := w.c.bw
+	if w.chunked {
+		bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		bw.WriteString("\r\n")
+		n, err := bw.Write(p)
+		bw.WriteString("\r\n")
+		return n, err
+	}
+	return bw.Write(p)
+}
+
+// sendHeader writes the status line and header fields. final says the
+// handler has finished, so an unknown length is the pending bytes.
+func (w *response) sendHeader(final bool) {
+	if w.headerSent {
+		return
+	}
+	w.headerSent = true
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	h := w.header
+	if t := h["Trailer"]; len(t) > 0 {
+		for _, line := range t {
+			for _, k := range strings.Split(line, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					w.trailers = append(w.trailers, http.CanonicalHeaderKey(k))
+				}
+			}
+		}
+	}
+	delete(h, "Transfer-Encoding")
+	if hasToken(h["Connection"], "close") {
+		w.closeAfter = true
+	}
+	// A client that sends its whole request before reading the response
+	// would deadlock against a response that fills its window while the
+	// body is unread: read the rest of the body first (up to 256 KiB), or
+	// close after this response. Handlers that stream both ways call
+	// EnableFullDuplex. (net/http does the same.)
+	if !w.fullDuplex && !w.closeAfter && !w.c.body.eof && w.req.Body != http.NoBody {
+		if !w.c.body.discard(256 << 10) {
+			w.closeAfter = true
+		}
+	}
+	if w.c.srv.closing.Load() {
+		w.closeAfter = true
+	}
+	// Content-Type sniffing, as net/http does, when the handler set none.
+	if w.bodyOK && len(w.pending) > 0 && h["Content-Type"] == nil && h["Content-Encoding"] == nil {
+		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
+	}
+	switch {
+	case !w.bodyOK:
+		if w.status != http.StatusNotModified {
+			delete(h, "Content-Length")
+		}
+		w.cl = -1
+	case w.cl >= 0:
+	case final && len(w.trailers) == 0 && !w.head:
+		w.cl = int64(len(w.pending))
+		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
+	case w.head:
+		if final && w.written > 0 {
+			h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
+		}
+	case w.req.ProtoMinor >= 1:
+		w.chunked = true
+	default:
+		w.closeAfter = true // HTTP/1.0: the close delimits the body
+	}
+	bw := w.c.bw
+	bw.WriteString(statusLine(w.status))
+	writeFields(bw, h, w.trailers)
+	if _, ok := h["Date"]; !ok {
+		bw.WriteString("Date: ")
+		bw.Write(dateNow())
+		bw.WriteString("\r\n")
+	}
+	if w.chunked {
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	if w.closeAfter {
+		if !hasToken(h["Connection"], "close") {
+			bw.WriteString("Connection: close\r\n")
+		}
+	} else if w.req.ProtoMinor == 0 {
+		bw.WriteString("Connection: keep-alive\r\n")
+	}
+	bw.WriteString("\r\n")
+	if len(w.pending) > 0 {
+		p := w.pending
+		w.pending = w.pending[:0]
+		w.writeBody(p)
+	}
+}
+
+// writeFields writes header fields, skipping declared trailers and keys
+// with http.TrailerPrefix. CR and LF in values become spaces, so no value
+// can start a field of its own.
+func writeFields(bw *bufio.Writer, h http.Header, trailers []string) {
+outer:
+	for k, vs := range h {
+		if !validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		for _, t := range trailers {
+			if t == k {
+				continue outer
+			}
+		}
+		for _, v := range vs {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			writeValue(bw, v)
+			bw.WriteString("\r\n")
+		}
+	}
+}
+
+func writeValue(bw *bufio.Writer, v string) {
+	clean := true
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		bw.WriteString(v)
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < 0x20 && c != '\t' {
+			c = ' '
+		}
+		bw.WriteByte(c)
+	}
+}
+
+func validFieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !tokenChar[k[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// Flush sends what the handler wrote so far.
+func (w *response) Flush() { w.FlushError() }
+
+func (w *response) FlushError() error {
+	if !w.headerSent {
+		w.sendHeader(false)
+	}
+	return w.c.bw.Flush()
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() {
+	if !w.headerSent {
+		w.sendHeader(true)
+	}
+	bw := w.c.bw
+	if w.chunked {
+		bw.WriteString("0\r\n")
+		for _, k := range w.trailers {
+			for _, v := range w.header[k] {
+				bw.WriteString(k + ": ")
+				writeValue(bw, v)
+				bw.WriteString("\r\n")
+			}
+		}
+		for k, vs := range w.header {
+			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) {
+				for _, v := range vs {
+					bw.WriteString(http.CanonicalHeaderKey(name) + ": ")
+					writeValue(bw, v)
+					bw.WriteString("\r\n")
+				}
+			}
+		}
+		bw.WriteString("\r\n")
+	}
+	if w.cl >= 0 && w.written < w.cl && !w.head && w.bodyOK {
+		// The handler promised more than it wrote: the client would wait
+		// for bytes that never come. Close instead.
+		w.closeAfter = true
+	}
+}
+
+// ReadFrom copies src to the body; with a known length over plain TCP it
+// uses sendfile(2) (through net.TCPConn.ReadFrom).
+func (w *response) ReadFrom(src io.Reader) (int64, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.c.tcp == nil || w.head || !w.bodyOK || w.cl < 0 {
+		bp := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(bp)
+		return io.CopyBuffer(writerOnly{w}, src, *bp)
+	}
+	if !w.headerSent {
+		if w.header["Content-Type"] == nil {
+			// Sniff from the first bytes, as net/http would.
+			var buf [512]byte
+			n, err := io.ReadFull(src, buf[:])
+			w.header["Content-Type"] = []string{http.DetectContentType(buf[:n])}
+			m, werr := w.Write(buf[:n])
+			if werr != nil || err != nil {
+				if err == io.ErrUnexpectedEOF || err == io.EOF {
+					err = nil
+				}
+				return int64(m), errors.Join(werr, err)
+			}
+			rest, err := w.ReadFrom(src)
+			return int64(m) + rest, err
+		}
+		w.sendHeader(false)
+	}
+	if err := w.c.bw.Flush(); err != nil {
+		return 0, err
+	}
+	left := w.cl - w.written
+	// net.TCPConn.ReadFrom uses sendfile for an *os.File, bare or inside one
+	// io.LimitedReader: do not wrap a LimitedReader in another.
+	if lr, ok := src.(*io.LimitedReader); !ok || lr.N > left {
+		src = &io.LimitedReader{R: src, N: left}
+	}
+	n, err := w.c.tcp.ReadFrom(src)
+	w.written += n
+	return n, err
+}
+
+type writerOnly struct{ io.Writer }
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// Hijack hands the connection to the handler (WebSockets).
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c := w.c
+	if w.headerSent {
+		return nil, nil, errors.New("h1: Hijack after the response started")
+	}
+	c.stopWatchForHijack()
+	c.state.Store(stateHijacked)
+	c.rwc.SetDeadline(time.Time{})
+	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
+}
+
+func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
+// EnableFullDuplex lets the handler read the body while writing the
+// response; this engine always allows it.
+func (w *response) EnableFullDuplex() error {
+	w.fullDuplex = true
+	return nil
+}
+
+// Status lines for common codes, precomputed.
+var statusLines = func() map[int]string {
+	m := map[int]string{}
+	for code := 100; code < 600; code++ {
+		if t := http.StatusText(code); t != "" {
+			m[code] = "HTTP/1.1 " + strconv.Itoa(code) + " " + t + "\r\n"
+		}
+	}
+	return m
+}()
+
+func statusLine(code int) string {
+	if s, ok := statusLines[code]; ok {
+		return s
+	}
+	return "HTTP/1.1 " + strconv.Itoa(code) + " status code " + strconv.Itoa(code) + "\r\n"
+}
+
+// dateNow returns the Date field value, formatted once per second.
+func dateNow() []byte {
+	now := time.Now().Unix()
+	d := cachedDate.Load()
+	if d != nil && d.unix == now {
+		return d.b
+	}
+	nd := &date{unix: now, b: time.Unix(now, 0).UTC().AppendFormat(nil, http.TimeFormat)}
+	cachedDate.Store(nd)
+	return nd.b
+}
+
+type date struct {
+	unix int64
+	b    []byte
+}
+
+var cachedDate atomic.Pointer[date]

@@ -1,0 +1,195 @@
+// Package h1 is Arka's HTTP/1.1 engine (RFC 9112). It serves
+// http.Handlers like net/http does, with the same *http.Request and
+// http.ResponseWriter contracts (Flusher, Hijacker, io.ReaderFrom for
+// sendfile, http.ResponseController deadlines), but does less per request:
+// connection state, buffers, the request URL and header map are reused
+// across the requests of a connection; a request costs three allocations;
+// and no background read is started unless a handler asks to learn of the
+// client going away (by waiting on the request context).
+//
+// HTTP/2 is not served here: TLS connections that negotiate "h2" are
+// handed to net/http by the caller.
+package h1
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves HTTP/1.x connections.
+type Server struct {
+	Handler http.Handler
+	// ReadHeaderTimeout bounds reading a request's header fields once its
+	// first byte arrived; IdleTimeout bounds the wait for the next request
+	// on a kept-alive connection. Zero means no limit.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// MaxHeaderBytes bounds the request line and header fields; beyond it
+	// the client gets 431 (414 when the request line alone is too long).
+	// Default 32 KiB.
+	MaxHeaderBytes int
+	// Logger receives engine-level problems (panics in handlers). Default
+	// slog.Default().
+	Logger *slog.Logger
+	// BaseContext is the parent of every connection's context (values such
+	// as http.LocalAddrContextKey are added per connection).
+	BaseContext context.Context
+
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	listeners map[*net.Listener]struct{}
+	closing   atomic.Bool
+	wg        sync.WaitGroup
+}
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = http.ErrServerClosed
+
+func (s *Server) maxHeaderBytes() int {
+	if s.MaxHeaderBytes > 0 {
+		return s.MaxHeaderBytes
+	}
+	return 32 << 10
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Serve accepts connections on ln and serves each in its own goroutine
+// until ln fails or the server shuts down.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.listeners == nil {
+		s.listeners = map[*net.Listener]struct{}{}
+	}
+	s.listeners[&ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, &ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		rw, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary(err)) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		go s.ServeConn(rw, nil)
+	}
+}
+
+// errTemporary classifies accept errors worth retrying (EMFILE and such).
+func errTemporary(err error) error {
+	type temporary interface{ Temporary() bool }
+	var t temporary
+	if errors.As(err, &t) && t.Temporary() {
+		return err
+	}
+	return errNever
+}
+
+var errNever = errors.New("never")
+
+// ServeConn serves one connection until it closes, in the calling
+// goroutine. For a *tls.Conn whose handshake is done, state is its
+// connection state (shown to handlers as Request.TLS).
+func (s *Server) ServeConn(rw net.Conn, state *tls.ConnectionState) {
+	c := newConn(s, rw, state)
+	if !s.track(c, true) {
+		rw.Close()
+		return
+	}
+	defer s.track(c, false)
+	c.serve()
+}
+
+func (s *Server) track(c *conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.closing.Load() {
+			return false
+		}
+		if s.conns == nil {
+			s.conns = map[*conn]struct{}{}
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		return true
+	}
+	delete(s.conns, c)
+	s.wg.Done()
+	return true
+}
+
+// Shutdown stops accepting (closing listeners given to Serve), closes idle
+// connections, lets active ones finish their current request, and waits
+// for them until ctx is done; then it closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		(*ln).Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		for c := range s.conns {
+			if c.state.Load() == stateIdle {
+				c.rwc.Close()
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close closes listeners and every connection at once.
+func (s *Server) Close() error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.listeners {
+		(*ln).Close()
+	}
+	for c := range s.conns {
+		c.rwc.Close()
+	}
+	return nil
+}

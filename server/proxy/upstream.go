@@ -1,0 +1,278 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+)
+
+// maxResponseHeaderBytes bounds an upstream's response head (status line and
+// header fields); a larger one is a bad response (502).
+const maxResponseHeaderBytes = 1 << 20
+
+// checkAfter is how long a connection may sit in the idle pool before it is
+// checked, with a non-blocking peek, for a close by the upstream. Busy
+// connections are reused sooner and skip the system call.
+const checkAfter = 200 * time.Millisecond
+
+// upstream is one configured server: its address, its pool of kept-alive
+// connections and its counters.
+type upstream struct {
+	name    string // as written in the site file, for logs and stats
+	network string // "tcp" or "unix"
+	address string
+	h       *Handler
+
+	mu   sync.Mutex
+	idle []*conn // LIFO: the most recently used connection is reused first
+
+	active    atomic.Int64
+	requests  atomic.Uint64
+	failures  atomic.Uint64
+	dials     atomic.Uint64
+	downUntil atomic.Int64 // passive health: UnixNano until which it is skipped
+	sick      atomic.Bool  // active health: the last check failed
+}
+
+// UpstreamStats are one upstream's figures for the status page.
+type UpstreamStats struct {
+	Address  string // as configured: "127.0.0.1:8080", "unix:/run/app.sock"
+	Healthy  bool   // not in a failure cool-down and passing its health check
+	Active   int64  // requests in flight
+	Idle     int    // kept-alive connections waiting in the pool
+	Requests uint64 // requests sent (retries count again)
+	Failures uint64 // connect errors, timeouts, resets and bad responses
+	Dials    uint64 // new connections made
+}
+
+func newUpstream(h *Handler, s string) (*upstream, error) {
+	a, err := config.ParseUpstream(s)
+	if err != nil {
+		return nil, err
+	}
+	return &upstream{name: s, network: a.Network, address: a.Address, h: h}, nil
+}
+
+// available reports whether the balancer may pick u now.
+func (u *upstream) available(now int64) bool {
+	return !u.sick.Load() && u.downUntil.Load() <= now
+}
+
+// markDown starts a cool-down after a refused or timed-out connect.
+func (u *upstream) markDown() {
+	u.downUntil.Store(time.Now().Add(u.h.failTimeout).UnixNano())
+}
+
+func (u *upstream) stats() UpstreamStats {
+	u.mu.Lock()
+	idle := len(u.idle)
+	u.mu.Unlock()
+	return UpstreamStats{
+		Address:  u.name,
+		Healthy:  u.available(time.Now().UnixNano()),
+		Active:   u.active.Load(),
+		Idle:     idle,
+		Requests: u.requests.Load(),
+		Failures: u.failures.Load(),
+		Dials:    u.dials.Load(),
+	}
+}
+
+// conn is one HTTP/1.1 connection to an upstream with its buffers.
+type conn struct {
+	nc        net.Conn
+	lr        limitReader
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	up        *upstream
+	idleSince time.Time
+	reused    bool   // served a request before
+	abort     func() // unblocks every read and write: the client left
+}
+
+// limitReader bounds the bytes read while a response head is parsed.
+type limitReader struct {
+	r       io.Reader
+	n       int64
+	limited bool
+}
+
+var errHeaderTooLarge = errors.New("response header larger than 1 MiB")
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if !l.limited {
+		return l.r.Read(p)
+	}
+	if l.n <= 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// get returns a pooled connection that still looks open, or nil. With
+// check, every connection is peeked at first (for requests that cannot be
+// replayed on another connection if this one turns out closed).
+func (u *upstream) get(check bool) *conn {
+	u.mu.Lock()
+	for n := len(u.idle); n > 0; n = len(u.idle) {
+		c := u.idle[n-1]
+		u.idle[n-1] = nil
+		u.idle = u.idle[:n-1]
+		u.mu.Unlock()
+		age := time.Since(c.idleSince)
+		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.nc)) {
+			c.reused = true
+			return c
+		}
+		c.nc.Close()
+		u.mu.Lock()
+	}
+	u.mu.Unlock()
+	return nil
+}
+
+// put returns a connection whose exchange completed cleanly to the pool,
+// or closes it when the pool is full or the handler closed.
+func (u *upstream) put(c *conn) {
+	if c.br.Buffered() > 0 {
+		// Bytes after the end of a response: the upstream is confused.
+		c.nc.Close()
+		return
+	}
+	c.idleSince = time.Now()
+	u.mu.Lock()
+	if len(u.idle) < u.h.keepalive && !u.h.closed.Load() {
+		u.idle = append(u.idle, c)
+		u.mu.Unlock()
+		return
+	}
+	u.mu.Unlock()
+	c.nc.Close()
+}
+
+// dial opens a new connection, bounded by the connect timeout and ctx.
+func (u *upstream) dial(ctx context.Context) (*conn, error) {
+	u.dials.Add(1)
+	nc, err := u.h.dialer.DialContext(ctx, u.network, u.address)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{nc: nc, up: u}
+	c.lr.r = nc
+	c.br = bufio.NewReaderSize(&c.lr, 4096)
+	c.bw = bufio.NewWriterSize(nc, 4096)
+	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
+	return c, nil
+}
+
+// prune closes pooled connections idle for longer than the idle timeout.
+func (u *upstream) prune(now time.Time) {
+	u.mu.Lock()
+	keep := u.idle[:0]
+	var stale []*conn
+	for _, c := range u.idle {
+		if now.Sub(c.idleSince) >= u.h.idleTimeout {
+			stale = append(stale, c)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	for i := len(keep); i < len(u.idle); i++ {
+		u.idle[i] = nil
+	}
+	u.idle = keep
+	u.mu.Unlock()
+	for _, c := range stale {
+		c.nc.Close()
+	}
+}
+
+// closeIdle closes every pooled connection.
+func (u *upstream) closeIdle() {
+	u.mu.Lock()
+	idle := u.idle
+	u.idle = nil
+	u.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+}
+
+// healthLoop runs the active health check (GET path every interval) until
+// ctx ends. A 2xx or 3xx answer within the timeout is healthy; anything
+// else takes the upstream out of rotation until a check passes again.
+func (u *upstream) healthLoop(ctx context.Context, hc *healthCheck) {
+	t := time.NewTicker(hc.interval)
+	defer t.Stop()
+	for {
+		err := u.probe(ctx, hc)
+		if ctx.Err() != nil {
+			return
+		}
+		was := u.sick.Load()
+		u.sick.Store(err != nil)
+		switch {
+		case err != nil && !was:
+			u.h.log.Warn("proxy: upstream failed its health check", u.h.logAttrs(u, "cause", err.Error())...)
+		case err == nil && was:
+			u.h.log.Info("proxy: upstream passed its health check again", u.h.logAttrs(u)...)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+type healthCheck struct {
+	path     string
+	host     string
+	interval time.Duration
+	timeout  time.Duration
+}
+
+var errHealthStatus = errors.New("health check answered with a status other than 2xx or 3xx")
+
+func (u *upstream) probe(ctx context.Context, hc *healthCheck) error {
+	ctx, cancel := context.WithTimeout(ctx, hc.timeout)
+	defer cancel()
+	nc, err := u.h.dialer.DialContext(ctx, u.network, u.address)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	bw := bufio.NewWriter(nc)
+	bw.WriteString("GET " + hc.path + " HTTP/1.1\r\nHost: " + hc.host + "\r\nUser-Agent: arka-health-check\r\nConnection: close\r\n\r\n")
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), &http.Request{Method: http.MethodGet})
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 399 {
+		return errHealthStatus
+	}
+	return nil
+}

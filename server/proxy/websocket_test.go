@@ -1,0 +1,156 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/coder/websocket"
+	"golang.org/x/net/http2"
+)
+
+// wsEcho is a WebSocket echo upstream (coder/websocket, as a Go app
+// behind Arka would use).
+var wsEcho = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	for {
+		typ, msg, err := c.Read(r.Context())
+		if err != nil {
+			return
+		}
+		if err := c.Write(r.Context(), typ, append([]byte("echo: "), msg...)); err != nil {
+			return
+		}
+	}
+})
+
+func TestWebSocketEcho(t *testing.T) {
+	up := startUpstream(t, wsEcho)
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, StripPrefix: true})
+	for _, p := range []string{"h1", "h1tls"} {
+		t.Run(p, func(t *testing.T) {
+			// The content-coding middleware sits in front, as in the server.
+			f := startFront(t, p, withCoding(h))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			url := strings.Replace(f.url("/proxy/ws"), "http", "ws", 1)
+			c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: f.client})
+			if err != nil {
+				t.Fatalf("dial through the proxy: %v", err)
+			}
+			defer c.CloseNow()
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			for i := 0; i < 50; i++ {
+				msg := fmt.Sprintf("message %d %s", i, strings.Repeat("x", i*100))
+				if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+					t.Fatal(err)
+				}
+				_, got, err := c.Read(ctx)
+				if err != nil || string(got) != "echo: "+msg {
+					t.Fatalf("echo %d: %q, %v", i, got, err)
+				}
+			}
+			if err := c.Close(websocket.StatusNormalClosure, "bye"); err != nil {
+				t.Errorf("close handshake: %v", err)
+			}
+		})
+	}
+}
+
+func TestWebSocketRefusedIsRelayed(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no sockets here", http.StatusForbidden)
+	}))
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+	f := startFront(t, "h1", h)
+	_, resp, err := websocket.Dial(context.Background(), strings.Replace(f.url("/proxy/ws"), "http", "ws", 1), nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("want the upstream's 403, got %v, %v", resp, err)
+	}
+}
+
+// TestWebSocketOverHTTP2 checks RFC 8441 extended CONNECT. Go's HTTP/2
+// server offers it only when GODEBUG=http2xconnect=1 is in the environment
+// when the process starts, so the test runs itself again with it.
+func TestWebSocketOverHTTP2(t *testing.T) {
+	if os.Getenv("ARKA_TEST_XCONNECT") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWebSocketOverHTTP2$", "-test.v")
+		cmd.Env = append(os.Environ(), "GODEBUG=http2xconnect=1", "ARKA_TEST_XCONNECT=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestWebSocketOverHTTP2")) {
+			t.Fatalf("extended CONNECT run failed: %v\n%s", err, out)
+		}
+		return
+	}
+	up := startUpstream(t, wsEcho)
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, StripPrefix: true})
+	f := startFront(t, "h2", withCoding(h))
+	// net/http's Transport refuses the ":protocol" field before it reaches
+	// HTTP/2; x/net's HTTP/2 transport sends it (RFC 8441 section 4).
+	tr := &http2.Transport{TLSClientConfig: f.client.Transport.(*http.Transport).TLSClientConfig.Clone()}
+	defer tr.CloseIdleConnections()
+
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodConnect, f.url("/proxy/ws"), pr)
+	req.Header.Set(":protocol", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("extended CONNECT: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("status %d over HTTP/%d", resp.StatusCode, resp.ProtoMajor)
+	}
+	for i := 0; i < 5; i++ {
+		msg := fmt.Sprintf("over h2 %d", i)
+		if _, err := pw.Write(maskedTextFrame(msg)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFrame(resp.Body)
+		if err != nil || got != "echo: "+msg {
+			t.Fatalf("echo %d: %q, %v", i, got, err)
+		}
+	}
+	pw.Close()
+}
+
+// maskedTextFrame encodes a short client-to-server text frame (RFC 6455
+// section 5.2).
+func maskedTextFrame(s string) []byte {
+	mask := [4]byte{1, 2, 3, 4}
+	b := []byte{0x81, 0x80 | byte(len(s)), mask[0], mask[1], mask[2], mask[3]}
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i]^mask[i%4])
+	}
+	return b
+}
+
+// readFrame reads one short unmasked server frame and returns its payload.
+func readFrame(r io.Reader) (string, error) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return "", err
+	}
+	n := int(hdr[1] & 0x7f)
+	if n >= 126 {
+		return "", fmt.Errorf("frame too long for this test")
+	}
+	p := make([]byte, n)
+	_, err := io.ReadFull(r, p)
+	return string(p), err
+}
