@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/arkaweb/arka/server.Version=$(VERSION)
 STATE   ?= .state
 
-.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean
+.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean image vm
 
 all: build
 
@@ -44,6 +44,19 @@ bench-quick: build
 # Arka's hot paths in-process, with allocations; no external server needed.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -v ./tests/bench/
+
+# Appliance image: images/out/arka-$(BOARD).img for BOARD=rpi (Raspberry Pi,
+# arm64) or BOARD=amd64 (UEFI PCs and VMs). Reproducible: a clean tree builds
+# with its last commit's time; SOURCE_DATE_EPOCH=... overrides it.
+BOARD ?= amd64
+IMAGE_EPOCH = $(or $(SOURCE_DATE_EPOCH),$(shell git diff --quiet HEAD 2>/dev/null && git log -1 --format=%ct 2>/dev/null || date +%s))
+image:
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance build --board $(BOARD) --version $(VERSION)
+
+# Boot the image under QEMU (TCG, or KVM with VM_FLAGS=--kvm) with Arka on
+# forwarded loopback ports; prints the URLs. Ctrl-C stops it.
+vm: image
+	$(GO) run ./cmd/arka-appliance vm --board $(BOARD) $(VM_FLAGS)
 
 clean:
 	rm -rf bin images/out

@@ -1,20 +1,17 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
-
-// errNotImplemented marks handler types whose issue has not landed yet.
-var errNotImplemented = errors.New("not implemented yet")
 
 // build compiles validated sites into a table: certificates loaded (or
 // generated when dryRun is false), handlers constructed, middleware applied.
@@ -139,6 +136,8 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			return nil, err
 		}
 		return s.dynamic(cs, h), nil
+	case "fastcgi":
+		return s.fastcgiHandler(cs, cr, t)
 	case "proxy":
 		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
 			Logger:    s.log,
@@ -151,8 +150,6 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.closers = append(t.closers, ph)
 		t.proxies = append(t.proxies, ph)
 		return noCodingForTunnels(ph, s.dynamic(cs, ph)), nil
-	case "fastcgi":
-		return nil, errNotImplemented
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
 }
@@ -171,6 +168,43 @@ func noCodingForTunnels(h, coded http.Handler) http.Handler {
 		}
 		coded.ServeHTTP(w, r)
 	})
+}
+
+// fastcgiHandler builds a FastCGI route: its pool and queue sized from the
+// route or else the board budget, and a static handler on the same root
+// for the files that are not scripts (CSS, images of a PHP application),
+// as nginx's try_files $uri does.
+func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
+	files, err := static.New(&config.Static{Root: cr.FastCGI.Root}, static.Options{
+		Cache:       s.cache,
+		Compress:    cs.Compression.CompressionEnabled(),
+		MinSize:     cs.Compression.MinSizeBytes(),
+		Constrained: s.constrained,
+	})
+	if err != nil {
+		return nil, err
+	}
+	name := "default"
+	if len(cs.ServerNames) > 0 {
+		name = cs.ServerNames[0]
+	}
+	h, err := fastcgi.New(cr.Path, cr.FastCGI, fastcgi.Options{
+		Logger:           s.log.With("site", name),
+		DefaultMaxConns:  s.o.Budget.FastCGIMaxConns,
+		DefaultQueueSize: s.o.Budget.FastCGIQueue,
+		ServerSoftware:   "arka/" + Version,
+		Static:           files,
+		Pools:            &s.fcgiPools,
+	})
+	if err != nil {
+		files.Close()
+		return nil, err
+	}
+	// Closed in this order: the FastCGI handler waits for its requests,
+	// some of which the file handler may be serving.
+	t.closers = append(t.closers, h, files)
+	t.fastcgi = append(t.fastcgi, h)
+	return s.dynamic(cs, h), nil
 }
 
 // dynamic wraps a handler of responses made per request with content

@@ -26,8 +26,8 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
-	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -79,13 +79,12 @@ type Server struct {
 
 	started time.Time
 	history *status.History
-	// proxies are the served table's proxy handlers, for the status page
-	// (read without s.mu, which Shutdown holds while requests finish).
-	proxies atomic.Pointer[[]*proxy.Handler]
 	rates   rateTracker
 
 	mu        sync.Mutex // serializes Apply and Shutdown
 	table     *table
+	served    atomic.Pointer[table] // s.table, for readers that must not take mu
+	fcgiPools fastcgi.Pools         // one pool per FastCGI address, kept across reloads
 	listeners map[string]*listener
 	sinks     map[string]*logSink
 	stats     map[string]*RouteStats
@@ -200,7 +199,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	old := s.table
 	s.table, s.listeners = t, next
-	s.proxies.Store(&t.proxies)
+	s.served.Store(t)
 	s.retireSinks(t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still
@@ -612,18 +611,30 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
+	defer func() {
+		// Count and log the request even when the handler aborted it
+		// (panic(http.ErrAbortHandler) for a response cut short); the
+		// panic goes on to the engine, which closes the connection.
+		p := recover()
+		status, n := rec.status, rec.bytes
+		switch {
+		case p != nil && status == 0:
+			status = http.StatusInternalServerError
+		case status == 0:
+			status = http.StatusOK
+		}
+		rec.w = nil
+		recorders.Put(rec)
+		d := time.Since(start)
+		rt.stats.observe(status, d, n)
+		if st.log != nil {
+			st.log.log(r, status, n, start, d, reqID)
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
 	rt.h.ServeHTTP(rec, r)
-	status, n := rec.status, rec.bytes
-	if status == 0 {
-		status = http.StatusOK
-	}
-	rec.w = nil
-	recorders.Put(rec)
-	d := time.Since(start)
-	rt.stats.observe(status, d, n)
-	if st.log != nil {
-		st.log.log(r, status, n, start, d, reqID)
-	}
 }
 
 // engineLog routes net/http's own messages to the error log, dropping the

@@ -58,6 +58,20 @@ func (s *Server) Snapshot() status.Snapshot {
 		out.P99Seconds = h.Quantile(0.99).Seconds()
 		snap.Routes = append(snap.Routes, out)
 	}
+	if t := s.served.Load(); t != nil {
+		seen := map[string]bool{} // routes to one address share a pool
+		for _, h := range t.fastcgi {
+			fs := h.Stats()
+			if seen[fs.Address] {
+				continue
+			}
+			seen[fs.Address] = true
+			snap.FastCGI = append(snap.FastCGI, status.FastCGIPool{
+				Address: fs.Address, MaxConns: fs.MaxConns, Busy: fs.Busy, Idle: fs.Idle,
+				Queued: fs.Queued, QueueSize: fs.QueueSize, Rejected: fs.Rejected,
+			})
+		}
+	}
 	cs := s.cache.Stats()
 	snap.Caches = []status.CacheStats{
 		{Name: "open files and content", Entries: uint64(cs.FileEntries), Bytes: int64(cs.FileBytes),
@@ -65,8 +79,8 @@ func (s *Server) Snapshot() status.Snapshot {
 		{Name: "compressed", Entries: uint64(cs.VariantEntries), Bytes: int64(cs.VariantBytes),
 			BudgetBytes: int64(cs.VariantBudget), Hits: cs.VariantHits, Misses: cs.VariantMisses},
 	}
-	if ps := s.proxies.Load(); ps != nil {
-		for _, p := range *ps {
+	if t := s.served.Load(); t != nil {
+		for _, p := range t.proxies {
 			for _, u := range p.Stats() {
 				snap.Upstreams = append(snap.Upstreams, status.UpstreamStats{Address: u.Address, Healthy: u.Healthy,
 					ActiveConns: int(u.Active), IdleConns: u.Idle, Requests: u.Requests, Failures: u.Failures})

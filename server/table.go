@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 )
 
@@ -16,7 +17,8 @@ import (
 type table struct {
 	vhosts  map[string]*vhosts // by listen address
 	closers []interface{ Close() error }
-	proxies []*proxy.Handler // also in closers; their upstreams go on the status page
+	proxies []*proxy.Handler   // also in closers; their upstreams go on the status page
+	fastcgi []*fastcgi.Handler // for the status page's pool figures
 	sinks   map[string]*logSink
 }
 

@@ -1,0 +1,280 @@
+// Command arka-appliance builds Arka appliance images, writes them to SD
+// cards and disks, and boots them under QEMU:
+//
+//	arka-appliance build --board rpi|amd64 [-o images/out/arka-<board>.img]
+//	arka-appliance flash --image images/out/arka-rpi.img /dev/sdX   (or --board rpi: build first)
+//	arka-appliance vm    --board amd64 [--image …]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/flash"
+	"github.com/arkaweb/arka/appliance/image"
+	"github.com/arkaweb/arka/appliance/image/partition"
+	"github.com/arkaweb/arka/appliance/vm"
+)
+
+const usage = `usage:
+  arka-appliance build --board BOARD [flags]     build images/out/arka-BOARD.img
+  arka-appliance flash (--image IMG | --board BOARD) [--force] DEVICE
+  arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
+
+boards: %s
+run "arka-appliance COMMAND -h" for the flags of a command.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintf(os.Stderr, usage, strings.Join(image.Boards(), ", "))
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "build":
+		_, err = cmdBuild(os.Args[2:])
+	case "flash":
+		err = cmdFlash(os.Args[2:])
+	case "vm":
+		err = cmdVM(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
+		return
+	default:
+		err = fmt.Errorf("unknown command %q\n"+usage, os.Args[1], strings.Join(image.Boards(), ", "))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "arka-appliance:", err)
+		os.Exit(1)
+	}
+}
+
+// buildFlags registers the image build flags on fs.
+type buildFlags struct {
+	board, out, hostname, arkaPkg, version, pwFile, size, extraArgs, tz string
+	httpPort, httpsPort                                                 int
+}
+
+func (b *buildFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.board, "board", "", "board: "+strings.Join(image.Boards(), ", "))
+	fs.StringVar(&b.out, "o", "", "output image (default images/out/arka-BOARD.img)")
+	fs.StringVar(&b.hostname, "hostname", "arka", "hostname (partition GUIDs derive from it)")
+	fs.StringVar(&b.arkaPkg, "arka-pkg", "./cmd/arka", "Go package built as /user/arka")
+	fs.StringVar(&b.version, "version", "dev", "Arka version recorded in the image")
+	fs.StringVar(&b.pwFile, "password-file", "", "gokrazy UI/update password file: reused if present, else generated (default next to the image)")
+	fs.StringVar(&b.size, "size", "1200M", "image size")
+	fs.StringVar(&b.extraArgs, "kernel-args", "", "extra kernel command line arguments")
+	fs.StringVar(&b.tz, "timezone", "UTC", "time zone for /etc/localtime")
+	fs.IntVar(&b.httpPort, "ui-http-port", 8080, "port of gokrazy's web UI and update API (Arka owns 80)")
+	fs.IntVar(&b.httpsPort, "ui-https-port", 8443, "HTTPS port of gokrazy's web UI (Arka owns 443)")
+}
+
+func (b *buildFlags) build() (*image.Summary, error) {
+	if b.board == "" {
+		return nil, fmt.Errorf("--board is required (%s)", strings.Join(image.Boards(), ", "))
+	}
+	board, err := image.LoadBoard(b.board)
+	if err != nil {
+		return nil, err
+	}
+	size, err := parseSize(b.size)
+	if err != nil {
+		return nil, err
+	}
+	out := b.out
+	if out == "" {
+		out = filepath.Join("images", "out", "arka-"+b.board+".img")
+	}
+	var epoch int64
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if _, err := fmt.Sscan(s, &epoch); err != nil {
+			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %v", s, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "Building the Arka appliance image for %s (%s)\n", board.Name, board.Description)
+	sum, err := image.Build(image.Config{
+		Board:           board,
+		Output:          out,
+		Hostname:        b.hostname,
+		ArkaPkg:         b.arkaPkg,
+		Version:         b.version,
+		PasswordFile:    b.pwFile,
+		HTTPPort:        b.httpPort,
+		HTTPSPort:       b.httpsPort,
+		SourceDateEpoch: epoch,
+		Size:            size,
+		Timezone:        b.tz,
+		KernelExtraArgs: b.extraArgs,
+		Progress:        newBar(os.Stderr),
+	})
+	if err != nil {
+		return nil, err
+	}
+	printSummary(os.Stdout, sum)
+	return sum, nil
+}
+
+func cmdBuild(args []string) (*image.Summary, error) {
+	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	var b buildFlags
+	b.register(fs)
+	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("build: unexpected argument %q", fs.Arg(0))
+	}
+	return b.build()
+}
+
+func printSummary(w io.Writer, s *image.Summary) {
+	fmt.Fprintf(w, "\nImage      %s\n", s.Output)
+	fmt.Fprintf(w, "Size       %d MiB (boot FAT16 uses %.1f MiB, root SquashFS %.1f MiB)\n", s.Size>>20, float64(s.BootUsed)/(1<<20), float64(s.RootUsed)/(1<<20))
+	fmt.Fprintf(w, "Build      %s (build timestamp %s), took %s\n", s.Board, s.BuildTimestamp, s.Duration.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "SBOM hash  %s (gokrazy's SBOMHash once this build runs)\n", s.SBOMHash)
+	fmt.Fprintln(w, "Partitions")
+	roles := map[int]string{1: "boot  FAT16", 2: "root A SquashFS", 3: "root B (empty)", 4: "perm  ext4, grows to the disk at first boot"}
+	for _, p := range s.Partitions {
+		fmt.Fprintf(w, "  %d  LBA %8d  %7.1f MiB  %s  %s\n", p.Number, p.FirstLBA, float64(p.Size())/(1<<20), p.GUID, roles[p.Number])
+	}
+	fmt.Fprintln(w, "Versions")
+	fmt.Fprintf(w, "  arka          %s\n", s.Versions["arka"])
+	var names []string
+	for k := range s.Versions {
+		if k != "arka" {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "  %-13s %s\n", strings.TrimPrefix(k, "github.com/gokrazy/"), s.Versions[k])
+	}
+	fmt.Fprintf(w, "Password   gokrazy web UI / updates (user gokrazy): see %s\n", s.PasswordFile)
+	fmt.Fprintf(w, "Cmdline    %s\n", s.Cmdline)
+}
+
+func cmdFlash(args []string) error {
+	fs := flag.NewFlagSet("flash", flag.ExitOnError)
+	img := fs.String("image", "", "image to write")
+	force := fs.Bool("force", false, "write even to a mounted, system or non-removable device")
+	var b buildFlags
+	b.register(fs)
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New("flash: give exactly one target device (or file)")
+	}
+	target := fs.Arg(0)
+	if (*img == "") == (b.board == "") {
+		return errors.New("flash: give --image IMG or --board BOARD (to build first)")
+	}
+	if *img == "" {
+		sum, err := b.build()
+		if err != nil {
+			return err
+		}
+		*img = sum.Output
+	}
+	bar := newBar(os.Stderr)
+	phase := ""
+	res, err := flash.Write(flash.Options{
+		Image: *img, Target: target, Force: *force,
+		Progress: func(p string, done, total int64) {
+			if p != phase {
+				phase = p
+				bar.Stage(map[string]int{"write": 1, "verify": 2}[p], 2, p+" "+target)
+			}
+			bar.Bytes(done, total)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nWrote %s to %s (%d MiB) and verified it: SHA-256 %x\n", *img, target, res.Bytes>>20, res.SHA256)
+	fmt.Println("At first boot, /perm grows to the whole card or disk.")
+	return nil
+}
+
+func cmdVM(args []string) error {
+	fs := flag.NewFlagSet("vm", flag.ExitOnError)
+	board := fs.String("board", "amd64", "board (amd64; rpi boots QEMU's raspi3b)")
+	img := fs.String("image", "", "image (default images/out/arka-BOARD.img)")
+	diskSize := fs.String("disk-size", "4G", "size of the VM's disk (a sparse copy of the image; /perm grows into it)")
+	kvm := fs.Bool("kvm", false, "use KVM instead of TCG emulation")
+	fs.Parse(args)
+	if *img == "" {
+		*img = filepath.Join("images", "out", "arka-"+*board+".img")
+	}
+	size, err := parseSize(*diskSize)
+	if err != nil {
+		return err
+	}
+	o := vm.Options{Board: *board, Image: *img, Dir: filepath.Join("images", "out", "vm-"+*board), DiskSize: size, KVM: *kvm, Stdout: os.Stderr}
+	if *board == "rpi" {
+		bd, err := image.LoadBoard("rpi")
+		if err != nil {
+			return err
+		}
+		if o.KernelDir, err = image.ModuleDir("go", bd.Kernel); err != nil {
+			return err
+		}
+	}
+	v, err := vm.Start(o)
+	if err != nil {
+		return err
+	}
+	defer v.Stop()
+	fmt.Printf("QEMU started (%s); console log: %s\n", *board, v.SerialLog)
+	fmt.Printf("  Arka          http://127.0.0.1:%d/   https://127.0.0.1:%d/\n", v.Ports[80], v.Ports[443])
+	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   (user gokrazy, password in %s)\n", v.Ports[8080], strings.TrimSuffix(*img, ".img")+".gokr-pw.txt")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		url := fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80])
+		// Short per-try timeout: until the guest is up, QEMU's user network
+		// accepts the connection and then leaves it hanging.
+		client := &http.Client{Timeout: 2 * time.Second}
+		for ctx.Err() == nil {
+			if resp, err := client.Get(url); err == nil {
+				resp.Body.Close()
+				fmt.Printf("Arka answered after %s (QEMU start to first response). Press Ctrl-C to stop the VM.\n", time.Since(v.Started).Round(100*time.Millisecond))
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case <-v.Done():
+		return fmt.Errorf("QEMU exited: %v\n%s", v.Err(), v.SerialTail(2000))
+	}
+	return nil
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q (e.g. 1200M, 4G)", s)
+	}
+	n *= mult
+	if n%partition.SectorSize != 0 {
+		return 0, fmt.Errorf("size %d is not a multiple of 512", n)
+	}
+	return n, nil
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1200M": 1200 << 20, "4G": 4 << 30, "1048576": 1 << 20} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1G", "1000"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestBuildNeedsAKnownBoard(t *testing.T) {
+	if _, err := cmdBuild(nil); err == nil || !strings.Contains(err.Error(), "--board is required") {
+		t.Errorf("no board: %v", err)
+	}
+	if _, err := cmdBuild([]string{"--board", "vax"}); err == nil || !strings.Contains(err.Error(), `unknown board "vax" (known: amd64, rpi)`) {
+		t.Errorf("unknown board: %v", err)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// bar prints build and flash progress: one line per stage and, on a
+// terminal, a bar redrawn in place while bytes are copied.
+type bar struct {
+	w     io.Writer
+	tty   bool
+	last  time.Time
+	stage string
+	start time.Time
+}
+
+func newBar(w io.Writer) *bar {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &bar{w: w, tty: tty}
+}
+
+func (b *bar) Stage(n, of int, name string) {
+	b.stage = fmt.Sprintf("[%d/%d] %s", n, of, name)
+	b.start = time.Now()
+	fmt.Fprintln(b.w, b.stage)
+}
+
+func (b *bar) Bytes(done, total int64) {
+	if !b.tty || total <= 0 {
+		return
+	}
+	if time.Since(b.last) < 100*time.Millisecond && done < total {
+		return
+	}
+	b.last = time.Now()
+	const width = 40
+	filled := int(done * width / total)
+	rate := float64(done) / (1 << 20) / max(time.Since(b.start).Seconds(), 0.001)
+	fmt.Fprintf(b.w, "\r  [%s%s] %3d%%  %d/%d MiB  %.0f MiB/s ", strings.Repeat("#", filled), strings.Repeat(" ", width-filled), done*100/total, done>>20, total>>20, rate)
+	if done == total {
+		fmt.Fprintln(b.w)
+	}
+}

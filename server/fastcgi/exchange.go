@@ -1,0 +1,452 @@
+package fastcgi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+)
+
+// exchange is one request on one connection: send, read the answer,
+// stream it to the client.
+type exchange struct {
+	h    *Handler
+	w    http.ResponseWriter
+	r    *http.Request
+	rb   *reqBuf
+	body reqBody
+	t    target
+	c    *conn
+
+	stdinDone chan struct{} // closed when the body goroutine ends
+	stdinErr  error         // its error, read after stdinDone
+	// clientBody is set when the client's body failed mid-way: the script
+	// got a truncated STDIN, so its answer is not forwarded.
+	clientBody atomic.Bool
+
+	gotBytes    bool // any byte of an answer arrived: the request ran
+	wroteHeader bool
+	bodyAllowed bool
+	clientGone  bool // a write to the client failed
+	unflushed   bool
+	stderrRecs  int
+	end         fcgi.EndRequest
+	endBuf      [8]byte
+}
+
+// Errors of a request, with the status the client gets if no header has
+// been sent yet.
+var (
+	errNoOutput      = errors.New("script ended without a response")
+	errHeaderNoEnd   = errors.New("script output ended inside the CGI header")
+	errEndLength     = errors.New("END_REQUEST record of wrong length")
+	errUnexpectedEnd = errors.New("connection closed before END_REQUEST")
+)
+
+type protoError struct{ msg string }
+
+func (e *protoError) Error() string { return "protocol error: " + e.msg }
+
+type endError struct{ end fcgi.EndRequest }
+
+func (e *endError) Error() string {
+	names := [...]string{"request complete", "cannot multiplex", "overloaded", "unknown role"}
+	s := fmt.Sprintf("protocol status %d", e.end.ProtocolStatus)
+	if int(e.end.ProtocolStatus) < len(names) {
+		s = names[e.end.ProtocolStatus]
+	}
+	return "FastCGI server refused the request: " + s
+}
+
+// isIdempotent: RFC 9110 section 9.2.2. Only such requests are sent again
+// after a kept connection failed without answering, as nginx does.
+func isIdempotent(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+// run sends the request on c, retrying once on a fresh connection when a
+// kept connection turns out to be stale, and releases the connection.
+func (x *exchange) run(c *conn) {
+	h := x.h
+	streaming := x.body.kind == bodyStream || x.body.kind == bodyFile
+	idempotent := isIdempotent(x.r.Method)
+	ctx := x.r.Context()
+	for attempt := 0; ; attempt++ {
+		// A request that cannot be sent twice checks a kept connection
+		// first (one non-blocking peek).
+		if c.reused && (streaming || !idempotent) && peerClosed(c.nc) {
+			h.redialed.Add(1)
+			nc, err := h.pool.redial(ctx, c, x.r, h.queueTimeout)
+			if err != nil {
+				x.finish(nil, err, http.StatusBadGateway)
+				return
+			}
+			c = nc
+		}
+		x.c = c
+		sent, err := x.attempt()
+		// A kept connection that fails before any answer was stale: php-fpm
+		// had closed it (pm.max_requests, a restart) and did not run the
+		// request. Send it again on a new connection if that is safe: when
+		// nothing was sent; when the body can be sent again and the method
+		// is idempotent (as nginx does); or when the peer is a php-fpm
+		// worker still draining a connection it gave up after its previous
+		// request, which discards what it reads (see peerDraining). The
+		// peek above catches most such connections; this is the race where
+		// php-fpm's close arrives just after the peek.
+		replayable := x.body.kind != bodyStream
+		stale := err != nil && c.reused && attempt == 0 && !x.gotBytes && !x.wroteHeader &&
+			ctx.Err() == nil && !isTimeout(err) &&
+			(!sent || replayable && (idempotent || err == errUnexpectedEnd && c.peerDraining(h.network == "tcp")))
+		if stale && x.body.kind == bodyFile {
+			if _, serr := x.body.file.Seek(0, io.SeekStart); serr != nil {
+				stale = false
+			}
+		}
+		if stale {
+			h.redialed.Add(1)
+			nc, derr := h.pool.redial(ctx, c, x.r, h.queueTimeout)
+			if derr != nil {
+				x.finish(nil, fmt.Errorf("%v; reconnecting: %w", err, derr), http.StatusBadGateway)
+				return
+			}
+			c = nc
+			continue
+		}
+		x.finish(c, err, statusFor(err))
+		return
+	}
+}
+
+func statusFor(err error) int {
+	if err == nil {
+		return 0
+	}
+	if isTimeout(err) {
+		return http.StatusGatewayTimeout
+	}
+	if ee, ok := err.(*endError); ok && ee.end.ProtocolStatus == fcgi.StatusOverloaded {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadGateway
+}
+
+// attempt sends the request and reads the answer. sent reports whether
+// the request head was written.
+func (x *exchange) attempt() (sent bool, err error) {
+	c := x.c
+	streaming := x.body.kind == bodyStream || x.body.kind == bodyFile
+	x.gotBytes = false
+	c.timeout = x.h.readTimeout
+	now := time.Now()
+	c.nc.SetDeadline(now.Add(c.timeout))
+	if streaming {
+		// No read timeout until the body is sent: an upload may take
+		// longer than read_timeout. Writes have their own deadline.
+		c.armed.Store(0)
+		c.nc.SetReadDeadline(time.Time{})
+	} else {
+		c.armed.Store(now.UnixNano())
+	}
+	if _, err := c.nc.Write(x.rb.w); err != nil {
+		return false, fmt.Errorf("send request: %w", err)
+	}
+	if streaming {
+		x.stdinDone = make(chan struct{})
+		go x.sendStdin()
+	}
+	stop := context.AfterFunc(x.r.Context(), c.abortFn)
+	err = x.readResponse()
+	if !stop() {
+		// The client left: ABORT_REQUEST is sent or being sent, after
+		// which php-fpm closes the connection.
+		c.aborted.Store(true)
+		x.h.aborted.Add(1)
+	}
+	if streaming {
+		select {
+		case <-x.stdinDone:
+		default:
+			// The script answered before its body was sent. The body
+			// goroutine may be writing to the connection or reading the
+			// client: close one, and cut the other's read short.
+			c.aborted.Store(true)
+			c.close()
+			http.NewResponseController(x.w).SetReadDeadline(time.Now())
+			<-x.stdinDone
+		}
+	}
+	return true, err
+}
+
+// finish releases the connection and reports err to the client and the
+// log.
+func (x *exchange) finish(c *conn, err error, status int) {
+	h := x.h
+	if c != nil {
+		reusable := err == nil && c.clean() && x.stdinErr == nil
+		if reusable {
+			c.reused = true
+		}
+		h.pool.release(c, reusable)
+	}
+	ctx := x.r.Context()
+	if x.clientBody.Load() && !x.wroteHeader {
+		// The client's body failed before the script answered, so the
+		// answer (to a truncated body) was dropped.
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(x.stdinErr, &mbe):
+			http.Error(x.w, "413 content too large", http.StatusRequestEntityTooLarge)
+		case ctx.Err() == nil:
+			http.Error(x.w, "400 bad request", http.StatusBadRequest)
+		}
+		return
+	}
+	if err == nil {
+		return
+	}
+	if ctx.Err() != nil {
+		return // the client is gone: nobody to tell, and not the server's fault
+	}
+	h.errs.Add(1)
+	msg := err.Error()
+	if isTimeout(err) {
+		msg = fmt.Sprintf("no output from the script within read_timeout %v", h.readTimeout)
+	}
+	h.elog.write(slog.LevelError, "fastcgi: "+msg, "script", x.t.scriptName)
+	if !x.wroteHeader {
+		if status == http.StatusServiceUnavailable {
+			x.w.Header().Set("Retry-After", retryAfter)
+		}
+		http.Error(x.w, fmt.Sprintf("%d %s", status, lower(http.StatusText(status))), status)
+		return
+	}
+	// The response is partly sent: cut it off, so the client sees a
+	// truncated response rather than a complete-looking one.
+	panic(http.ErrAbortHandler)
+}
+
+func lower(s string) string { return string(bytes.ToLower([]byte(s))) }
+
+// readResponse reads records until END_REQUEST, writing STDOUT to the
+// client as it comes.
+func (x *exchange) readResponse() error {
+	rd := &x.c.rd
+	hb := x.rb.hdr[:0]
+	defer func() { x.rb.hdr = hb[:0] }()
+	headerDone := false
+	for {
+		hd, err := rd.Next()
+		if err != nil {
+			if err == io.EOF {
+				return errUnexpectedEnd
+			}
+			return err
+		}
+		x.gotBytes = true
+		if hd.RequestID != 1 {
+			if hd.RequestID == 0 {
+				continue // a management record: not ours, skipped
+			}
+			return &protoError{fmt.Sprintf("%s record for request id %d", fcgi.TypeName(hd.Type), hd.RequestID)}
+		}
+		switch hd.Type {
+		case fcgi.TypeStdout:
+			for rd.Remaining() > 0 {
+				p, err := rd.Peek()
+				if err != nil {
+					return err
+				}
+				if headerDone {
+					x.writeBody(p)
+					rd.Discard(len(p))
+					continue
+				}
+				hb = append(hb, p...)
+				rd.Discard(len(p))
+				if n := headerEnd(hb); n >= 0 {
+					headerDone = true
+					if err := x.writeHeader(hb[:n]); err != nil {
+						return err
+					}
+					x.writeBody(hb[n:])
+				} else if len(hb) > maxHeaderBytes {
+					return errHeaderTooLarge
+				}
+			}
+		case fcgi.TypeStderr:
+			if err := x.stderr(); err != nil {
+				return err
+			}
+		case fcgi.TypeEndRequest:
+			if hd.ContentLength != 8 {
+				return errEndLength
+			}
+			if _, err := rd.ReadContent(x.endBuf[:]); err != nil {
+				return err
+			}
+			if err := rd.Skip(); err != nil {
+				return err
+			}
+			x.end, _ = fcgi.ParseEndRequest(x.endBuf[:])
+			if x.end.ProtocolStatus != fcgi.StatusRequestComplete {
+				return &endError{x.end}
+			}
+			if !headerDone {
+				if len(hb) == 0 {
+					return errNoOutput
+				}
+				return errHeaderNoEnd
+			}
+			return nil
+		}
+		// Flush what the client has been given when nothing more is
+		// buffered: the script is producing output slowly (PHP's flush(),
+		// server-sent events), so the client should see it now.
+		if x.unflushed && rd.Buffered() == 0 {
+			x.flush()
+		}
+	}
+}
+
+// writeHeader sends the HTTP response head from the CGI header block.
+func (x *exchange) writeHeader(block []byte) error {
+	if x.clientBody.Load() {
+		return nil // answer dropped, see finish
+	}
+	// Check the whole block first, so a bad one leaves the response
+	// header untouched for the 502.
+	res, err := parseCGIHeader(block, func(string, []byte, bool) {})
+	if err != nil {
+		return err
+	}
+	hdr := x.w.Header()
+	var vals []string
+	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
+		setField(hdr, name, x.h.interned.value(v, repeat), &vals)
+	})
+	status := res.status
+	if status == 0 {
+		status = http.StatusOK
+		if res.location {
+			// RFC 3875 6.2.3: a client redirect without Status is 302.
+			// A local redirect (6.2.2, Location: /path) is sent to the
+			// client as a 302 too, as nginx does, rather than run again
+			// inside the server. PHP itself sends Status: 302 with every
+			// Location header unless the script chose a 201 or 3xx.
+			status = http.StatusFound
+		}
+	}
+	x.bodyAllowed = x.r.Method != http.MethodHead && status != http.StatusNoContent && status != http.StatusNotModified
+	x.w.WriteHeader(status)
+	x.wroteHeader = true
+	return nil
+}
+
+func (x *exchange) writeBody(p []byte) {
+	if len(p) == 0 || !x.bodyAllowed || x.clientGone || !x.wroteHeader {
+		return
+	}
+	if _, err := x.w.Write(p); err != nil {
+		x.clientGone = true // keep reading to END_REQUEST; the client is gone or the length was wrong
+		return
+	}
+	x.unflushed = true
+}
+
+func (x *exchange) flush() {
+	x.unflushed = false
+	if x.clientGone {
+		return
+	}
+	if f, ok := x.w.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
+	http.NewResponseController(x.w).Flush()
+}
+
+const (
+	stderrKeep       = 1 << 10 // bytes of one STDERR record kept for the log
+	stderrRecsLogged = 20      // STDERR records logged per request
+)
+
+// stderr reads one STDERR record into the error log.
+func (x *exchange) stderr() error {
+	rd := &x.c.rd
+	buf := x.rb.errb[:0]
+	for rd.Remaining() > 0 {
+		p, err := rd.Peek()
+		if err != nil {
+			return err
+		}
+		if room := stderrKeep - len(buf); room > 0 {
+			buf = append(buf, p[:min(len(p), room)]...)
+		}
+		rd.Discard(len(p))
+	}
+	x.rb.errb = buf[:0]
+	x.stderrRecs++
+	if x.stderrRecs > stderrRecsLogged {
+		return nil
+	}
+	for line := range bytes.Lines(buf) {
+		line = bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		x.h.elog.write(slog.LevelWarn, "fastcgi: script stderr", "script", x.t.scriptName, "stderr", string(line))
+	}
+	return nil
+}
+
+// sendStdin streams the request body as STDIN records, one per read, in
+// its own goroutine so that a script that answers before it has read its
+// input cannot deadlock against the body.
+func (x *exchange) sendStdin() {
+	defer close(x.stdinDone)
+	c := x.c
+	bp := x.h.getCopyBuf()
+	defer x.h.putCopyBuf(bp)
+	buf := (*bp)[:cap(*bp)]
+	const maxRec = 65528
+	remain := x.body.length
+	for remain > 0 {
+		n := int(min(remain, maxRec))
+		k, rerr := x.body.src.Read(buf[fcgi.HeaderLen : fcgi.HeaderLen+n])
+		if k > 0 {
+			remain -= int64(k)
+			if err := c.writeLocked(fcgi.StdinRecord(buf, 1, k)); err != nil {
+				x.stdinErr = fmt.Errorf("send request body: %w", err)
+				return
+			}
+		}
+		if rerr != nil && remain > 0 {
+			if rerr == io.EOF {
+				rerr = io.ErrUnexpectedEOF
+			}
+			x.stdinErr = rerr
+			x.clientBody.Store(true)
+			c.abort()
+			return
+		}
+	}
+	var end [fcgi.HeaderLen]byte
+	if err := c.writeLocked(fcgi.AppendHeader(end[:0], fcgi.TypeStdin, 1, 0, 0)); err != nil {
+		x.stdinErr = fmt.Errorf("send request body: %w", err)
+		return
+	}
+	c.armRead()
+}

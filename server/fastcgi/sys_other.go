@@ -1,0 +1,33 @@
+//go:build !unix
+
+package fastcgi
+
+import (
+	"net"
+	"os"
+)
+
+type kind int
+
+const (
+	kindMissing kind = iota
+	kindFile
+	kindDir
+	kindOther
+)
+
+func fileKind(a, b, c string) kind {
+	fi, err := os.Stat(a + b + c)
+	switch {
+	case err != nil:
+		return kindMissing
+	case fi.Mode().IsRegular():
+		return kindFile
+	case fi.IsDir():
+		return kindDir
+	}
+	return kindOther
+}
+
+// peerClosed cannot peek here; a stale connection is found when it is used.
+func peerClosed(net.Conn) bool { return false }

@@ -1,0 +1,5 @@
+package fastcgi
+
+import "syscall"
+
+const sysFstatat = syscall.SYS_FSTATAT
