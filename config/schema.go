@@ -44,6 +44,10 @@ type Site struct {
 	Limits      Limits      `toml:"limits"`
 	Routes      []Route     `toml:"-"` // decoded from rawRoute
 
+	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
+	// see PHP for how it combines with [global] php.
+	PHP *PHP `toml:"php"`
+
 	// Global holds process-wide settings. At most one site file may have a
 	// [global] table; see GlobalOf.
 	Global *Global `toml:"global"`
@@ -51,6 +55,15 @@ type Site struct {
 	// Pos locates the site's keys for cross-site messages (duplicate names,
 	// listen conflicts). Keyed by dotted path such as "listen[0]".
 	pos *posIndex
+}
+
+// Position returns where a key of the site file is written ("listen[1]",
+// "tls.listen[0]", "routes[2].handler"), or 0, 0 if it is not.
+func (s *Site) Position(path string) (line, col int) {
+	if s.pos == nil {
+		return 0, 0
+	}
+	return s.pos.at(path)
 }
 
 // TLS configures the HTTPS listeners of a site (TLS 1.2 and 1.3, ALPN h2 and
@@ -191,6 +204,7 @@ type Status struct {
 type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
+	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -71,6 +71,23 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
+	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
+	// by fastcgi routes whose address is "php" or empty, and shown on the
+	// status page. Nil when Arka runs none: such routes are then errors.
+	PHP PHP
+}
+
+// PHP is the php-fpm pool Arka runs itself, as the server sees it.
+type PHP interface {
+	// Address is the pool's FastCGI address ("unix:/path.sock"), or ""
+	// while Arka runs no php-fpm.
+	Address() string
+	// MaxChildren is pm.max_children: the default max_conns of routes to
+	// the pool, so that requests queue in Arka's FIFO, not in php-fpm.
+	MaxChildren() int
+	// Status is php-fpm's own view of the pool (its status page), or nil
+	// while it does not answer.
+	Status() []status.PHPFPMPool
 }
 
 // Server runs listeners for a configuration and swaps configurations on
@@ -185,7 +202,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 				b.ln.Close()
 			}
 			t.close()
-			return err
+			return listenError(sites, addr, vh.tls, err)
 		}
 		bound = append(bound, l)
 		next[addr] = l
@@ -215,6 +232,33 @@ func (s *Server) Apply(sites []*config.Site) error {
 		}()
 	}
 	return nil
+}
+
+// listenError locates a failure to bind addr at the first site file line
+// that names it.
+func listenError(sites []*config.Site, addr string, isTLS bool, err error) error {
+	msg := err.Error()
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		msg = fmt.Sprintf("cannot listen on %s: %v", addr, oe.Err)
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			msg = fmt.Sprintf("cannot listen on %s: %v", addr, se.Err)
+		}
+	}
+	for _, cs := range sites {
+		list, key := cs.Listen, "listen"
+		if isTLS {
+			list, key = cs.TLS.Listen, "tls.listen"
+		}
+		for i, a := range list {
+			if a == addr {
+				line, col := cs.Position(fmt.Sprintf("%s[%d]", key, i))
+				return config.Errors{{File: cs.File, Line: line, Col: col, Msg: msg}}
+			}
+		}
+	}
+	return err
 }
 
 // Addrs returns the bound listen addresses (useful with port 0).
