@@ -273,6 +273,27 @@ func (s *Server) Addrs() map[string]net.Addr {
 	return m
 }
 
+// URLs returns a URL for each listener, sorted ("http://127.0.0.1:8080/",
+// "https://localhost:443/" for a wildcard address), for people to click.
+func (s *Server) URLs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, l := range s.listeners {
+		host, port, _ := net.SplitHostPort(l.ln.Addr().String())
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = "localhost"
+		}
+		scheme := "http"
+		if l.tls {
+			scheme = "https"
+		}
+		out = append(out, scheme+"://"+net.JoinHostPort(host, port)+"/")
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Shutdown stops accepting, waits for in-flight requests up to ctx, closes
 // handlers and flushes logs.
 func (s *Server) Shutdown(ctx context.Context) error {
