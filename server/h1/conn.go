@@ -349,7 +349,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, badRequest("invalid character in header field value")
 		}
 		var f field
-		f.key, buf, f.ks, f.ke = canonicalKey(name, c.lower, buf)
+		f.key, buf, f.ks, f.ke = canonicalKey(name, &c.lower, buf)
 		f.vs = len(buf)
 		buf = append(buf, v...)
 		f.ve = len(buf)

@@ -65,8 +65,9 @@ func targetOK(b []byte) bool {
 // canonicalKey returns the canonical form of a field name (as
 // http.CanonicalHeaderKey), using a constant for common names; other names
 // are appended to buf and returned as (start, end) offsets into it.
-func canonicalKey(name []byte, lower []byte, buf []byte) (key string, out []byte, start, end int) {
-	lower = lower[:0]
+func canonicalKey(name []byte, scratch *[]byte, buf []byte) (key string, out []byte, start, end int) {
+	lower := (*scratch)[:0]
+	defer func() { *scratch = lower }()
 	for _, c := range name {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
