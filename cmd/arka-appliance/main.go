@@ -4,6 +4,7 @@
 //	arka-appliance build --board rpi|amd64 [-o images/out/arka-<board>.img]
 //	arka-appliance flash --image images/out/arka-rpi.img /dev/sdX   (or --board rpi: build first)
 //	arka-appliance vm    --board amd64 [--image …]
+//	arka-appliance update --host HOST (--image IMG | --board BOARD)   (over the air, rolls back by itself)
 package main
 
 import (
@@ -31,6 +32,7 @@ const usage = `usage:
   arka-appliance build --board BOARD [flags]     build images/out/arka-BOARD.img
   arka-appliance flash (--image IMG | --board BOARD) [--force] DEVICE
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
+  arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -49,6 +51,8 @@ func main() {
 		err = cmdFlash(os.Args[2:])
 	case "vm":
 		err = cmdVM(os.Args[2:])
+	case "update":
+		err = cmdUpdate(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return
