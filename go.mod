@@ -29,7 +29,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.3 // indirect
 	github.com/rtr7/dhcp4 v0.0.0-20220302171438-18c84d089b46 // indirect
-	github.com/spf13/pflag v1.0.5 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/vishvananda/netlink v1.1.0 // indirect
 	github.com/vishvananda/netns v0.0.0-20211101163701-50045581ed74 // indirect
 	golang.org/x/sync v0.25.0 // indirect
@@ -39,6 +39,15 @@ tool (
 	github.com/gokrazy/gokrazy/cmd/dhcp
 	github.com/gokrazy/gokrazy/cmd/ntp
 	github.com/gokrazy/gokrazy/cmd/randomd
+	github.com/summerwind/h2spec/cmd/h2spec
 )
 
-require golang.org/x/text v0.43.0 // indirect
+require (
+	github.com/fatih/color v1.19.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/summerwind/h2spec v2.2.1+incompatible // indirect
+	golang.org/x/text v0.43.0 // indirect
+)

@@ -28,6 +28,7 @@ import (
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
+	"github.com/arkaweb/arka/server/h2"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -61,9 +62,12 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	// Engine selects the HTTP/1.1 engine: "" or "arka" (package h1), or
-	// "net/http". HTTP/2 is always net/http's.
+	// Engine selects the HTTP engines: "" or "arka" (packages h1 and h2),
+	// or "net/http" (the standard library's, for comparison and debugging).
 	Engine string
+	// MaxConns bounds the connections open at once per listen address; 0
+	// means no bound. cmd/arka derives it from the board's memory.
+	MaxConns int
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
@@ -353,15 +357,15 @@ func (s *Server) RouteStats() []*RouteStats {
 func (s *Server) CacheStats() static.CacheStats { return s.cache.Stats() }
 
 // listener is one bound address with its engines: Arka's HTTP/1.1 engine
-// (package h1), and for TLS connections that negotiate "h2", net/http's
-// HTTP/2 server. With Options.Engine "net/http", net/http serves both.
+// (package h1) and, for TLS connections that negotiate "h2", its HTTP/2
+// engine (package h2). With Options.Engine "net/http", net/http serves both.
 type listener struct {
 	addr string
 	tls  bool
 	ln   net.Listener
-	srv  *http.Server // HTTP/2 (and HTTP/1.1 with the net/http engine)
+	srv  *http.Server // everything with the net/http engine
 	h1   *h1.Server   // nil with the net/http engine
-	h2ln *connListener
+	h2   *h2.Server   // nil with the net/http engine
 	tlsc *tls.Config
 	hsTO time.Duration
 	vh   atomic.Pointer[vhosts]
@@ -373,6 +377,11 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.o.ReadHeaderTimeout}
+	var limited *limitListener
+	if s.o.MaxConns > 0 {
+		limited = &limitListener{Listener: ln, max: int64(s.o.MaxConns)}
+		l.ln = limited
+	}
 	l.srv = &http.Server{
 		Handler:           l,
 		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
@@ -396,8 +405,16 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			MaxHeaderBytes:    s.o.MaxHeaderBytes,
 			Logger:            s.log,
 		}
+		if limited != nil {
+			limited.closeIdle = l.h1.CloseIdle
+		}
 		if isTLS {
-			l.h2ln = newConnListener(ln.Addr())
+			l.h2 = &h2.Server{
+				Handler:        l,
+				MaxHeaderBytes: s.o.MaxHeaderBytes,
+				IdleTimeout:    s.o.IdleTimeout,
+				Logger:         s.log,
+			}
 		}
 	}
 	return l, nil
@@ -413,7 +430,6 @@ func (l *listener) serve(log *slog.Logger) {
 	case !l.tls:
 		err = l.h1.Serve(l.ln)
 	default:
-		go l.srv.Serve(l.h2ln)
 		err = l.acceptTLS()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
@@ -453,9 +469,7 @@ func (l *listener) handshake(c net.Conn) {
 	tc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
 	if st.NegotiatedProtocol == "h2" {
-		if !l.h2ln.deliver(tc) {
-			tc.Close()
-		}
+		l.h2.ServeConn(tc, &st)
 		return
 	}
 	l.h1.ServeConn(tc, &st)
@@ -473,52 +487,18 @@ func (l *listener) shutdown(timeout time.Duration) {
 			l.h1.Shutdown(ctx)
 		}()
 	}
+	if l.h2 != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.h2.Shutdown(ctx)
+		}()
+	}
 	if err := l.srv.Shutdown(ctx); err != nil {
 		l.srv.Close()
 	}
-	if l.h2ln != nil {
-		l.h2ln.Close()
-	}
 	wg.Wait()
 }
-
-// connListener is a net.Listener fed with connections accepted elsewhere
-// (TLS connections that negotiated HTTP/2), for net/http's Serve.
-type connListener struct {
-	addr   net.Addr
-	ch     chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newConnListener(addr net.Addr) *connListener {
-	return &connListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (c *connListener) deliver(conn net.Conn) bool {
-	select {
-	case c.ch <- conn:
-		return true
-	case <-c.closed:
-		return false
-	}
-}
-
-func (c *connListener) Accept() (net.Conn, error) {
-	select {
-	case conn := <-c.ch:
-		return conn, nil
-	case <-c.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (c *connListener) Close() error {
-	c.once.Do(func() { close(c.closed) })
-	return nil
-}
-
-func (c *connListener) Addr() net.Addr { return c.addr }
 
 // certificate picks the certificate for a TLS handshake by SNI: the site
 // named, else the default site, else the first site on this address.
@@ -611,18 +591,30 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
+	defer func() {
+		// Count and log the request even when the handler aborted it
+		// (panic(http.ErrAbortHandler) for a response cut short); the
+		// panic goes on to the engine, which closes the connection.
+		p := recover()
+		status, n := rec.status, rec.bytes
+		switch {
+		case p != nil && status == 0:
+			status = http.StatusInternalServerError
+		case status == 0:
+			status = http.StatusOK
+		}
+		rec.w = nil
+		recorders.Put(rec)
+		d := time.Since(start)
+		rt.stats.observe(status, d, n)
+		if st.log != nil {
+			st.log.log(r, status, n, start, d, reqID)
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
 	rt.h.ServeHTTP(rec, r)
-	status, n := rec.status, rec.bytes
-	if status == 0 {
-		status = http.StatusOK
-	}
-	rec.w = nil
-	recorders.Put(rec)
-	d := time.Since(start)
-	rt.stats.observe(status, d, n)
-	if st.log != nil {
-		st.log.log(r, status, n, start, d, reqID)
-	}
 }
 
 // engineLog routes net/http's own messages to the error log, dropping the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arkaweb/arka/server"
 	"github.com/arkaweb/arka/server/servertest"
 )
 
@@ -269,4 +270,45 @@ handler = { type = "static", root = "`+www(t, dir, "a", "ok")+`" }
 			t.Errorf("2 KiB body over a 1 KiB limit: %d", resp.StatusCode)
 		}
 	})
+}
+
+// At the connection limit, idle keep-alive connections make room.
+func TestConnectionLimit(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.StartWith(t, server.Options{MaxConns: 3}, siteFor(`"a.example"`, www(t, dir, "a", "ok"), true))
+	var idle []net.Conn
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", e.HTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"))
+		buf := make([]byte, 4096)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, _ := c.Read(buf); !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+			t.Fatalf("connection %d: %q", i, buf[:n])
+		}
+		idle = append(idle, c)
+	}
+	// A fourth client is served: an idle connection was closed for it.
+	h1c := e.Clients()[0]
+	if resp, body := h1c.Get(t, "/", "Host: a.example"); resp.StatusCode != 200 || string(body) != "ok" {
+		t.Fatalf("fourth client: %d", resp.StatusCode)
+	}
+	closed := 0
+	for _, c := range idle {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Errorf("no idle connection was closed to make room")
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
 }

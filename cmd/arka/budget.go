@@ -61,3 +61,11 @@ func applyRuntime(b board.Budget, log *slog.Logger) {
 	}
 	log.Info("runtime limits taken from the environment", "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
 }
+
+// maxConns bounds open connections per listen address from the memory
+// limit: an open connection costs up to about 64 KiB (goroutine stack,
+// buffers, TLS state), so a Pi Zero 2 W (125 MiB limit) keeps 2000.
+func maxConns(b board.Budget) int {
+	n := b.MemoryLimitBytes / (64 << 10)
+	return int(max(256, min(n, 65536)))
+}

@@ -77,7 +77,8 @@ func run(args []string) int {
 	global := config.GlobalOf(sites)
 	budget := budgetFor(brd, global)
 	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
-	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal})
+	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal,
+		MaxConns: maxConns(budget)})
 	if *check {
 		if err := srv.Check(sites); err != nil {
 			printConfigError(err)
@@ -88,6 +89,14 @@ func run(args []string) int {
 		return 0
 	}
 	applyRuntime(budget, logger)
+	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
+		// A debugging aid: a CPU profile of the whole run, written on exit.
+		if stop, err := startCPUProfile(path); err != nil {
+			logger.Error("cpu profile", "err", err)
+		} else {
+			defer stop()
+		}
+	}
 	if err := srv.Apply(sites); err != nil {
 		printConfigError(err)
 		return 1

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 const (
@@ -28,12 +30,21 @@ var (
 	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
+// tcpConn is what the engine needs of a plain TCP connection beyond
+// net.Conn: ReadFrom (sendfile) and CloseWrite. *net.TCPConn has both, as
+// do wrappers that delegate to it.
+type tcpConn interface {
+	net.Conn
+	ReadFrom(io.Reader) (int64, error)
+	CloseWrite() error
+}
+
 // conn is one client connection; everything in it is reused from request
 // to request.
 type conn struct {
 	srv    *Server
 	rwc    net.Conn
-	tcp    *net.TCPConn // nil over TLS: no sendfile
+	tcp    tcpConn // nil over TLS: no sendfile
 	tls    *tls.ConnectionState
 	br     *bufio.Reader
 	bw     *bufio.Writer
@@ -53,11 +64,31 @@ type conn struct {
 	body     body
 	watch    *watcher // set while a request context is being watched
 	deadline time.Time
+
+	wdeadline time.Time // the write deadline in force
+	wfixed    bool      // a handler set the write deadline itself
+}
+
+// deadlineWriter refreshes the connection's write deadline before each
+// write, so a client that stops reading is dropped after WriteTimeout
+// without a response being limited in total length (nginx's send_timeout).
+type deadlineWriter struct{ c *conn }
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	c := d.c
+	if to := c.srv.writeTimeout(); to > 0 && !c.wfixed {
+		now := time.Now()
+		if c.wdeadline.Sub(now) < to-time.Second {
+			c.wdeadline = now.Add(to)
+			c.rwc.SetWriteDeadline(c.wdeadline)
+		}
+	}
+	return c.rwc.Write(p)
 }
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
-	c.tcp, _ = rw.(*net.TCPConn)
+	c.tcp, _ = rw.(tcpConn)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -75,7 +106,7 @@ func (c *conn) serve() {
 	c.br = readerPool.Get().(*bufio.Reader)
 	c.br.Reset(c.rwc)
 	c.bw = writerPool.Get().(*bufio.Writer)
-	c.bw.Reset(c.rwc)
+	c.bw.Reset(deadlineWriter{c})
 	defer func() {
 		if p := recover(); p != nil && p != http.ErrAbortHandler {
 			buf := make([]byte, 16<<10)
@@ -125,6 +156,11 @@ func (c *conn) serve() {
 		}
 		c.w.finish()
 		c.stopWatch()
+		if c.wfixed {
+			c.wfixed = false
+			c.wdeadline = time.Time{}
+			c.rwc.SetWriteDeadline(time.Time{})
+		}
 		if c.w.closeAfter || !c.body.discard(256<<10) {
 			c.bw.Flush()
 			c.closeWrite()
@@ -486,26 +522,9 @@ func parseContentLength(vals []string) (int64, error) {
 func wantsClose(r *http.Request) bool {
 	conn := r.Header["Connection"]
 	if r.ProtoMinor == 0 {
-		return !hasToken(conn, "keep-alive")
+		return !wire.HasToken(conn, "keep-alive")
 	}
-	return hasToken(conn, "close")
-}
-
-func hasToken(lines []string, token string) bool {
-	for _, l := range lines {
-		for l != "" {
-			var p string
-			if i := strings.IndexByte(l, ','); i >= 0 {
-				p, l = l[:i], l[i+1:]
-			} else {
-				p, l = l, ""
-			}
-			if strings.EqualFold(strings.TrimSpace(p), token) {
-				return true
-			}
-		}
-	}
-	return false
+	return wire.HasToken(conn, "close")
 }
 
 func indexByte(b []byte, c byte) int {

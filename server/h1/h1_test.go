@@ -526,3 +526,32 @@ func TestPanicAndShutdown(t *testing.T) {
 		t.Errorf("idle connection still open after shutdown")
 	}
 }
+
+// A client that stops reading is dropped after WriteTimeout.
+func TestWriteTimeout(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	failed := make(chan error, 1)
+	s := &h1.Server{WriteTimeout: 300 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 64<<10)
+		for i := 0; i < 1000; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				failed <- err
+				return
+			}
+		}
+		failed <- nil
+	})}
+	go s.Serve(ln)
+	defer s.Close()
+	c, _ := net.Dial("tcp", ln.Addr().String())
+	defer c.Close()
+	c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	select {
+	case err := <-failed:
+		if err == nil {
+			t.Fatal("64 MB written to a client that reads nothing")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler still blocked after 10 s")
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Errors of request parsing, each mapped to the status the client gets.
@@ -60,27 +62,6 @@ func targetOK(b []byte) bool {
 	return len(b) > 0
 }
 
-// commonHeaders maps lower-case names of frequent fields to canonical
-// constant strings, so that parsing them allocates nothing.
-var commonHeaders = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{
-		"Host", "User-Agent", "Accept", "Accept-Encoding", "Accept-Language", "Accept-Charset",
-		"Connection", "Keep-Alive", "Content-Length", "Content-Type", "Transfer-Encoding", "Te", "Trailer",
-		"Cookie", "Referer", "Origin", "Authorization", "Cache-Control", "Pragma", "Upgrade",
-		"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range",
-		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip", "X-Request-Id",
-		"Forwarded", "Via", "Expect", "Dnt", "Priority", "Sec-Fetch-Dest", "Sec-Fetch-Mode",
-		"Sec-Fetch-Site", "Sec-Fetch-User", "Sec-Ch-Ua", "Sec-Ch-Ua-Mobile", "Sec-Ch-Ua-Platform",
-		"Upgrade-Insecure-Requests", "Sec-Websocket-Key", "Sec-Websocket-Version",
-		"Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "Proxy-Connection", "Proxy-Authorization",
-		"X-Requested-With", "Content-Encoding", "Content-Range", "Date", "Proxy",
-	} {
-		m[strings.ToLower(k)] = k
-	}
-	return m
-}()
-
 // canonicalKey returns the canonical form of a field name (as
 // http.CanonicalHeaderKey), using a constant for common names; other names
 // are appended to buf and returned as (start, end) offsets into it.
@@ -92,7 +73,7 @@ func canonicalKey(name []byte, lower []byte, buf []byte) (key string, out []byte
 		}
 		lower = append(lower, c)
 	}
-	if k, ok := commonHeaders[string(lower)]; ok {
+	if k, ok := wire.CanonicalBytes(lower); ok {
 		return k, buf, 0, 0
 	}
 	start = len(buf)

@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // response is the http.ResponseWriter of one connection, reused for each
@@ -156,7 +157,7 @@ func (w *response) sendHeader(final bool) {
 		}
 	}
 	delete(h, "Transfer-Encoding")
-	if hasToken(h["Connection"], "close") {
+	if wire.HasToken(h["Connection"], "close") {
 		w.closeAfter = true
 	}
 	// A client that sends its whole request before reading the response
@@ -200,14 +201,14 @@ func (w *response) sendHeader(final bool) {
 	writeFields(bw, h, w.trailers)
 	if _, ok := h["Date"]; !ok {
 		bw.WriteString("Date: ")
-		bw.Write(dateNow())
+		bw.Write(wire.Date())
 		bw.WriteString("\r\n")
 	}
 	if w.chunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if w.closeAfter {
-		if !hasToken(h["Connection"], "close") {
+		if !wire.HasToken(h["Connection"], "close") {
 			bw.WriteString("Connection: close\r\n")
 		}
 	} else if w.req.ProtoMinor == 0 {
@@ -379,8 +380,15 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+
+// SetWriteDeadline replaces the per-write timeout for the rest of this
+// response (http.ResponseController).
+func (w *response) SetWriteDeadline(t time.Time) error {
+	w.c.wfixed = !t.IsZero()
+	w.c.wdeadline = t
+	return w.c.rwc.SetWriteDeadline(t)
+}
 
 // EnableFullDuplex lets the handler read the body while writing the
 // response; this engine always allows it.
@@ -406,22 +414,3 @@ func statusLine(code int) string {
 	}
 	return "HTTP/1.1 " + strconv.Itoa(code) + " status code " + strconv.Itoa(code) + "\r\n"
 }
-
-// dateNow returns the Date field value, formatted once per second.
-func dateNow() []byte {
-	now := time.Now().Unix()
-	d := cachedDate.Load()
-	if d != nil && d.unix == now {
-		return d.b
-	}
-	nd := &date{unix: now, b: time.Unix(now, 0).UTC().AppendFormat(nil, http.TimeFormat)}
-	cachedDate.Store(nd)
-	return nd.b
-}
-
-type date struct {
-	unix int64
-	b    []byte
-}
-
-var cachedDate atomic.Pointer[date]

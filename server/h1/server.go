@@ -31,6 +31,10 @@ type Server struct {
 	// on a kept-alive connection. Zero means no limit.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
+	// WriteTimeout bounds each write to the client: one that reads nothing
+	// for this long is dropped (like nginx's send_timeout). Default 60 s;
+	// negative means none. Handlers may set their own deadlines.
+	WriteTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and header fields; beyond it
 	// the client gets 431 (414 when the request line alone is too long).
 	// Default 32 KiB.
@@ -57,6 +61,16 @@ func (s *Server) maxHeaderBytes() int {
 		return s.MaxHeaderBytes
 	}
 	return 32 << 10
+}
+
+func (s *Server) writeTimeout() time.Duration {
+	switch {
+	case s.WriteTimeout < 0:
+		return 0
+	case s.WriteTimeout == 0:
+		return 60 * time.Second
+	}
+	return s.WriteTimeout
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -178,6 +192,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// CloseIdle closes up to n connections that are waiting for their next
+// request, to make room under a connection limit (as nginx reuses idle
+// keep-alive connections). It returns how many it closed.
+func (s *Server) CloseIdle(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	closed := 0
+	for c := range s.conns {
+		if closed >= n {
+			break
+		}
+		if c.state.Load() == stateIdle {
+			c.rwc.Close()
+			closed++
+		}
+	}
+	return closed
 }
 
 // Close closes listeners and every connection at once.

@@ -1,0 +1,616 @@
+package h2
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// conn is one HTTP/2 connection. The reader goroutine (serve) owns the
+// frame reader and stream creation; handlers run on worker goroutines and
+// write frames into the shared output under wmu; the writer goroutine
+// sends the output.
+type conn struct {
+	srv    *Server
+	rwc    net.Conn
+	tls    *tls.ConnectionState
+	remote string
+	ctx    context.Context
+	cancel context.CancelFunc
+	tmpl   *http.Request
+	br     *bufio.Reader
+	fr     *http2.Framer
+
+	// Reader-goroutine state.
+	maxStreamID   uint32       // highest client-initiated stream id seen
+	peerMaxFrame  uint32       // SETTINGS_MAX_FRAME_SIZE of the peer
+	peerWindow    int32        // SETTINGS_INITIAL_WINDOW_SIZE of the peer
+	recvConn      atomic.Int32 // connection receive window left
+	sawSettings   bool
+	goAwaySent    bool
+	lastStreamsAt time.Time
+	resets        int // streams the client reset while we still worked on them
+
+	smu     sync.Mutex
+	streams map[uint32]*stream
+	active  int // streams whose handler runs
+
+	// Output, guarded by wmu.
+	wmu        sync.Mutex
+	wcond      *sync.Cond // flow-control waits
+	out        []byte
+	spare      []byte
+	fw         *http2.Framer // writes frames into out
+	henc       *hpack.Encoder
+	hbuf       bytes.Buffer
+	sendConn   int64 // connection send window
+	consumed   int64 // received bytes handed to handlers, not yet credited
+	dead       bool  // the connection failed: writes fail
+	writing    bool  // the writer goroutine is sending
+	kick       chan struct{}
+	quit       chan struct{}
+	writerDone chan struct{}
+}
+
+// outWriter appends frames to c.out; used only under wmu.
+type outWriter struct{ c *conn }
+
+func (w outWriter) Write(p []byte) (int, error) {
+	w.c.out = append(w.c.out, p...)
+	return len(p), nil
+}
+
+var errConnDead = errors.New("h2: connection closed")
+
+func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
+	c := &conn{
+		srv: s, rwc: rw, tls: st, remote: rw.RemoteAddr().String(),
+		streams:      map[uint32]*stream{},
+		peerMaxFrame: 16384, peerWindow: 65535,
+		sendConn: 65535,
+		kick:     make(chan struct{}, 1), quit: make(chan struct{}), writerDone: make(chan struct{}),
+	}
+	c.wcond = sync.NewCond(&c.wmu)
+	c.recvConn.Store(connWindow)
+	base := s.BaseContext
+	if base == nil {
+		base = context.Background()
+	}
+	base = context.WithValue(base, http.LocalAddrContextKey, rw.LocalAddr())
+	c.ctx, c.cancel = context.WithCancel(base)
+	c.tmpl = (&http.Request{}).WithContext(c.ctx)
+	c.br = bufio.NewReaderSize(rw, 32<<10)
+	c.fr = http2.NewFramer(io.Discard, c.br)
+	c.fr.SetMaxReadFrameSize(maxFrameRead)
+	c.fr.MaxHeaderListSize = s.maxHeaderBytes()
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fw = http2.NewFramer(outWriter{c}, nil)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	return c
+}
+
+// serve runs the connection: preface, settings, then frames until the end.
+func (c *conn) serve() {
+	defer func() {
+		if p := recover(); p != nil {
+			buf := make([]byte, 16<<10)
+			c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
+				"stack", string(buf[:runtime.Stack(buf, false)]))
+		}
+		c.shutdown()
+	}()
+	go c.writeLoop()
+
+	// RFC 9113 section 3.4: the client preface, then SETTINGS.
+	c.rwc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var pre [len(clientPreface)]byte
+	if _, err := io.ReadFull(c.br, pre[:]); err != nil || string(pre[:]) != clientPreface {
+		return
+	}
+	c.wmu.Lock()
+	c.fw.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.srv.maxStreams()},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
+		http2.Setting{ID: http2.SettingMaxFrameSize, Val: maxFrameRead},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.srv.maxHeaderBytes()},
+		http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 1},
+	)
+	c.fw.WriteWindowUpdate(0, connWindow-65535)
+	c.wmu.Unlock()
+	c.kickWriter()
+
+	for {
+		c.setReadDeadline()
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			c.readError(err)
+			return
+		}
+		if err := c.processFrame(f); err != nil {
+			if !c.handleError(err) {
+				return
+			}
+		}
+	}
+}
+
+// setReadDeadline arms the idle timeout while no stream is open.
+func (c *conn) setReadDeadline() {
+	if c.br.Buffered() > 0 {
+		return
+	}
+	c.smu.Lock()
+	n := len(c.streams)
+	c.smu.Unlock()
+	if n == 0 && c.srv.IdleTimeout > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(c.srv.IdleTimeout))
+	} else {
+		c.rwc.SetReadDeadline(time.Time{})
+	}
+}
+
+// readError handles an error from the frame reader: connection errors get
+// a GOAWAY, stream errors (from header decoding) a RST_STREAM.
+func (c *conn) readError(err error) {
+	var se http2.StreamError
+	if errors.As(err, &se) {
+		// ReadFrame reports malformed header blocks as stream errors and can
+		// go on; but we return from serve on any error, so close cleanly.
+		c.goAway(http2.ErrCodeProtocol)
+		return
+	}
+	var ce http2.ConnectionError
+	if errors.As(err, &ce) {
+		c.goAway(http2.ErrCode(ce))
+		return
+	}
+	if errors.Is(err, http2.ErrFrameTooLarge) {
+		c.goAway(http2.ErrCodeFrameSize)
+		return
+	}
+	// EOF, timeouts, resets: nothing to say.
+}
+
+// handleError answers an error from processing a frame. It reports
+// whether the connection goes on.
+func (c *conn) handleError(err error) bool {
+	var se http2.StreamError
+	if errors.As(err, &se) {
+		c.resetStream(se.StreamID, se.Code)
+		return true
+	}
+	var ce http2.ConnectionError
+	if errors.As(err, &ce) {
+		c.goAway(http2.ErrCode(ce))
+		return false
+	}
+	c.goAway(http2.ErrCodeInternal)
+	return false
+}
+
+func streamErr(id uint32, code http2.ErrCode) error {
+	return http2.StreamError{StreamID: id, Code: code}
+}
+func connErr(code http2.ErrCode) error { return http2.ConnectionError(code) }
+
+func (c *conn) processFrame(f http2.Frame) error {
+	if !c.sawSettings {
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			return connErr(http2.ErrCodeProtocol) // RFC 9113 section 3.4
+		}
+	}
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		return c.onSettings(f)
+	case *http2.MetaHeadersFrame:
+		return c.onHeaders(f)
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f)
+	case *http2.PingFrame:
+		if f.StreamID != 0 {
+			return connErr(http2.ErrCodeProtocol)
+		}
+		if f.IsAck() {
+			return nil
+		}
+		c.wmu.Lock()
+		c.fw.WritePing(true, f.Data)
+		c.wmu.Unlock()
+		c.kickWriter()
+		return c.checkOutputFlood()
+	case *http2.RSTStreamFrame:
+		return c.onRSTStream(f)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			return streamErr(f.StreamID, http2.ErrCodeProtocol) // RFC 9113 section 5.3.1
+		}
+		return nil
+	case *http2.GoAwayFrame:
+		c.goAwayGraceful()
+		return nil
+	case *http2.PushPromiseFrame:
+		return connErr(http2.ErrCodeProtocol) // clients must not push
+	case *http2.ContinuationFrame:
+		return connErr(http2.ErrCodeProtocol) // only valid after HEADERS
+	default:
+		return nil // unknown frame types are ignored (section 4.1)
+	}
+}
+
+func (c *conn) onSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		if f.Length > 0 {
+			return connErr(http2.ErrCodeFrameSize)
+		}
+		return nil
+	}
+	if f.StreamID != 0 {
+		return connErr(http2.ErrCodeProtocol)
+	}
+	c.sawSettings = true
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingMaxFrameSize:
+			c.wmu.Lock()
+			c.peerMaxFrame = s.Val
+			c.wmu.Unlock()
+		case http2.SettingInitialWindowSize:
+			// Section 6.9.2: adjust every stream's send window by the change.
+			delta := int64(s.Val) - int64(c.peerWindow)
+			c.peerWindow = int32(s.Val)
+			c.wmu.Lock()
+			c.smu.Lock()
+			for _, st := range c.streams {
+				st.sendWindow += delta
+				if st.sendWindow > 1<<31-1 {
+					c.smu.Unlock()
+					c.wmu.Unlock()
+					return connErr(http2.ErrCodeFlowControl)
+				}
+			}
+			c.smu.Unlock()
+			c.wcond.Broadcast()
+			c.wmu.Unlock()
+		case http2.SettingHeaderTableSize:
+			c.wmu.Lock()
+			c.henc.SetMaxDynamicTableSizeLimit(min(s.Val, 4096))
+			c.wmu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	c.fw.WriteSettingsAck()
+	c.wmu.Unlock()
+	c.kickWriter()
+	return c.checkOutputFlood()
+}
+
+// checkOutputFlood closes connections whose peer makes us queue control
+// frames faster than it reads them (PING and SETTINGS floods).
+func (c *conn) checkOutputFlood() error {
+	c.wmu.Lock()
+	n := len(c.out)
+	c.wmu.Unlock()
+	if n > 4<<20 {
+		return connErr(http2.ErrCodeEnhanceYourCalm)
+	}
+	return nil
+}
+
+func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	if f.Increment == 0 {
+		if f.StreamID == 0 {
+			return connErr(http2.ErrCodeProtocol)
+		}
+		return streamErr(f.StreamID, http2.ErrCodeProtocol)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if f.StreamID == 0 {
+		c.sendConn += int64(f.Increment)
+		if c.sendConn > 1<<31-1 {
+			return connErr(http2.ErrCodeFlowControl)
+		}
+		c.wcond.Broadcast()
+		return nil
+	}
+	c.smu.Lock()
+	st := c.streams[f.StreamID]
+	c.smu.Unlock()
+	if st == nil {
+		if f.StreamID > c.maxStreamID {
+			return connErr(http2.ErrCodeProtocol) // idle stream (section 5.1)
+		}
+		return nil // closed: WINDOW_UPDATE may still arrive
+	}
+	st.sendWindow += int64(f.Increment)
+	if st.sendWindow > 1<<31-1 {
+		return streamErr(f.StreamID, http2.ErrCodeFlowControl)
+	}
+	c.wcond.Broadcast()
+	return nil
+}
+
+func (c *conn) onRSTStream(f *http2.RSTStreamFrame) error {
+	if f.StreamID > c.maxStreamID {
+		return connErr(http2.ErrCodeProtocol) // RST_STREAM on an idle stream
+	}
+	c.smu.Lock()
+	st := c.streams[f.StreamID]
+	c.smu.Unlock()
+	if st == nil {
+		return nil
+	}
+	if st.handlerRunning() {
+		c.resets++
+		// Many streams reset while we work on them: the "rapid reset"
+		// attack (CVE-2023-44487).
+		if c.resets > 2*int(c.srv.maxStreams())+100 {
+			return connErr(http2.ErrCodeEnhanceYourCalm)
+		}
+	}
+	st.abort(errStreamReset)
+	c.closeStream(st)
+	return nil
+}
+
+var errStreamReset = errors.New("h2: stream reset by the client")
+
+// onData delivers request body bytes (section 6.1) under flow control.
+func (c *conn) onData(f *http2.DataFrame) error {
+	id := f.StreamID
+	n := int32(f.Length) // includes padding: it counts against windows
+	if n > c.recvConn.Load() {
+		return connErr(http2.ErrCodeFlowControl)
+	}
+	c.recvConn.Add(-n)
+	c.smu.Lock()
+	st := c.streams[id]
+	c.smu.Unlock()
+	data := f.Data()
+	pad := n - int32(len(data))
+	if st == nil || st.remoteClosed {
+		// Return the window at once: nobody will read this.
+		c.credit(nil, n)
+		if id > c.maxStreamID {
+			return connErr(http2.ErrCodeProtocol)
+		}
+		return streamErr(id, http2.ErrCodeStreamClosed)
+	}
+	if n > st.recvWindow.Load() {
+		return streamErr(id, http2.ErrCodeFlowControl)
+	}
+	st.recvWindow.Add(-n)
+	if pad > 0 {
+		c.credit(st, pad)
+	}
+	st.received += int64(len(data))
+	if st.declaredCL >= 0 && st.received > st.declaredCL {
+		return streamErr(id, http2.ErrCodeProtocol) // section 8.1.1
+	}
+	if f.StreamEnded() {
+		if st.declaredCL >= 0 && st.received != st.declaredCL {
+			return streamErr(id, http2.ErrCodeProtocol)
+		}
+		st.remoteClosed = true
+	}
+	if !st.body.push(data, f.StreamEnded()) {
+		// The handler is done: discard, keep the connection window open,
+		// and ask a client still sending to stop (RFC 9113 section 8.1).
+		c.credit(nil, int32(len(data)))
+		if !f.StreamEnded() && st.localClosed.Load() {
+			c.resetStream(id, http2.ErrCodeNo)
+			return nil
+		}
+	}
+	if st.remoteClosed {
+		c.maybeClose(st)
+	}
+	return nil
+}
+
+// credit returns receive window to the peer: n bytes for the connection
+// (sent in batches), and for stream st when it is not nil.
+func (c *conn) credit(st *stream, n int32) {
+	if n <= 0 {
+		return
+	}
+	c.wmu.Lock()
+	c.consumed += int64(n)
+	sent := false
+	if c.consumed >= connWindow/4 {
+		c.fw.WriteWindowUpdate(0, uint32(c.consumed))
+		c.recvConn.Add(int32(c.consumed))
+		c.consumed = 0
+		sent = true
+	}
+	if st != nil && !st.localClosed.Load() {
+		c.fw.WriteWindowUpdate(st.id, uint32(n))
+		st.recvWindow.Add(n)
+		sent = true
+	}
+	c.wmu.Unlock()
+	if sent {
+		c.kickWriter()
+	}
+}
+
+// resetStream sends RST_STREAM and forgets the stream.
+func (c *conn) resetStream(id uint32, code http2.ErrCode) {
+	c.wmu.Lock()
+	c.fw.WriteRSTStream(id, code)
+	c.wmu.Unlock()
+	c.kickWriter()
+	c.smu.Lock()
+	st := c.streams[id]
+	c.smu.Unlock()
+	if st != nil {
+		st.abort(errStreamReset)
+		c.closeStream(st)
+	}
+}
+
+// goAway sends GOAWAY with code and ends the connection after the output
+// is written.
+func (c *conn) goAway(code http2.ErrCode) {
+	c.wmu.Lock()
+	if !c.goAwaySent {
+		c.goAwaySent = true
+		c.fw.WriteGoAway(c.maxStreamID, code, nil)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+// goAwayGraceful announces shutdown: no new streams; open ones finish.
+func (c *conn) goAwayGraceful() {
+	c.goAway(http2.ErrCodeNo)
+	c.smu.Lock()
+	n := len(c.streams)
+	c.smu.Unlock()
+	if n == 0 {
+		c.closeSoon()
+	}
+}
+
+// closeSoon ends the connection once the output is flushed.
+func (c *conn) closeSoon() {
+	go func() {
+		c.flushAndWait(time.Second)
+		c.rwc.Close()
+	}()
+}
+
+func (c *conn) shutdown() {
+	c.cancel()
+	c.smu.Lock()
+	var all []*stream
+	for _, st := range c.streams {
+		all = append(all, st)
+	}
+	c.smu.Unlock()
+	for _, st := range all {
+		st.abort(errConnDead)
+	}
+	c.flushAndWait(time.Second)
+	c.wmu.Lock()
+	c.dead = true
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	c.rwc.Close()
+	close(c.quit)
+	<-c.writerDone
+}
+
+// flushAndWait waits (bounded) until the output buffer is empty.
+func (c *conn) flushAndWait(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		c.wmu.Lock()
+		empty := len(c.out) == 0 && !c.writing
+		c.wmu.Unlock()
+		if empty {
+			return
+		}
+		c.kickWriter()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (c *conn) kickWriter() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop sends the output. After a wake-up it yields once, so that the
+// handlers made runnable by the same read can add their frames first, then
+// writes everything in one call.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case <-c.kick:
+		case <-c.quit:
+			return
+		}
+		runtime.Gosched()
+		for {
+			c.wmu.Lock()
+			if len(c.out) == 0 {
+				c.wmu.Unlock()
+				break
+			}
+			buf := c.out
+			c.out, c.spare = c.spare[:0], nil
+			c.writing = true
+			c.wmu.Unlock()
+			c.rwc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			_, err := c.rwc.Write(buf)
+			c.wmu.Lock()
+			c.writing = false
+			if cap(buf) <= 256<<10 {
+				c.spare = buf[:0]
+			}
+			if err != nil {
+				c.dead = true
+				c.out = c.out[:0]
+				c.wcond.Broadcast()
+				c.wmu.Unlock()
+				c.rwc.Close()
+				break
+			}
+			c.wmu.Unlock()
+		}
+	}
+}
+
+// closeStream removes a stream once both sides are done with it.
+func (c *conn) closeStream(st *stream) {
+	c.smu.Lock()
+	if c.streams[st.id] == st {
+		delete(c.streams, st.id)
+	}
+	n := len(c.streams)
+	c.smu.Unlock()
+	c.wmu.Lock()
+	goingAway := c.goAwaySent
+	c.wmu.Unlock()
+	if goingAway && n == 0 {
+		c.closeSoon()
+	}
+}
+
+// maybeClose closes a stream whose both halves are done.
+func (c *conn) maybeClose(st *stream) {
+	if st.remoteClosed && st.localClosed.Load() {
+		c.closeStream(st)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,270 @@
+package h2
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/arkaweb/arka/server/internal/wire"
+	"golang.org/x/net/http2"
+)
+
+// onHeaders opens a stream (or takes a request's trailers) from a decoded
+// header block (RFC 9113 sections 5.1, 8.1-8.3).
+func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	if id%2 == 0 {
+		return connErr(http2.ErrCodeProtocol) // clients use odd stream ids
+	}
+	if id <= c.maxStreamID {
+		c.smu.Lock()
+		st := c.streams[id]
+		c.smu.Unlock()
+		if st == nil || st.remoteClosed {
+			// Closed, or half-closed (remote): section 5.1.
+			return connErr(http2.ErrCodeStreamClosed)
+		}
+		return c.onTrailers(st, f)
+	}
+	c.maxStreamID = id
+	if c.goAwaySent {
+		return nil // section 6.8: streams after GOAWAY are ignored
+	}
+	if f.Truncated {
+		// Header list over our limit: answer 431 without running a handler.
+		c.refuse(id, http.StatusRequestHeaderFieldsTooLarge, f.StreamEnded())
+		return nil
+	}
+	c.smu.Lock()
+	n := c.active
+	c.smu.Unlock()
+	if n >= int(c.srv.maxStreams()) {
+		return streamErr(id, http2.ErrCodeRefusedStream) // section 5.1.2
+	}
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		return streamErr(id, http2.ErrCodeProtocol)
+	}
+
+	st := &stream{c: c, id: id, declaredCL: -1}
+	st.recvWindow.Store(streamWindow)
+	st.remoteClosed = f.StreamEnded()
+	req, err := c.newRequest(st, f)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	st.sendWindow = int64(c.peerWindow)
+	c.wmu.Unlock()
+	st.req = req
+	st.w = responseWriter{st: st, header: make(http.Header, 8), head: req.Method == http.MethodHead}
+	c.smu.Lock()
+	c.streams[id] = st
+	c.active++
+	c.smu.Unlock()
+	st.running.Store(true)
+	c.srv.pool.run(st.run)
+	return nil
+}
+
+// refuse answers a request with an error status without a handler.
+func (c *conn) refuse(id uint32, status int, ended bool) {
+	c.wmu.Lock()
+	c.writeHeaderBlock(id, true, status, http.Header{"Content-Length": {"0"}}, nil)
+	if !ended {
+		c.fw.WriteRSTStream(id, http2.ErrCodeNo)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+func (c *conn) onTrailers(st *stream, f *http2.MetaHeadersFrame) error {
+	if !f.StreamEnded() {
+		return streamErr(st.id, http2.ErrCodeProtocol) // trailers end the stream
+	}
+	if len(f.PseudoFields()) > 0 {
+		return streamErr(st.id, http2.ErrCodeProtocol)
+	}
+	if st.declaredCL >= 0 && st.received != st.declaredCL {
+		return streamErr(st.id, http2.ErrCodeProtocol)
+	}
+	st.remoteClosed = true
+	st.body.mu.Lock()
+	if st.req.Trailer != nil {
+		for _, hf := range f.RegularFields() {
+			k := wire.Canonical(hf.Name)
+			if _, declared := st.req.Trailer[k]; declared {
+				st.req.Trailer[k] = append(st.req.Trailer[k], hf.Value)
+			}
+		}
+	}
+	st.body.mu.Unlock()
+	st.body.push(nil, true)
+	c.maybeClose(st)
+	return nil
+}
+
+// newRequest builds the *http.Request of a stream and checks the header
+// block's HTTP semantics (RFC 9113 section 8.3 and 8.2.2).
+func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request, error) {
+	id := st.id
+	var method, scheme, authority, path, protocol string
+	for _, hf := range f.PseudoFields() {
+		switch hf.Name {
+		case ":method":
+			method = hf.Value
+		case ":scheme":
+			scheme = hf.Value
+		case ":authority":
+			authority = hf.Value
+		case ":path":
+			path = hf.Value
+		case ":protocol":
+			protocol = hf.Value
+		}
+	}
+	perr := streamErr(id, http2.ErrCodeProtocol)
+	if method == "" {
+		return nil, perr
+	}
+	for i := 0; i < len(method); i++ {
+		if !isToken(method[i]) {
+			return nil, perr
+		}
+	}
+	extended := protocol != ""
+	switch {
+	case extended && method != http.MethodConnect:
+		return nil, perr
+	case method == http.MethodConnect && !extended:
+		// Section 8.5: only :method and :authority.
+		if scheme != "" || path != "" || authority == "" {
+			return nil, perr
+		}
+	default:
+		if scheme == "" || path == "" {
+			return nil, perr
+		}
+		if path[0] != '/' && !(path == "*" && method == http.MethodOptions) {
+			return nil, perr
+		}
+	}
+
+	st.ctx = newStreamCtx(c.ctx)
+	r := c.tmpl.WithContext(st.ctx)
+	r.Method = method
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+	r.RemoteAddr = c.remote
+	r.TLS = c.tls
+	r.RequestURI = path
+	h := make(http.Header, len(f.Fields))
+	var cookies []string
+	for _, hf := range f.RegularFields() {
+		name := hf.Name
+		switch name {
+		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+			return nil, perr // section 8.2.2
+		case "te":
+			if hf.Value != "trailers" {
+				return nil, perr
+			}
+		case "cookie":
+			cookies = append(cookies, hf.Value) // section 8.2.3
+			continue
+		case "host":
+			if authority == "" {
+				authority = hf.Value
+			}
+		}
+		k := wire.Canonical(name)
+		h[k] = append(h[k], hf.Value)
+	}
+	if len(cookies) > 0 {
+		h["Cookie"] = []string{strings.Join(cookies, "; ")}
+	}
+	if extended {
+		h[":protocol"] = []string{protocol} // as net/http presents RFC 8441 requests
+	}
+	delete(h, "Host")
+	r.Header = h
+	r.Host = authority
+
+	u := &st.url
+	if method == http.MethodConnect && !extended {
+		u.Host = authority
+	} else {
+		p, q, _ := strings.Cut(path, "?")
+		u.RawQuery = q
+		if p == "*" {
+			u.Path = "*"
+		} else if err := setPath(u, p); err != nil {
+			return nil, perr
+		}
+	}
+	r.URL = u
+
+	if cl := h["Content-Length"]; len(cl) > 0 {
+		n, ok := parseContentLength(cl)
+		if !ok {
+			return nil, perr
+		}
+		st.declaredCL = n
+		if st.remoteClosed && n != 0 {
+			return nil, perr // section 8.1.1
+		}
+	}
+	st.body.init(st, st.remoteClosed)
+	if st.remoteClosed {
+		r.ContentLength = 0
+		r.Body = http.NoBody
+	} else {
+		r.ContentLength = st.declaredCL
+		r.Body = &st.body
+		if t := h["Trailer"]; len(t) > 0 {
+			r.Trailer = http.Header{}
+			for _, line := range t {
+				for _, k := range strings.Split(line, ",") {
+					if k = strings.TrimSpace(k); k != "" {
+						r.Trailer[http.CanonicalHeaderKey(k)] = nil
+					}
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func parseContentLength(vals []string) (int64, bool) {
+	var n int64 = -1
+	for _, v := range vals {
+		m, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || m < 0 || n >= 0 && m != n {
+			return 0, false
+		}
+		n = m
+	}
+	return n, true
+}
+
+// setPath fills u.Path and, when the encoding is not the default one,
+// u.RawPath, as net/url does.
+func setPath(u *url.URL, escaped string) error {
+	if strings.IndexByte(escaped, '%') < 0 {
+		u.Path, u.RawPath = escaped, ""
+		return nil
+	}
+	p, err := url.PathUnescape(escaped)
+	if err != nil {
+		return err
+	}
+	u.Path, u.RawPath = p, ""
+	if u.EscapedPath() != escaped {
+		u.RawPath = escaped
+	}
+	return nil
+}
+
+func isToken(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}

@@ -1,0 +1,178 @@
+// Package h2 is Arka's HTTP/2 engine (RFC 9113) for TLS connections that
+// negotiated "h2". It serves http.Handlers with net/http's contracts, and
+// is built for the cost per request of a small static file:
+//
+//   - frames are parsed, and header blocks decoded, with golang.org/x/net's
+//     http2.Framer and hpack (well-kept libraries);
+//   - handlers run on a pool of long-lived goroutines (no goroutine
+//     creation or stack growth per stream);
+//   - responses of all streams of a connection go into one output buffer
+//     that a writer goroutine sends with as few TLS writes as possible, so
+//     ten streams answered together cost one write, as in nginx;
+//   - small responses are sent as one HEADERS and one DATA frame with their
+//     length known.
+//
+// Flow control, stream states, SETTINGS, PING, GOAWAY and the error
+// handling of RFC 9113 sections 5 and 6 are implemented here; RFC 8441
+// extended CONNECT (WebSockets over HTTP/2) is enabled.
+package h2
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves HTTP/2 connections.
+type Server struct {
+	Handler http.Handler
+	// MaxConcurrentStreams is advertised to clients (default 128, as nginx).
+	MaxConcurrentStreams uint32
+	// MaxHeaderBytes bounds a request's header list (default 32 KiB);
+	// larger ones get 431.
+	MaxHeaderBytes int
+	// IdleTimeout closes a connection without open streams after this long.
+	IdleTimeout time.Duration
+	// Logger receives panics of handlers and protocol errors worth seeing.
+	Logger *slog.Logger
+	// BaseContext is the parent of every connection's context.
+	BaseContext context.Context
+
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	closing atomic.Bool
+	wg      sync.WaitGroup
+	pool    workers
+}
+
+const (
+	defaultMaxStreams = 128
+	// Receive windows we advertise: per stream and for the connection.
+	streamWindow = 256 << 10
+	connWindow   = 1 << 20
+	// maxFrameRead is the largest frame payload we accept (SETTINGS_MAX_FRAME_SIZE).
+	maxFrameRead = 16 << 10
+)
+
+func (s *Server) maxStreams() uint32 {
+	if s.MaxConcurrentStreams > 0 {
+		return s.MaxConcurrentStreams
+	}
+	return defaultMaxStreams
+}
+
+func (s *Server) maxHeaderBytes() uint32 {
+	if s.MaxHeaderBytes > 0 {
+		return uint32(s.MaxHeaderBytes)
+	}
+	return 32 << 10
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// ServeConn serves one connection (whose TLS handshake negotiated "h2")
+// until it closes, in the calling goroutine.
+func (s *Server) ServeConn(rw net.Conn, state *tls.ConnectionState) {
+	c := newConn(s, rw, state)
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		rw.Close()
+		return
+	}
+	if s.conns == nil {
+		s.conns = map[*conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	c.serve()
+}
+
+// Shutdown sends GOAWAY on every connection, lets open streams finish and
+// waits for the connections to close until ctx is done, then closes them.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	for c := range s.conns {
+		c.goAwayGraceful()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}
+
+// Close closes every connection at once.
+func (s *Server) Close() error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.rwc.Close()
+	}
+	return nil
+}
+
+// workers is a pool of goroutines that run handlers. Reusing goroutines
+// keeps their grown stacks, which a goroutine per stream would allocate and
+// copy again for every request.
+type workers struct {
+	mu   sync.Mutex
+	idle []chan func()
+}
+
+const maxIdleWorkers = 256
+
+func (p *workers) run(f func()) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		ch := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		ch <- f
+		return
+	}
+	p.mu.Unlock()
+	ch := make(chan func(), 1)
+	ch <- f
+	go p.loop(ch)
+}
+
+func (p *workers) loop(ch chan func()) {
+	for f := range ch {
+		f()
+		p.mu.Lock()
+		if len(p.idle) >= maxIdleWorkers {
+			p.mu.Unlock()
+			return
+		}
+		p.idle = append(p.idle, ch)
+		p.mu.Unlock()
+	}
+}

@@ -1,0 +1,727 @@
+package h2
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// stream is one request/response exchange.
+type stream struct {
+	c  *conn
+	id uint32
+
+	// Reader-goroutine state.
+	remoteClosed bool  // END_STREAM received
+	declaredCL   int64 // content-length of the request, -1 if none
+	received     int64
+	recvWindow   atomic.Int32
+
+	localClosed atomic.Bool // END_STREAM or RST_STREAM sent
+	running     atomic.Bool // the handler runs
+	sendWindow  int64       // under c.wmu
+
+	ctx  *streamCtx
+	body body
+	w    responseWriter
+	req  *http.Request
+	url  url.URL
+}
+
+func (st *stream) handlerRunning() bool { return st.running.Load() }
+
+// abort ends the stream's context and body with err (reset, connection
+// closed) and wakes writers blocked on flow control.
+func (st *stream) abort(err error) {
+	st.ctx.cancel(context.Canceled)
+	st.body.fail(err)
+	st.c.wmu.Lock()
+	st.w.aborted = true
+	st.c.wcond.Broadcast()
+	st.c.wmu.Unlock()
+}
+
+// run calls the handler on a worker goroutine and completes the stream.
+func (st *stream) run() {
+	c := st.c
+	defer func() {
+		p := recover()
+		if p != nil && p != http.ErrAbortHandler {
+			buf := make([]byte, 16<<10)
+			c.srv.logger().Error("h2: panic serving", "remote", c.remote, "panic", p,
+				"stack", string(buf[:runtime.Stack(buf, false)]))
+		}
+		if p != nil {
+			st.resetLocal(http2.ErrCodeInternal)
+		} else {
+			st.w.finish()
+		}
+		st.ctx.cancel(context.Canceled)
+		st.running.Store(false)
+		c.smu.Lock()
+		c.active--
+		c.smu.Unlock()
+		// Return the window of body bytes nobody will read; afterHandler
+		// asks a client still sending to stop (RFC 9113 section 8.1).
+		if left := st.body.close(); left > 0 {
+			c.credit(nil, int32(left))
+		}
+		st.afterHandler()
+	}()
+	c.srv.Handler.ServeHTTP(&st.w, st.req)
+}
+
+// afterHandler resets a stream whose request body is still coming, and
+// closes it when both sides are done. Runs on the worker goroutine, so it
+// takes the locks it needs.
+func (st *stream) afterHandler() {
+	c := st.c
+	c.smu.Lock()
+	_, open := c.streams[st.id]
+	c.smu.Unlock()
+	if !open {
+		return
+	}
+	if !st.body.ended() {
+		// A client still sending a body is asked to stop (RST_STREAM
+		// NO_ERROR, RFC 9113 section 8.1). One that merely has not ended a
+		// bodiless request keeps its stream half-closed, as long as such
+		// streams stay few.
+		c.smu.Lock()
+		many := len(c.streams) > int(c.srv.maxStreams())
+		c.smu.Unlock()
+		if !st.body.sent() && !many {
+			return
+		}
+		c.wmu.Lock()
+		if !c.dead {
+			c.fw.WriteRSTStream(st.id, http2.ErrCodeNo)
+		}
+		c.wmu.Unlock()
+		c.kickWriter()
+		c.closeStream(st)
+		return
+	}
+	c.closeStream(st)
+}
+
+// resetLocal sends RST_STREAM for a stream whose handler failed.
+func (st *stream) resetLocal(code http2.ErrCode) {
+	c := st.c
+	c.wmu.Lock()
+	if !st.localClosed.Load() && !c.dead {
+		st.localClosed.Store(true)
+		c.fw.WriteRSTStream(st.id, code)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+// body is a request body: bytes pushed by the reader, read by the handler.
+type body struct {
+	st      *stream
+	mu      sync.Mutex
+	cond    sync.Cond
+	buf     []byte
+	off     int
+	eof     bool
+	err     error
+	closed  bool // the handler is done; pushes are discarded
+	got     bool // some data arrived
+	unacked int32
+	trailer http.Header // request trailers, set before eof
+}
+
+func (b *body) init(st *stream, eof bool) {
+	b.st = st
+	b.cond.L = &b.mu
+	b.eof = eof
+}
+
+// push adds data; it reports false if the handler no longer reads.
+func (b *body) push(p []byte, end bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.err != nil {
+		return false
+	}
+	if len(p) > 0 {
+		b.got = true
+		if b.off > 0 && b.off == len(b.buf) {
+			b.buf, b.off = b.buf[:0], 0
+		}
+		b.buf = append(b.buf, p...)
+	}
+	if end {
+		b.eof = true
+	}
+	b.cond.Broadcast()
+	return true
+}
+
+func (b *body) fail(err error) {
+	b.mu.Lock()
+	if b.err == nil && !b.eof {
+		b.err = err
+	}
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// sent reports whether any body bytes arrived.
+func (b *body) sent() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.got
+}
+
+func (b *body) ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
+}
+
+// close marks the body done and returns how many buffered bytes were left
+// unread (their window must go back to the connection).
+func (b *body) close() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	left := len(b.buf) - b.off
+	b.closed = true
+	b.buf, b.off = nil, 0
+	return left
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	for b.off == len(b.buf) && !b.eof && b.err == nil && !b.closed {
+		b.cond.Wait()
+	}
+	if b.closed {
+		b.mu.Unlock()
+		return 0, errors.New("h2: read on closed body")
+	}
+	if b.off == len(b.buf) {
+		err := b.err
+		if err == nil {
+			err = io.EOF
+		}
+		b.mu.Unlock()
+		return 0, err
+	}
+	n := copy(p, b.buf[b.off:])
+	b.off += n
+	b.unacked += int32(n)
+	var credit int32
+	if b.unacked >= streamWindow/8 || b.off == len(b.buf) && !b.eof {
+		credit, b.unacked = b.unacked, 0
+	}
+	b.mu.Unlock()
+	if credit > 0 {
+		b.st.c.credit(b.st, credit)
+	}
+	return n, nil
+}
+
+func (b *body) Close() error { return nil }
+
+// streamCtx is a stream's request context: the connection's values, and
+// cancelled when the client resets the stream, the connection ends (the
+// connection aborts every stream) or the handler returns. It implements
+// AfterFunc, so contexts derived from it need no goroutine.
+type streamCtx struct {
+	context.Context // the connection context: Deadline and Value
+	mu              sync.Mutex
+	done            chan struct{}
+	err             error
+	after           []*afterFunc
+}
+
+type afterFunc struct {
+	f    func()
+	done bool
+}
+
+func newStreamCtx(parent context.Context) *streamCtx { return &streamCtx{Context: parent} }
+
+func (x *streamCtx) Done() <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done == nil {
+		x.done = make(chan struct{})
+		if x.err != nil {
+			close(x.done)
+		}
+	}
+	return x.done
+}
+
+func (x *streamCtx) Err() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.err
+}
+
+// AfterFunc arranges for f to run (in its own goroutine) once the context
+// is done; stop prevents that if it has not happened yet.
+func (x *streamCtx) AfterFunc(f func()) (stop func() bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	a := &afterFunc{f: f}
+	x.after = append(x.after, a)
+	return func() bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if a.done {
+			return false
+		}
+		a.done = true
+		return true
+	}
+}
+
+func (x *streamCtx) cancel(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		return
+	}
+	x.err = err
+	if x.done != nil {
+		close(x.done)
+	}
+	for _, a := range x.after {
+		if !a.done {
+			a.done = true
+			go a.f()
+		}
+	}
+	x.after = nil
+}
+
+// responseWriter is a stream's http.ResponseWriter.
+type responseWriter struct {
+	st          *stream
+	header      http.Header
+	status      int
+	wroteHeader bool
+	headerSent  bool
+	bodyOK      bool
+	head        bool
+	cl          int64
+	written     int64
+	pending     []byte
+	trailers    []string
+	aborted     bool      // under c.wmu
+	deadline    time.Time // write deadline (http.ResponseController)
+}
+
+const pendingLimit = 4096
+
+var errAborted = errors.New("h2: stream closed")
+
+func (w *responseWriter) Header() http.Header { return w.header }
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("h2: invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if code < 200 {
+		if code != http.StatusSwitchingProtocols {
+			w.writeInformational(code)
+		}
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	w.bodyOK = code != http.StatusNoContent && code != http.StatusNotModified
+	w.cl = -1
+	if v := w.header["Content-Length"]; len(v) == 1 {
+		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
+			w.cl = n
+		} else {
+			delete(w.header, "Content-Length")
+		}
+	}
+}
+
+func (w *responseWriter) writeInformational(code int) {
+	c := w.st.c
+	c.wmu.Lock()
+	if !w.aborted && !c.dead {
+		c.writeHeaderBlock(w.st.id, false, code, w.header, nil)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+	if code == http.StatusEarlyHints {
+		clear(w.header)
+	}
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !w.bodyOK {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.head {
+		return len(p), nil
+	}
+	if !w.headerSent && w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+		w.pending = append(w.pending, p...)
+		return len(p), nil
+	}
+	if err := w.sendHeader(false); err != nil {
+		return 0, err
+	}
+	if err := w.writeData(p, false); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (w *responseWriter) WriteString(s string) (int, error) {
+	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit {
+		w.written += int64(len(s))
+		w.pending = append(w.pending, s...)
+		return len(s), nil
+	}
+	return w.Write([]byte(s))
+}
+
+// sendHeader sends the HEADERS frame. final means the handler returned:
+// the length is what is pending, and END_STREAM goes with the data.
+func (w *responseWriter) sendHeader(final bool) error {
+	if w.headerSent {
+		return nil
+	}
+	w.headerSent = true
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	h := w.header
+	if t := h["Trailer"]; len(t) > 0 {
+		for _, line := range t {
+			for _, k := range strings.Split(line, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					w.trailers = append(w.trailers, http.CanonicalHeaderKey(k))
+				}
+			}
+		}
+	}
+	if w.bodyOK && len(w.pending) > 0 && h["Content-Type"] == nil && h["Content-Encoding"] == nil {
+		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
+	}
+	switch {
+	case !w.bodyOK:
+		if w.status != http.StatusNotModified {
+			delete(h, "Content-Length")
+		}
+	case w.cl < 0 && final && len(w.trailers) == 0 && !w.head:
+		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
+	case w.cl < 0 && final && w.head && w.written > 0:
+		h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
+	}
+	end := final && len(w.trailers) == 0 && (len(w.pending) == 0 || w.head || !w.bodyOK)
+	c := w.st.c
+	c.wmu.Lock()
+	if w.aborted || c.dead {
+		c.wmu.Unlock()
+		return errAborted
+	}
+	c.writeHeaderBlock(w.st.id, end, w.status, h, w.trailers)
+	if end {
+		w.st.localClosed.Store(true)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+	if len(w.pending) > 0 && !w.head && w.bodyOK {
+		p := w.pending
+		w.pending = w.pending[:0]
+		return w.writeData(p, final && len(w.trailers) == 0)
+	}
+	return nil
+}
+
+// writeData sends p as DATA frames as flow control allows, blocking while
+// the windows are closed.
+func (w *responseWriter) writeData(p []byte, end bool) error {
+	st, c := w.st, w.st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for len(p) > 0 || end {
+		if w.aborted || c.dead {
+			return errAborted
+		}
+		n := int64(len(p))
+		n = min(n, st.sendWindow, c.sendConn, int64(c.peerMaxFrame))
+		if n <= 0 && len(p) > 0 {
+			if !w.deadline.IsZero() {
+				if time.Now().After(w.deadline) {
+					return errWriteTimeout
+				}
+				if timer == nil {
+					timer = time.AfterFunc(time.Until(w.deadline), func() {
+						c.wmu.Lock()
+						c.wcond.Broadcast()
+						c.wmu.Unlock()
+					})
+				}
+			}
+			c.kickWriter()
+			c.wcond.Wait()
+			continue
+		}
+		last := end && int(n) == len(p)
+		c.fw.WriteData(st.id, last, p[:n])
+		st.sendWindow -= n
+		c.sendConn -= n
+		p = p[n:]
+		if last {
+			st.localClosed.Store(true)
+			end = false
+		}
+		if len(c.out) > 256<<10 {
+			c.kickWriter()
+		}
+	}
+	c.kickWriterLocked()
+	return nil
+}
+
+var errWriteTimeout = errors.New("h2: write deadline exceeded")
+
+func (c *conn) kickWriterLocked() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// finish completes the response after the handler returned.
+func (w *responseWriter) finish() {
+	if w.st.localClosed.Load() {
+		return
+	}
+	if !w.headerSent {
+		w.sendHeader(true)
+		if w.st.localClosed.Load() {
+			return
+		}
+	}
+	c := w.st.c
+	if len(w.trailers) > 0 || w.hasPrefixTrailers() {
+		c.wmu.Lock()
+		if !w.aborted && !c.dead {
+			tr := http.Header{}
+			for _, k := range w.trailers {
+				if v, ok := w.header[k]; ok {
+					tr[k] = v
+				}
+			}
+			for k, v := range w.header {
+				if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+					tr[http.CanonicalHeaderKey(name)] = v
+				}
+			}
+			c.writeTrailers(w.st.id, tr)
+			w.st.localClosed.Store(true)
+		}
+		c.wmu.Unlock()
+		c.kickWriter()
+		return
+	}
+	if w.cl >= 0 && w.written < w.cl && !w.head && w.bodyOK {
+		// Promised more than written: the client must not take this as
+		// complete (RFC 9113 section 8.1.1).
+		w.st.resetLocal(http2.ErrCodeProtocol)
+		return
+	}
+	w.writeData(nil, true)
+}
+
+func (w *responseWriter) hasPrefixTrailers() bool {
+	for k := range w.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *responseWriter) Flush() { w.FlushError() }
+
+func (w *responseWriter) FlushError() error {
+	if err := w.sendHeader(false); err != nil {
+		return err
+	}
+	w.st.c.kickWriter()
+	return nil
+}
+
+// SetWriteDeadline bounds waits for flow-control window.
+func (w *responseWriter) SetWriteDeadline(t time.Time) error {
+	w.deadline = t
+	return nil
+}
+
+// SetReadDeadline is accepted and ignored: request bodies are bounded by
+// the peer's flow control and the connection's own timeouts.
+func (w *responseWriter) SetReadDeadline(t time.Time) error { return nil }
+
+// EnableFullDuplex: HTTP/2 streams are always full duplex.
+func (w *responseWriter) EnableFullDuplex() error { return nil }
+
+// Hijack is not possible on an HTTP/2 stream.
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, http.ErrNotSupported
+}
+
+// connection-specific fields never go into HTTP/2 (RFC 9113 section 8.2.2).
+var connectionSpecific = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Transfer-Encoding": true, "Upgrade": true,
+}
+
+// writeHeaderBlock encodes a response header block and writes it as
+// HEADERS plus CONTINUATION frames. Called with c.wmu held.
+func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, trailers []string) {
+	c.hbuf.Reset()
+	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+	for k, vs := range h {
+		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !validName(k) {
+			continue
+		}
+		skip := false
+		for _, t := range trailers {
+			if t == k {
+				skip = true
+				break
+			}
+		}
+		if skip {
+			continue
+		}
+		lk := wire.Lower(k)
+		for _, v := range vs {
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cleanValue(v)})
+		}
+	}
+	if _, ok := h["Date"]; !ok {
+		c.henc.WriteField(hpack.HeaderField{Name: "date", Value: wire.DateString()})
+	}
+	c.writeBlock(id, end)
+}
+
+func (c *conn) writeTrailers(id uint32, tr http.Header) {
+	c.hbuf.Reset()
+	for k, vs := range tr {
+		if connectionSpecific[k] || !validName(k) {
+			continue
+		}
+		lk := wire.Lower(k)
+		for _, v := range vs {
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cleanValue(v)})
+		}
+	}
+	c.writeBlock(id, true)
+}
+
+// writeBlock splits c.hbuf into HEADERS and CONTINUATION frames.
+func (c *conn) writeBlock(id uint32, end bool) {
+	block := c.hbuf.Bytes()
+	max := int(c.peerMaxFrameLocked())
+	first := block
+	if len(first) > max {
+		first = first[:max]
+	}
+	block = block[len(first):]
+	c.fw.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: end, EndHeaders: len(block) == 0})
+	for len(block) > 0 {
+		n := min(len(block), max)
+		c.fw.WriteContinuation(id, n == len(block), block[:n])
+		block = block[n:]
+	}
+}
+
+// peerMaxFrameLocked reads the peer's frame size limit; it changes only
+// on the reader goroutine, under wmu for writers.
+func (c *conn) peerMaxFrameLocked() uint32 { return c.peerMaxFrame }
+
+func validName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || c == ':' {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanValue drops bytes HTTP/2 forbids in field values (CR, LF, NUL).
+func cleanValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\r' || c == '\n' || c == 0 {
+			b := []byte(v)
+			for j := range b {
+				if b[j] == '\r' || b[j] == '\n' || b[j] == 0 {
+					b[j] = ' '
+				}
+			}
+			return string(b)
+		}
+	}
+	return v
+}
+
+var statusTexts = func() (t [1000]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return
+}()
+
+func statusText(code int) string {
+	if code >= 0 && code < len(statusTexts) {
+		return statusTexts[code]
+	}
+	return strconv.Itoa(code)
+}

@@ -1,0 +1,121 @@
+// Package wire holds what Arka's HTTP engines (server/h1, server/h2) share
+// about the bytes on the wire: canonical forms of common field names
+// without allocating, and the Date field value cached per second.
+package wire
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// commonFields maps the lower-case names of frequent header fields to
+// their canonical (http.CanonicalHeaderKey) form, a constant.
+var commonFields = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"Host", "User-Agent", "Accept", "Accept-Encoding", "Accept-Language", "Accept-Charset",
+		"Connection", "Keep-Alive", "Content-Length", "Content-Type", "Transfer-Encoding", "Te", "Trailer",
+		"Cookie", "Referer", "Origin", "Authorization", "Cache-Control", "Pragma", "Upgrade",
+		"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range",
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip", "X-Request-Id",
+		"Forwarded", "Via", "Expect", "Dnt", "Priority", "Sec-Fetch-Dest", "Sec-Fetch-Mode",
+		"Sec-Fetch-Site", "Sec-Fetch-User", "Sec-Ch-Ua", "Sec-Ch-Ua-Mobile", "Sec-Ch-Ua-Platform",
+		"Upgrade-Insecure-Requests", "Sec-Websocket-Key", "Sec-Websocket-Version",
+		"Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "Proxy-Connection", "Proxy-Authorization",
+		"X-Requested-With", "Content-Encoding", "Content-Range", "Date", "Proxy",
+		"Etag", "Last-Modified", "Vary", "Server", "Accept-Ranges", "Location", "Set-Cookie",
+		"Allow", "Retry-After", "Expires", "Content-Disposition", "Content-Language", "Link",
+		"Strict-Transport-Security", "X-Content-Type-Options", "X-Frame-Options", "Age",
+		"Www-Authenticate", "Access-Control-Allow-Origin", "Content-Security-Policy", "Alt-Svc",
+	} {
+		m[strings.ToLower(k)] = k
+	}
+	return m
+}()
+
+// lowerOf maps canonical names back to lower case, for HTTP/2 and HTTP/3
+// field names.
+var lowerOf = func() map[string]string {
+	m := map[string]string{}
+	for l, c := range commonFields {
+		m[c] = l
+	}
+	return m
+}()
+
+// Canonical returns the canonical form of a lower-case field name. Common
+// names cost nothing; others are converted with http.CanonicalHeaderKey.
+func Canonical(lower string) string {
+	if c, ok := commonFields[lower]; ok {
+		return c
+	}
+	return http.CanonicalHeaderKey(lower)
+}
+
+// CanonicalBytes is Canonical for a name held in bytes (any case); the
+// map lookup with a converted []byte key does not allocate.
+func CanonicalBytes(lower []byte) (string, bool) {
+	c, ok := commonFields[string(lower)]
+	return c, ok
+}
+
+// Lower returns the lower-case form of a header field name (as HTTP/2
+// sends them), without allocating for common names.
+func Lower(name string) string {
+	if l, ok := lowerOf[name]; ok {
+		return l
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(name)
+		}
+	}
+	return name
+}
+
+type date struct {
+	unix int64
+	b    []byte
+	s    string
+}
+
+var cached atomic.Pointer[date]
+
+func now() *date {
+	t := time.Now().Unix()
+	if d := cached.Load(); d != nil && d.unix == t {
+		return d
+	}
+	b := time.Unix(t, 0).UTC().AppendFormat(nil, http.TimeFormat)
+	d := &date{unix: t, b: b, s: string(b)}
+	cached.Store(d)
+	return d
+}
+
+// Date returns the current Date field value (RFC 9110 section 6.6.1),
+// formatted once per second. The bytes must not be modified.
+func Date() []byte { return now().b }
+
+// DateString is Date as a string.
+func DateString() string { return now().s }
+
+// HasToken reports whether a comma-separated field (all lines) contains
+// token, case-insensitively.
+func HasToken(lines []string, token string) bool {
+	for _, l := range lines {
+		for l != "" {
+			var p string
+			if i := strings.IndexByte(l, ','); i >= 0 {
+				p, l = l[:i], l[i+1:]
+			} else {
+				p, l = l, ""
+			}
+			if strings.EqualFold(strings.TrimSpace(p), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
