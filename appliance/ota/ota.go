@@ -75,8 +75,9 @@ type Attempt struct {
 	Requested  time.Time `json:"requested"`
 	Started    time.Time `json:"started,omitzero"`  // trial boot reached arka-init
 	Finished   time.Time `json:"finished,omitzero"` // confirmed, failed or rolled back
-	// HealthySeconds is how long after arka-init started the trial Arka
-	// answered on every address (the stable period not included).
+	// HealthySeconds is how long after the trial boot's programs were
+	// started Arka answered on every address (the stable period not
+	// included).
 	HealthySeconds float64 `json:"healthy_seconds,omitempty"`
 }
 

@@ -53,17 +53,23 @@ func runTrial(a *ota.Agent, sites string) {
 	}
 	g := &ota.Gokrazy{Password: ota.GokrazyPassword()}
 	h := ota.Health{Process: func(ctx context.Context) (ota.Process, error) { return g.Process(ctx, "/user/arka") }}
-	if loaded, err := config.Load(sites); err != nil {
-		h.ConfigErr = err
-	} else {
-		var plain, tls []string
-		for _, s := range loaded {
-			plain = append(plain, s.Listen...)
-			tls = append(tls, s.TLS.Listen...)
-		}
-		h.Targets = ota.Targets(plain, tls)
-	}
+	h.Targets, h.ConfigErr = healthTargets(sites)
 	go a.RunTrial(context.Background(), h)
+}
+
+// healthTargets returns the addresses Arka listens on with the sites in
+// dir, as the health check reaches them.
+func healthTargets(dir string) ([]ota.Target, error) {
+	loaded, err := config.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	var plain, tls []string
+	for _, s := range loaded {
+		plain = append(plain, s.Listen...)
+		tls = append(tls, s.TLS.Listen...)
+	}
+	return ota.Targets(plain, tls), nil
 }
 
 // keepWatchdog pings the hardware watchdog if gokrazy could not open it.

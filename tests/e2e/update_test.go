@@ -261,6 +261,12 @@ func TestAmd64Update(t *testing.T) {
 	if got := d.page(); got != page {
 		t.Errorf("after the rollback GET / = %q", got)
 	}
+	// The failure stays visible afterwards.
+	r = runCLI(t, cli, "status", "--host", d.ui, "--password-file", pwFile)
+	t.Logf("arka-appliance status:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "v2 -> v3 (partition 2): rolled-back") || !strings.Contains(r.stdout, `unknown key "listen_everywhere"`) {
+		t.Errorf("status after the rollback: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	// An update killed while the root file system streams.
 	cmd := exec.Command(cli, update(v3, "--max-rate", "1M")...)

@@ -89,8 +89,7 @@ type run struct {
 	start  time.Time
 }
 
-// Update sends o.Image to the device and waits for its verdict.
-func Update(ctx context.Context, o Options) (*Result, error) {
+func newRun(o Options) *run {
 	if o.UIPort == 0 {
 		o.UIPort = 8080
 	}
@@ -113,7 +112,20 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		}
 		r.o.CheckURL = "http://" + h + "/"
 	}
+	return r
+}
 
+// DeviceStatus returns the device's update state (GET /arka/update): the
+// running build and partition, the next boot, the last attempt. Only Host,
+// UIPort, Password and PasswordFile of o are used.
+func DeviceStatus(ctx context.Context, o Options) (*ota.Status, error) {
+	return newRun(o).status(ctx, 10*time.Second)
+}
+
+// Update sends o.Image to the device and waits for its verdict.
+func Update(ctx context.Context, o Options) (*Result, error) {
+	r := newRun(o)
+	o = r.o
 	f, err := os.Open(o.Image)
 	if err != nil {
 		return nil, err
@@ -430,7 +442,7 @@ func (r *run) verdict(ctx context.Context, oldBoot string, at *ota.Attempt) (*ot
 		last := st.Last
 		switch {
 		case st.Running == at.Partition && last.Partition == at.Partition && last.State == ota.Confirmed:
-			say("ok", fmt.Sprintf("confirmed: Arka %s passed its health check (answered %.1f s after its init started) and is now the default", st.Build.Version, last.HealthySeconds))
+			say("ok", fmt.Sprintf("confirmed: Arka %s passed its health check (answered %.1f s after it was started) and is now the default", st.Build.Version, last.HealthySeconds))
 			return st, nil
 		case st.Running == at.Partition && last.State == ota.Trial:
 			say("trial", fmt.Sprintf("the new build runs on trial (Arka %s, root partition %d); its init checks Arka's health", st.Build.Version, st.Running))
