@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -12,8 +13,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
+	"golang.org/x/sys/unix"
 )
 
 // HandlerTypes are the route handler types a site file may name.
@@ -117,6 +120,9 @@ outer:
 			}
 		}
 		line, col := v.pos.nth(plain, n)
+		if v.inFailedRoute(line) {
+			continue // its handler was already reported; its keys were never decoded
+		}
 		v.errs = append(v.errs, &Error{File: name, Line: line, Col: col,
 			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
 	}
@@ -217,10 +223,27 @@ func editDistance(a, b string) int {
 }
 
 type validator struct {
-	file string
-	dir  string
-	pos  *posIndex
-	errs Errors
+	file   string
+	dir    string
+	pos    *posIndex
+	errs   Errors
+	failed []int // routes whose handler table could not be decoded
+}
+
+// inFailedRoute reports whether a line lies within a route whose handler
+// failed to decode (from its [[routes]] header to the next one).
+func (v *validator) inFailedRoute(line int) bool {
+	for _, i := range v.failed {
+		start, _ := v.pos.at(fmt.Sprintf("routes[%d]", i))
+		end := 1 << 30
+		if l, _ := v.pos.at(fmt.Sprintf("routes[%d]", i+1)); l > 0 {
+			end = l
+		}
+		if line >= start && line < end {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *validator) errAt(path string, format string, args ...any) {
@@ -245,8 +268,10 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 		v.errAt(at, "route has no path (for example path = \"/\")")
 	case !strings.HasPrefix(rr.Path, "/"):
 		v.errAt(at+".path", "route path %q must start with \"/\"", rr.Path)
-	case strings.ContainsAny(rr.Path, "?#\x00") || strings.Contains(rr.Path, "//"):
-		v.errAt(at+".path", "route path %q must be a plain path without ?, # or //", rr.Path)
+	case strings.ContainsAny(rr.Path, "?#\x00\\") || strings.Contains(rr.Path, "//"):
+		v.errAt(at+".path", "route path %q must be a plain path without ?, #, \\ or //", rr.Path)
+	case hasDotSegment(rr.Path):
+		v.errAt(at+".path", "route path %q has a . or .. segment; requests are matched after those are resolved, so it could never match", rr.Path)
 	}
 	if !v.has(at + ".handler") {
 		v.errAt(at, "route %q has no handler (for example handler = { type = \"static\", root = \"/srv/www\" })", rr.Path)
@@ -257,7 +282,8 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	}
 	hp := at + ".handler"
 	if err := md.PrimitiveDecode(rr.Handler, &head); err != nil {
-		v.errAt(hp, "handler: %s", stripTOML(err))
+		v.errAt(hp, "handler must be a table, as in handler = { type = \"static\", root = \"/srv/www\" }")
+		v.failed = append(v.failed, i)
 		return
 	}
 	r.Type = head.Type
@@ -277,13 +303,16 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 		target = r.Status
 	case "":
 		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
+		v.failed = append(v.failed, i)
 		return
 	default:
 		v.errAt(hp+".type", "unknown handler type %q (one of %s)", head.Type, strings.Join(HandlerTypes, ", "))
+		v.failed = append(v.failed, i)
 		return
 	}
 	if err := md.PrimitiveDecode(rr.Handler, target); err != nil {
 		v.typeErr(hp, err)
+		v.failed = append(v.failed, i)
 		return
 	}
 	switch {
@@ -301,24 +330,38 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 
 func (v *validator) has(path string) bool { _, ok := v.pos.indexed[path]; return ok }
 
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
 // typeErr reports a decoding error inside a table, at the key it names.
 func (v *validator) typeErr(table string, err error) {
 	msg := stripTOML(err)
+	key := ""
 	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
-		key := m[2]
-		if i := strings.LastIndex(key, "."); i >= 0 {
-			key = key[i+1:]
+		key, msg = m[2], m[3]
+	} else {
+		var pe toml.ParseError
+		if errors.As(err, &pe) && pe.LastKey != "" {
+			key, msg = pe.LastKey, pe.Message
 		}
-		v.errAt(table+"."+key, "%s: %s", key, m[3])
+	}
+	if key == "" {
+		v.errAt(table, "%s", msg)
 		return
 	}
-	var pe toml.ParseError
-	if errors.As(err, &pe) && pe.LastKey != "" {
-		key := pe.LastKey[strings.LastIndex(pe.LastKey, ".")+1:]
-		v.errAt(table+"."+key, "%s: %s", key, pe.Message)
-		return
+	// The library names keys without array indices ("routes.handler.queue.size");
+	// the table path has them ("routes[2].handler").
+	rest := key
+	if i := strings.Index(key, "handler."); i >= 0 {
+		rest = key[i+len("handler."):]
 	}
-	v.errAt(table, "%s", msg)
+	v.errAt(table+"."+rest, "%s: %s", rest, msg)
 }
 
 func stripTOML(err error) string {
@@ -338,7 +381,12 @@ func (v *validator) site(s *Site) {
 		}
 		s.ServerNames[i] = norm
 	}
-	if len(s.Listen) == 0 && len(s.TLS.Listen) == 0 {
+	switch {
+	case v.has("listen") && len(s.Listen) == 0:
+		v.errAt("listen", "listen is empty: name at least one address, as in listen = [\":80\"], or leave the key out for the default %s", DefaultListen)
+	case v.has("tls") && len(s.TLS.Listen) == 0 && s.TLS.Cert == "":
+		v.errAt("tls", "tls has no listen address (for example listen = [\":443\"])")
+	case len(s.Listen) == 0 && len(s.TLS.Listen) == 0:
 		s.Listen = []string{DefaultListen}
 	}
 	for i, a := range s.Listen {
@@ -375,6 +423,11 @@ func (v *validator) site(s *Site) {
 	}
 	if s.Log.Path != "" && s.Log.Path != "-" {
 		s.Log.Path = v.abs(s.Log.Path)
+		if s.Log.Enabled {
+			if err := writable(s.Log.Path); err != nil {
+				v.errAt("log.path", "log path %s: %v", s.Log.Path, err)
+			}
+		}
 	}
 	if g := s.Global; g != nil {
 		switch g.Budget.PHPPM {
@@ -382,8 +435,16 @@ func (v *validator) site(s *Site) {
 		default:
 			v.errAt("global.budget.php_pm", "php_pm %q: use \"auto\", \"static\" or \"ondemand\"", g.Budget.PHPPM)
 		}
-		if t := g.Thermal; t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || t.Hysteresis > 50 {
-			v.errAt("global.thermal", "thermal limit must be 0..150 °C and hysteresis 0..50 °C")
+		t := g.Thermal
+		limit, hyst := t.Limit, t.Hysteresis
+		if limit == 0 {
+			limit = 80
+		}
+		if hyst == 0 {
+			hyst = 5
+		}
+		if t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || hyst >= limit {
+			v.errAt("global.thermal", "thermal limit must be 1..150 °C and hysteresis smaller than it (work resumes at limit - hysteresis)")
 		}
 	}
 	c := s.Compression
@@ -397,7 +458,7 @@ func (v *validator) site(s *Site) {
 		v.errAt("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
 	}
 	if len(s.Routes) == 0 && len(v.errs) == 0 {
-		v.errAt("", "site has no routes (add [[routes]] with a path and a handler)")
+		v.errs = append(v.errs, &Error{File: v.file, Line: 1, Col: 1, Msg: "site has no routes (add [[routes]] with a path and a handler)"})
 	}
 	seen := map[string]int{}
 	for i, r := range s.Routes {
@@ -442,6 +503,32 @@ func normalizeName(n string) (string, error) {
 	return n, nil
 }
 
+// writable reports why a log file could not be opened for appending: the
+// file itself if it exists, else its directory.
+func writable(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return errors.New("is a directory")
+		}
+		return unix.Access(path, unix.W_OK)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory %s: %v", dir, errText(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("directory %s: %v", dir, err)
+	}
+	return nil
+}
+
+// resolveTimeout bounds the name lookup of a listen host.
+const resolveTimeout = 3 * time.Second
+
 // normalizeListen checks "host:port" and returns it in canonical form.
 func normalizeListen(a string) (string, error) {
 	host, port, err := net.SplitHostPort(strings.TrimSpace(a))
@@ -457,6 +544,11 @@ func normalizeListen(a string) (string, error) {
 		if _, err := netip.ParseAddr(host); err != nil {
 			if _, err := normalizeName(host); err != nil {
 				return "", fmt.Errorf("host %q is not an IP address or host name", host)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+			defer cancel()
+			if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
+				return "", fmt.Errorf("host %q cannot be resolved; use an IP address", host)
 			}
 		}
 	}
@@ -488,8 +580,14 @@ func (v *validator) static(at string, s *Static) {
 			v.errAt(fmt.Sprintf("%s.index[%d]", at, i), "index %q must be a plain file name", n)
 		}
 	}
-	if s.Fallback != "" && !strings.HasPrefix(s.Fallback, "/") {
-		v.errAt(at+".fallback", "fallback %q must be a path starting with \"/\"", s.Fallback)
+	switch {
+	case s.Fallback == "":
+	case !strings.HasPrefix(s.Fallback, "/") || hasDotSegment(s.Fallback):
+		v.errAt(at+".fallback", "fallback %q must be a path under root starting with \"/\"", s.Fallback)
+	default:
+		if fi, err := os.Stat(filepath.Join(s.Root, s.Fallback)); err != nil || !fi.Mode().IsRegular() {
+			v.errAt(at+".fallback", "fallback %q: no such file under root %s", s.Fallback, s.Root)
+		}
 	}
 	for k := range s.Headers {
 		if !validHeaderName(k) {

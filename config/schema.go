@@ -53,6 +53,15 @@ type Site struct {
 	pos *posIndex
 }
 
+// Position returns where a key of the site file is written ("listen[1]",
+// "tls.listen[0]", "routes[2].handler"), or 0, 0 if it is not.
+func (s *Site) Position(path string) (line, col int) {
+	if s.pos == nil {
+		return 0, 0
+	}
+	return s.pos.at(path)
+}
+
 // TLS configures the HTTPS listeners of a site (TLS 1.2 and 1.3, ALPN h2 and
 // http/1.1).
 type TLS struct {

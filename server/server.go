@@ -185,7 +185,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 				b.ln.Close()
 			}
 			t.close()
-			return err
+			return listenError(sites, addr, vh.tls, err)
 		}
 		bound = append(bound, l)
 		next[addr] = l
@@ -215,6 +215,33 @@ func (s *Server) Apply(sites []*config.Site) error {
 		}()
 	}
 	return nil
+}
+
+// listenError locates a failure to bind addr at the first site file line
+// that names it.
+func listenError(sites []*config.Site, addr string, isTLS bool, err error) error {
+	msg := err.Error()
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		msg = fmt.Sprintf("cannot listen on %s: %v", addr, oe.Err)
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			msg = fmt.Sprintf("cannot listen on %s: %v", addr, se.Err)
+		}
+	}
+	for _, cs := range sites {
+		list, key := cs.Listen, "listen"
+		if isTLS {
+			list, key = cs.TLS.Listen, "tls.listen"
+		}
+		for i, a := range list {
+			if a == addr {
+				line, col := cs.Position(fmt.Sprintf("%s[%d]", key, i))
+				return config.Errors{{File: cs.File, Line: line, Col: col, Msg: msg}}
+			}
+		}
+	}
+	return err
 }
 
 // Addrs returns the bound listen addresses (useful with port 0).

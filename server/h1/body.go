@@ -128,9 +128,13 @@ func (b *body) readChunked(p []byte) (int, error) {
 
 var errChunk = badRequest("malformed chunked encoding")
 
-// readChunkSize reads `chunk-size [ chunk-ext ] CRLF`.
+// readChunkSize reads `chunk-size [ chunk-ext ] CRLF`. Lines of the
+// chunked coding must end in CRLF exactly (RFC 9112 section 7.1; the bare
+// LF tolerance of section 2.2 is for the start line and header fields):
+// accepting a bare LF here lets requests be smuggled past a front proxy
+// that frames them differently (CVE-2025-22871).
 func readChunkSize(br *bufio.Reader) (int64, error) {
-	line, err := readLine(br, 4096)
+	line, err := readStrictLine(br, 4096)
 	if err != nil {
 		if err == io.EOF {
 			return 0, io.ErrUnexpectedEOF
@@ -165,8 +169,8 @@ ext:
 	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
 		rest = rest[1:]
 	}
-	if len(rest) > 0 && rest[0] != ';' {
-		return 0, errChunk
+	if len(rest) > 0 && rest[0] != ';' || len(rest) == 0 && len(line) > i {
+		return 0, errChunk // whitespace only before a chunk extension (BWS ";")
 	}
 	if !fieldValueOK(rest) {
 		return 0, errChunk
@@ -179,10 +183,11 @@ func expectCRLF(br *bufio.Reader) error {
 	if err != nil {
 		return io.ErrUnexpectedEOF
 	}
-	if c == '\r' {
-		if c, err = br.ReadByte(); err != nil {
-			return io.ErrUnexpectedEOF
-		}
+	if c != '\r' {
+		return errChunk
+	}
+	if c, err = br.ReadByte(); err != nil {
+		return io.ErrUnexpectedEOF
 	}
 	if c != '\n' {
 		return errChunk
@@ -190,12 +195,37 @@ func expectCRLF(br *bufio.Reader) error {
 	return nil
 }
 
+// readStrictLine reads a line that must end in CRLF, with no CR or LF
+// inside.
+func readStrictLine(br *bufio.Reader, max int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return nil, errHeaderTooLarge
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(line) > max+2 {
+		return nil, errHeaderTooLarge
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, errChunk
+	}
+	line = line[:len(line)-2]
+	for _, c := range line {
+		if c == '\r' {
+			return nil, errChunk
+		}
+	}
+	return line, nil
+}
+
 // readTrailer reads the trailer section after the last chunk and stores
 // fields the request declared in Trailer into req.Trailer.
 func (b *body) readTrailer() error {
 	total := 0
 	for {
-		line, err := readLine(b.c.br, b.maxTrail)
+		line, err := readStrictLine(b.c.br, b.maxTrail)
 		if err != nil {
 			if err == io.EOF {
 				return io.ErrUnexpectedEOF

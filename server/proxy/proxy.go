@@ -276,9 +276,25 @@ type failure struct {
 	notSent bool   // nothing reached the upstream: any request may go elsewhere
 	stale   bool   // a reused connection failed before any response byte
 	gone    bool   // the client went away, or the response had started: say nothing
+	client  bool   // the client's request was at fault (bad or too large body)
 }
 
 var clientGone = &failure{gone: true}
+
+// clientBodyFailure answers a failure to read the client's body: 413 when
+// it is over the site's max_body_size (RFC 9110 section 15.5.14), nothing
+// when the client left, else 400 (malformed framing, RFC 9112 section 7.1).
+// The upstream is not to blame for any of these.
+func clientBodyFailure(r *http.Request, err error) *failure {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return &failure{status: http.StatusRequestEntityTooLarge, cause: "request body over max_body_size", client: true}
+	case r.Context().Err() != nil:
+		return clientGone
+	}
+	return &failure{status: http.StatusBadRequest, cause: "reading the request body: " + err.Error(), client: true}
+}
 
 // idempotent methods, RFC 9110 section 9.2.2.
 func idempotent(m string) bool {
@@ -316,6 +332,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u := h.pick(prev)
 		f := h.exchange(w, r, u, upgrade, attempt > 0, replay)
 		if f == nil || f.gone {
+			return
+		}
+		if f.client {
+			w.Header().Set("Connection", "close")
+			errpage.Write(w, r, f.status)
 			return
 		}
 		again := attempt == 0 && (f.notSent && len(h.ups) > 1 || f.stale && replay)
@@ -362,7 +383,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	if !stop() {
 		reusable = false
 	}
-	if f != nil && !f.gone && !f.stale {
+	if f != nil && !f.gone && !f.stale && !f.client {
 		u.failures.Add(1)
 	}
 	if reusable {
@@ -445,14 +466,16 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 		if cl > 0 {
 			// Small bodies go out with the head, in as few writes as fit.
 			bp := h.bufs.Get().(*[]byte)
-			n, err := io.ReadFull(r.Body, (*bp)[:cl])
-			if err == nil {
+			n, rerr := io.ReadFull(r.Body, (*bp)[:cl])
+			var err error
+			if rerr == nil {
 				_, err = c.bw.Write((*bp)[:n])
-			} else {
-				err = errClientBody
 			}
 			h.bufs.Put(bp)
-			if err == errClientBody || r.Context().Err() != nil {
+			if rerr != nil {
+				return false, clientBodyFailure(r, rerr)
+			}
+			if r.Context().Err() != nil {
 				return false, clientGone
 			}
 			if err != nil {
@@ -492,10 +515,11 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 			c.nc.SetDeadline(aLongTimeAgo)
 			berr = <-bodyDone
 		}
+		var cbe *clientBodyError
 		switch {
+		case errors.As(berr, &cbe):
+			return false, clientBodyFailure(r, cbe.err)
 		case r.Context().Err() != nil:
-			return false, clientGone
-		case errors.Is(berr, errClientBody):
 			return false, clientGone
 		case berr != nil && !errors.Is(berr, os.ErrDeadlineExceeded):
 			return false, &failure{status: statusFor(berr), cause: "sending the request body: " + describe(berr, h.headerTimeout)}
@@ -570,7 +594,11 @@ type clientBody struct {
 	err error
 }
 
-var errClientBody = errors.New("reading the request body from the client")
+// clientBodyError wraps an error reading the client's body.
+type clientBodyError struct{ err error }
+
+func (e *clientBodyError) Error() string { return "reading the request body from the client: " + e.err.Error() }
+func (e *clientBodyError) Unwrap() error { return e.err }
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
@@ -605,7 +633,7 @@ func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, st
 	}
 	if src.err != nil {
 		c.nc.SetDeadline(aLongTimeAgo) // the upstream must not wait for the rest
-		return errClientBody
+		return &clientBodyError{src.err}
 	}
 	if err != nil {
 		c.nc.SetDeadline(aLongTimeAgo)

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -83,4 +84,60 @@ handler = { type = "proxy", upstreams = ["`+ln.Addr().String()+`"], strip_prefix
 		snap.Upstreams[0].Requests < 6 || snap.Upstreams[0].IdleConns == 0 {
 		t.Errorf("status snapshot upstreams: %+v", snap.Upstreams)
 	}
+}
+
+// A request body the client framed badly gets 400, one over max_body_size
+// 413; neither reaches the upstream as a complete request.
+func TestClientBodyErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "upstream read %d %v", n, err)
+	})}
+	go up.Serve(ln)
+	defer up.Close()
+	e := servertest.Start(t, `
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[limits]
+max_body_size = "64KiB"
+[[routes]]
+path = "/"
+handler = { type = "proxy", upstreams = ["`+ln.Addr().String()+`"] }
+`)
+	raw := func(req string) string {
+		c, err := net.Dial("tcp", e.HTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte(req))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(c)
+		line, _, _ := strings.Cut(string(b), "\r\n")
+		return line
+	}
+	if got := raw("POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"); got != "HTTP/1.1 400 Bad Request" {
+		t.Errorf("bad chunk: %q", got)
+	}
+	big := strings.Repeat("x", 200<<10)
+	chunked := fmt.Sprintf("POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(big), big)
+	if got := raw(chunked); !strings.HasPrefix(got, "HTTP/1.1 413 ") {
+		t.Errorf("chunked body over the limit: %q", got)
+	}
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		req, _ := http.NewRequest("POST", c.Base+"/u", io.NopCloser(strings.NewReader(big))) // unknown length
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("%s: body of unknown length over the limit: %d", c.Name, resp.StatusCode)
+		}
+	})
 }
