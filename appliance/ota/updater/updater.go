@@ -349,15 +349,15 @@ func (r *run) reboot(ctx context.Context) error {
 
 // leaveTrialBoot handles a device that still runs the trial boot of its
 // last update: gokrazy's update endpoints are not safe until it reboots.
-// A trial still being checked is waited for; a confirmed one is rebooted
-// (into the same build, now the default).
+// A trial still being checked (or failed, and about to reboot) is waited
+// for; a confirmed one is rebooted (into the same build, now the default).
 func (r *run) leaveTrialBoot(ctx context.Context, st *ota.Status) (*ota.Status, error) {
 	deadline := time.Now().Add(r.o.Timeout)
-	for st.Last != nil && st.Last.State == ota.Trial {
+	for st.Last != nil && (st.Last.State == ota.Trial || st.Last.State == ota.Failed) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the device's last update is still on trial after %s", r.o.Timeout)
 		}
-		r.note("the device is checking its last update (trial boot); waiting for its verdict")
+		r.note("the device is still deciding on its last update (trial boot); waiting for its verdict")
 		time.Sleep(2 * time.Second)
 		next, err := r.status(ctx, 10*time.Second)
 		if err != nil {
