@@ -357,7 +357,8 @@ func describeTargets(ts []Target) string {
 	return strings.Join(s, ", ")
 }
 
-// confirm makes the running root permanent (Confirm in the package doc).
+// confirm makes the running root permanent: root= in cmdline.txt and
+// gokrazy.conf names it (PointRootAt).
 func (a *Agent) confirm(took time.Duration) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -24,7 +24,7 @@ const (
 )
 
 // Files on the boot partition that carry the kernel command line. gokrazy
-// edits both in place and so does Confirm.
+// edits both in place, and so does PointRootAt.
 var cmdlineFiles = []string{"/cmdline.txt", "/loader/entries/gokrazy.conf"}
 
 // rootArg matches the root= argument in the forms gokrazy's init

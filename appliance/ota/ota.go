@@ -17,13 +17,13 @@
 //  4. on the new root, arka-init (Agent.RunTrial) checks Arka's health
 //     (Health): every address Arka listens on must answer HTTP within
 //     StartTimeout and keep answering, without Arka restarting, for
-//     Stable. Then it points root= at the new partition (Confirm), and the
+//     Stable. Then it points root= at the new partition (PointRootAt), and the
 //     update is permanent. If the check fails, it records why and reboots:
 //     root= still names the old partition, so the old build comes back;
-//  5. whatever stops the trial (a kernel panic and panic=10, init crashing,
-//     the watchdog, a power cut, a hang ended by hand) ends in a boot that
-//     starts the old root, whose arka-init then records the attempt as
-//     rolled back.
+//  5. whatever else stops the trial (a kernel panic and panic=10, init
+//     crashing, the watchdog, a power cut, the Agent's TrialDeadline) ends
+//     in a boot that starts the old root, whose arka-init then records the
+//     attempt as rolled back.
 //
 // A trial boot runs with gokrazy's update handlers still aimed at the old
 // kernel command line (they would write the running root), so until the
