@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/arkaweb/arka/server.Version=$(VERSION)
 STATE   ?= .state
 
-.PHONY: all build run test test-short vet fmt bench bench-quick clean image vm update
+.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean image vm update
 
 all: build
 
@@ -28,13 +28,33 @@ test: vet
 test-short:
 	$(GO) test -short ./...
 
+# The comparison with nginx, Apache, Caddy and lighttpd (tests/bench; README
+# "Performance"). Installs nothing: it lists what is missing and skips it.
+# Results in tests/bench/results/<UTC time>/. Options through BENCH_ARGS, e.g.
+#   make bench BENCH_ARGS='-servers arka,nginx -tests static,php -duration 5s'
+# (go run ./tests/bench/cmd/arkabench -h lists them).
+BENCH_ARGS ?=
+bench: build
+	$(GO) run ./tests/bench/cmd/arkabench -arka bin/arka $(BENCH_ARGS)
+
+# One round of 1 s per test and server: checks that everything works (< 3 min).
+bench-quick: build
+	$(GO) run ./tests/bench/cmd/arkabench -arka bin/arka -quick $(BENCH_ARGS)
+
+# Arka's hot paths in-process, with allocations; no external server needed.
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -v ./tests/bench/
+
 # Appliance image: images/out/arka-$(BOARD).img for BOARD=rpi (Raspberry Pi,
 # arm64) or BOARD=amd64 (UEFI PCs and VMs). Reproducible: a clean tree builds
 # with its last commit's time; SOURCE_DATE_EPOCH=... overrides it.
+# PHP=1 adds php-fpm from Debian's packages (downloads cached in
+# images/out/debs; see images/README.md).
 BOARD ?= amd64
+PHP   ?=
 IMAGE_EPOCH = $(or $(SOURCE_DATE_EPOCH),$(shell git diff --quiet HEAD 2>/dev/null && git log -1 --format=%ct 2>/dev/null || date +%s))
 image:
-	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance build --board $(BOARD) --version $(VERSION)
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance build --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php)
 
 # Boot the image under QEMU (TCG, or KVM with VM_FLAGS=--kvm) with Arka on
 # forwarded loopback ports; prints the URLs. Ctrl-C stops it.
@@ -45,7 +65,7 @@ vm: image
 # address of the device. The new build runs on trial and becomes permanent
 # only once Arka passes its health check there; otherwise it rolls back.
 update:
-	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance update --board $(BOARD) --version $(VERSION) --host $(HOST)
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance update --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) --host $(HOST)
 
 clean:
 	rm -rf bin images/out

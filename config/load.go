@@ -66,6 +66,7 @@ func LoadFiles(files []string) ([]*Site, error) {
 	}
 	if len(errs) == 0 {
 		errs = append(errs, crossCheck(sites)...)
+		errs = append(errs, phpConflicts(sites)...)
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -199,7 +200,8 @@ var knownKeys = []string{
 	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
 	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
-	"limit", "hysteresis",
+	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
+	"slowlog_timeout", "data_dir", "ini",
 }
 
 func editDistance(a, b string) int {
@@ -435,6 +437,9 @@ func (v *validator) site(s *Site) {
 		default:
 			v.errAt("global.budget.php_pm", "php_pm %q: use \"auto\", \"static\" or \"ondemand\"", g.Budget.PHPPM)
 		}
+		if g.PHP != nil {
+			v.php("global.php", g.PHP)
+		}
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis
 		if limit == 0 {
@@ -446,6 +451,9 @@ func (v *validator) site(s *Site) {
 		if t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || hyst >= limit {
 			v.errAt("global.thermal", "thermal limit must be 1..150 °C and hysteresis smaller than it (work resumes at limit - hysteresis)")
 		}
+	}
+	if s.PHP != nil {
+		v.php("php", s.PHP)
 	}
 	c := s.Compression
 	if c.ZstdLevel < 0 || c.ZstdLevel > 4 {

@@ -44,6 +44,10 @@ type Site struct {
 	Limits      Limits      `toml:"limits"`
 	Routes      []Route     `toml:"-"` // decoded from rawRoute
 
+	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
+	// see PHP for how it combines with [global] php.
+	PHP *PHP `toml:"php"`
+
 	// Global holds process-wide settings. At most one site file may have a
 	// [global] table; see GlobalOf.
 	Global *Global `toml:"global"`
@@ -200,6 +204,7 @@ type Status struct {
 type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
+	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -188,10 +188,17 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 	if len(cs.ServerNames) > 0 {
 		name = cs.ServerNames[0]
 	}
+	var phpAddr string
+	var phpConns int
+	if s.o.PHP != nil {
+		phpAddr, phpConns = s.o.PHP.Address(), s.o.PHP.MaxChildren()
+	}
 	h, err := fastcgi.New(cr.Path, cr.FastCGI, fastcgi.Options{
 		Logger:           s.log.With("site", name),
 		DefaultMaxConns:  s.o.Budget.FastCGIMaxConns,
 		DefaultQueueSize: s.o.Budget.FastCGIQueue,
+		PHPAddress:       phpAddr,
+		PHPMaxConns:      phpConns,
 		ServerSoftware:   "arka/" + Version,
 		Static:           files,
 		Pools:            &s.fcgiPools,

@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -71,6 +72,23 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
+	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
+	// by fastcgi routes whose address is "php" or empty, and shown on the
+	// status page. Nil when Arka runs none: such routes are then errors.
+	PHP PHP
+}
+
+// PHP is the php-fpm pool Arka runs itself, as the server sees it.
+type PHP interface {
+	// Address is the pool's FastCGI address ("unix:/path.sock"), or ""
+	// while Arka runs no php-fpm.
+	Address() string
+	// MaxChildren is pm.max_children: the default max_conns of routes to
+	// the pool, so that requests queue in Arka's FIFO, not in php-fpm.
+	MaxChildren() int
+	// Status is php-fpm's own view of the pool (its status page), or nil
+	// while it does not answer.
+	Status() []status.PHPFPMPool
 }
 
 // Server runs listeners for a configuration and swaps configurations on
@@ -253,6 +271,27 @@ func (s *Server) Addrs() map[string]net.Addr {
 		m[a] = l.ln.Addr()
 	}
 	return m
+}
+
+// URLs returns a URL for each listener, sorted ("http://127.0.0.1:8080/",
+// "https://localhost:443/" for a wildcard address), for people to click.
+func (s *Server) URLs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, l := range s.listeners {
+		host, port, _ := net.SplitHostPort(l.ln.Addr().String())
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = "localhost"
+		}
+		scheme := "http"
+		if l.tls {
+			scheme = "https"
+		}
+		out = append(out, scheme+"://"+net.JoinHostPort(host, port)+"/")
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Shutdown stops accepting, waits for in-flight requests up to ctx, closes
@@ -490,6 +529,15 @@ func (l *listener) handshake(c net.Conn) {
 		tc.SetDeadline(time.Now().Add(l.hsTO))
 	}
 	if err := tc.Handshake(); err != nil {
+		// Plain HTTP sent to the HTTPS port: say so, as nginx and net/http
+		// do, instead of closing without a word.
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
+			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+
+				"Client sent an HTTP request to an HTTPS server.\n")
+			re.Conn.Close()
+		}
 		tc.Close()
 		return
 	}
@@ -594,7 +642,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			loc += "?" + r.URL.RawQuery
 		}
 		w.Header().Set("Location", loc)
-		errpage.Write(w, r, http.StatusMovedPermanently)
+		code := http.StatusMovedPermanently
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			code = http.StatusPermanentRedirect // keeps the method and body (RFC 9110 section 15.4.9)
+		}
+		errpage.Write(w, r, code)
 		return
 	}
 	if rt == nil {
@@ -654,4 +706,14 @@ func (e *engineLog) Write(p []byte) (int, error) {
 	}
 	e.log.Warn(string(bytes.TrimSpace(p)))
 	return len(p), nil
+}
+
+// looksLikeHTTP reports whether the first bytes of a TLS record header are
+// the start of a plain HTTP request line instead.
+func looksLikeHTTP(hdr []byte) bool {
+	switch string(hdr) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "DELET", "PATCH", "CONNE", "TRACE":
+		return true
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"crypto/tls"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -311,4 +312,21 @@ func TestConnectionLimit(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// Plain HTTP sent to the TLS port gets a 400 that says why.
+func TestPlainHTTPToTLSPort(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, dir, "a", "ok"), true))
+	c, err := net.Dial("tcp", e.HTTPS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(b), "HTTP/1.0 400 Bad Request") || !strings.Contains(string(b), "HTTPS") {
+		t.Errorf("got %q", b)
+	}
 }

@@ -72,6 +72,9 @@ func (s *Server) Snapshot() status.Snapshot {
 			})
 		}
 	}
+	if s.o.PHP != nil {
+		snap.PHPFPM = s.o.PHP.Status()
+	}
 	cs := s.cache.Stats()
 	snap.Caches = []status.CacheStats{
 		{Name: "open files and content", Entries: uint64(cs.FileEntries), Bytes: int64(cs.FileBytes),

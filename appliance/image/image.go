@@ -74,6 +74,10 @@ type Config struct {
 
 	ExtraFiles    []File            // more root files (php-fpm, …)
 	ExtraServices []initcfg.Service // more programs for arka-init to supervise
+	// ExtraVersions are recorded with the build's versions (Summary and
+	// /etc/gokrazy/sbom.json, so they change the SBOM hash): for example
+	// the Debian packages of php-fpm.
+	ExtraVersions map[string]string
 
 	Progress Progress // may be nil
 }
@@ -264,6 +268,9 @@ func Build(c Config) (*Summary, error) {
 		PasswordFile:   c.PasswordFile,
 	}
 
+	for k, v := range c.ExtraVersions {
+		sum.Versions[k] = v
+	}
 	stage(1, "fetching kernel and firmware modules")
 	modDirs := map[string]string{}
 	for _, m := range c.Board.Modules() {

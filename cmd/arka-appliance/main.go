@@ -26,6 +26,7 @@ import (
 	"github.com/arkaweb/arka/appliance/flash"
 	"github.com/arkaweb/arka/appliance/image"
 	"github.com/arkaweb/arka/appliance/image/partition"
+	"github.com/arkaweb/arka/appliance/phpimage"
 	"github.com/arkaweb/arka/appliance/vm"
 )
 
@@ -73,6 +74,8 @@ func main() {
 type buildFlags struct {
 	board, out, hostname, arkaPkg, version, pwFile, size, extraArgs, tz string
 	httpPort, httpsPort                                                 int
+	php                                                                 bool
+	phpExt, debCache                                                    string
 }
 
 func (b *buildFlags) register(fs *flag.FlagSet) {
@@ -87,6 +90,9 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.tz, "timezone", "UTC", "time zone for /etc/localtime")
 	fs.IntVar(&b.httpPort, "ui-http-port", 8080, "port of gokrazy's web UI and update API (Arka owns 80)")
 	fs.IntVar(&b.httpsPort, "ui-https-port", 8443, "HTTPS port of gokrazy's web UI (Arka owns 443)")
+	fs.BoolVar(&b.php, "php", false, "include php-fpm from Debian's packages (see images/README.md)")
+	fs.StringVar(&b.phpExt, "php-extensions", strings.Join(phpimage.DefaultExtensions, ","), "PHP extensions to include, comma-separated (with --php)")
+	fs.StringVar(&b.debCache, "deb-cache", filepath.Join("images", "out", "debs"), "cache of downloaded Debian packages (with --php)")
 }
 
 func (b *buildFlags) build() (*image.Summary, error) {
@@ -112,6 +118,26 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "Building the Arka appliance image for %s (%s)\n", board.Name, board.Description)
+	var php *phpimage.Result
+	if b.php {
+		fmt.Fprintf(os.Stderr, "Collecting php-fpm for %s from Debian's packages (cache %s)\n", board.GOARCH, b.debCache)
+		php, err = phpimage.Collect(phpimage.Options{
+			Arch: board.GOARCH, Extensions: strings.Split(b.phpExt, ","), CacheDir: b.debCache,
+			Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "  "+f+"\n", a...) },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var extra []image.File
+	var versions map[string]string
+	if php != nil {
+		extra = php.Files
+		versions = map[string]string{}
+		for p, v := range php.Packages {
+			versions["debian/"+p] = v
+		}
+	}
 	sum, err := image.Build(image.Config{
 		Board:           board,
 		Output:          out,
@@ -125,12 +151,17 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		Size:            size,
 		Timezone:        b.tz,
 		KernelExtraArgs: b.extraArgs,
+		ExtraFiles:      extra,
+		ExtraVersions:   versions,
 		Progress:        newBar(os.Stderr),
 	})
 	if err != nil {
 		return nil, err
 	}
 	printSummary(os.Stdout, sum)
+	if php != nil {
+		printPHP(os.Stdout, php)
+	}
 	return sum, nil
 }
 
@@ -159,7 +190,7 @@ func printSummary(w io.Writer, s *image.Summary) {
 	fmt.Fprintf(w, "  arka          %s\n", s.Versions["arka"])
 	var names []string
 	for k := range s.Versions {
-		if k != "arka" {
+		if k != "arka" && !strings.HasPrefix(k, "debian/") { // --php's packages: see printPHP
 			names = append(names, k)
 		}
 	}
@@ -169,6 +200,20 @@ func printSummary(w io.Writer, s *image.Summary) {
 	}
 	fmt.Fprintf(w, "Password   gokrazy web UI / updates (user gokrazy): see %s\n", s.PasswordFile)
 	fmt.Fprintf(w, "Cmdline    %s\n", s.Cmdline)
+}
+
+// printPHP lists what --php added, uncompressed (the SquashFS compresses it
+// with gzip).
+func printPHP(w io.Writer, r *phpimage.Result) {
+	var total int64
+	for _, p := range r.Parts {
+		total += p.Bytes
+	}
+	fmt.Fprintf(w, "PHP        %s, %.1f MiB before compression, from %d Debian packages (php%s %s)\n",
+		r.FPM, float64(total)/(1<<20), len(r.Packages), phpimage.DefaultVersion, r.Packages["php"+phpimage.DefaultVersion+"-fpm"])
+	for _, p := range r.Parts {
+		fmt.Fprintf(w, "  %-30s %4d files %6.1f MiB\n", p.Name, p.Files, float64(p.Bytes)/(1<<20))
+	}
 }
 
 func cmdFlash(args []string) error {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -77,10 +78,15 @@ func run(args []string) int {
 	global := config.GlobalOf(sites)
 	budget := budgetFor(brd, global)
 	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
-	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal,
+	php := &phpRunner{log: logger, budget: budget, state: state}
+	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
 		MaxConns: maxConns(budget)})
 	if *check {
-		if err := srv.Check(sites); err != nil {
+		err := php.prepareCheck(sites)
+		if err == nil {
+			err = srv.Check(sites)
+		}
+		if err != nil {
 			printConfigError(err)
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
@@ -97,13 +103,19 @@ func run(args []string) int {
 			defer stop()
 		}
 	}
+	if _, err := php.apply(sites); err != nil {
+		fmt.Fprintln(os.Stderr, "arka: php-fpm:", err)
+		return 1
+	}
 	if err := srv.Apply(sites); err != nil {
 		printConfigError(err)
+		php.stop()
 		return 1
 	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
 		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
 		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
+	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
@@ -111,8 +123,16 @@ func run(args []string) int {
 		switch s {
 		case syscall.SIGHUP:
 			sites, err := load()
+			var undo func()
 			if err == nil {
-				err = srv.Apply(sites)
+				undo, err = php.apply(sites)
+			}
+			if err == nil {
+				if err = srv.Apply(sites); err != nil {
+					undo()
+				} else {
+					php.retire(sites)
+				}
 			}
 			if err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
@@ -131,6 +151,7 @@ func run(args []string) int {
 			if err != nil {
 				logger.Warn("shutdown did not finish cleanly", "err", err)
 			}
+			php.stop() // after the server: its connections to php-fpm are closed
 			return 0
 		}
 	}

@@ -64,6 +64,11 @@ type Options struct {
 	// ("unix:/path.sock" or "host:port"), used when the route's address is
 	// "php" or empty. Without it such a route is an error.
 	PHPAddress string
+	// PHPMaxConns is the default max_conns of routes to PHPAddress: the
+	// pool's pm.max_children, so that requests beyond it wait in the
+	// handler's FIFO queue rather than in php-fpm's listen backlog. Zero
+	// means DefaultMaxConns.
+	PHPMaxConns int
 
 	// ServerSoftware is SERVER_SOFTWARE, such as "arka/0.3.0". Default "arka".
 	ServerSoftware string
@@ -161,9 +166,12 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	h.address = cfg.Address
 	if h.address == "" || h.address == "php" {
 		if opts.PHPAddress == "" {
-			return fail("address %q means Arka's own php-fpm, which is not running here; give the address of a FastCGI server (\"unix:/path.sock\" or \"host:port\")", cfg.Address)
+			return fail("address %q means Arka's own php-fpm, which is not running here: add php = { fpm = \"auto\" } (or the path of php-fpm) to the site or [global], or give the address of a FastCGI server (\"unix:/path.sock\" or \"host:port\")", cfg.Address)
 		}
 		h.address = opts.PHPAddress
+		if opts.PHPMaxConns > 0 {
+			opts.DefaultMaxConns = opts.PHPMaxConns
+		}
 	}
 	if p, ok := strings.CutPrefix(h.address, "unix:"); ok {
 		if !filepath.IsAbs(p) {
@@ -464,7 +472,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rb.w = fcgi.AppendHeader(rb.w, fcgi.TypeStdin, 1, 0, 0)
 	}
 
-	c, err := h.pool.acquire(r.Context(), r, h.queueTimeout)
+	c, err := h.pool.acquire(r.Context(), r, h.queueTimeout, h, h.queueSize)
 	if err != nil {
 		h.acquireError(w, r, &x.t, err)
 		return

@@ -61,6 +61,7 @@ type waiter struct {
 	ch         chan grant // capacity 1: a grant never blocks the granter
 	prev, next *waiter
 	queued     bool
+	user       any // the handler it waits for: each has its own queue.size
 	r          *http.Request
 	timer      *time.Timer
 }
@@ -91,6 +92,9 @@ type pool struct {
 
 	refs  int            // handlers using the pool (guarded by Pools.mu)
 	users map[any][2]int // each handler's max_conns and queue.size
+	// queued counts each handler's requests in the shared FIFO, so that a
+	// route's own queue.size holds even when routes share the pool.
+	queued map[any]int
 
 	probeTimeout, idleTimeout time.Duration // the defaults; tests shorten them
 
@@ -156,7 +160,7 @@ func (p *pool) limit() int {
 // handed over after waiting in the queue at most queueTimeout. Errors:
 // errQueueFull, errQueueTimeout, errClosing, the context's error, or a
 // dial error.
-func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.Duration) (*conn, error) {
+func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.Duration, user any, queueMax int) (*conn, error) {
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
@@ -181,13 +185,13 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 			return p.dialSlot(ctx, r, queueTimeout)
 		}
 	}
-	if p.waiting >= p.queueMax {
+	if p.queued[user] >= queueMax {
 		p.mu.Unlock()
 		p.rejected.Add(1)
 		return nil, errQueueFull
 	}
 	w := p.waiters.Get().(*waiter)
-	w.r = r
+	w.r, w.user = r, user
 	p.push(w)
 	p.mu.Unlock()
 	return p.wait(ctx, w, r, queueTimeout)
@@ -443,7 +447,7 @@ func (p *pool) leave(w *waiter) bool {
 }
 
 func (p *pool) recycle(w *waiter) {
-	w.r = nil
+	w.r, w.user = nil, nil
 	p.waiters.Put(w)
 }
 
@@ -457,6 +461,19 @@ func (p *pool) push(w *waiter) {
 	}
 	p.tail = w
 	p.waiting++
+	p.countQueued(w.user, 1)
+}
+
+// countQueued keeps the per-handler count of queued requests.
+func (p *pool) countQueued(user any, d int) {
+	if p.queued == nil {
+		p.queued = map[any]int{}
+	}
+	if n := p.queued[user] + d; n > 0 {
+		p.queued[user] = n
+	} else {
+		delete(p.queued, user)
+	}
 }
 
 func (p *pool) pushFront(w *waiter) {
@@ -469,6 +486,7 @@ func (p *pool) pushFront(w *waiter) {
 	}
 	p.head = w
 	p.waiting++
+	p.countQueued(w.user, 1)
 }
 
 func (p *pool) pop() *waiter {
@@ -492,6 +510,7 @@ func (p *pool) unlink(w *waiter) {
 	}
 	w.prev, w.next, w.queued = nil, nil, false
 	p.waiting--
+	p.countQueued(w.user, -1)
 }
 
 func (p *pool) hook(event string, r *http.Request) {

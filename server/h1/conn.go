@@ -229,9 +229,9 @@ func (c *conn) writeError(err error) {
 			return
 		}
 	}
-	body := strconv.Itoa(pe.status) + " " + http.StatusText(pe.status) + ": " + pe.msg + "\n"
+	body := strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) + ": " + pe.msg + "\n"
 	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + http.StatusText(pe.status) +
+	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) +
 		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 	c.bw.Flush()
@@ -349,7 +349,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, badRequest("invalid character in header field value")
 		}
 		var f field
-		f.key, buf, f.ks, f.ke = canonicalKey(name, c.lower, buf)
+		f.key, buf, f.ks, f.ke = canonicalKey(name, &c.lower, buf)
 		f.vs = len(buf)
 		buf = append(buf, v...)
 		f.ve = len(buf)

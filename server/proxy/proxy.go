@@ -597,7 +597,9 @@ type clientBody struct {
 // clientBodyError wraps an error reading the client's body.
 type clientBodyError struct{ err error }
 
-func (e *clientBodyError) Error() string { return "reading the request body from the client: " + e.err.Error() }
+func (e *clientBodyError) Error() string {
+	return "reading the request body from the client: " + e.err.Error()
+}
 func (e *clientBodyError) Unwrap() error { return e.err }
 
 func (b *clientBody) Read(p []byte) (int, error) {
