@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/arkaweb/arka/server.Version=$(VERSION)
 STATE   ?= .state
 
-.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean image vm
+.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean image vm update
 
 all: build
 
@@ -60,6 +60,12 @@ image:
 # forwarded loopback ports; prints the URLs. Ctrl-C stops it.
 vm: image
 	$(GO) run ./cmd/arka-appliance vm --board $(BOARD) $(VM_FLAGS)
+
+# Over-the-air update of a running appliance (builds first): HOST=name or
+# address of the device. The new build runs on trial and becomes permanent
+# only once Arka passes its health check there; otherwise it rolls back.
+update:
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance update --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) --host $(HOST)
 
 clean:
 	rm -rf bin images/out

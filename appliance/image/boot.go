@@ -70,7 +70,7 @@ func LoaderEntry(cmdline string) []byte {
 
 // writeBoot writes the boot FAT16 into partition p of w and returns the
 // bytes the file system takes.
-func (c *Config) writeBoot(w io.WriterAt, modDirs map[string]string, p partition.Entry, cmdline string, versions map[string]string) (int64, error) {
+func (c *Config) writeBoot(w io.WriterAt, modDirs map[string]string, p partition.Entry, cmdline string, versions map[string]string, build BuildInfo) (int64, error) {
 	var files []fat16.File
 	add := func(dir string, globs []string) error {
 		for _, g := range globs {
@@ -113,6 +113,7 @@ func (c *Config) writeBoot(w io.WriterAt, modDirs map[string]string, p partition
 		fat16.File{Path: "cmdline.txt", Data: CmdlineFile(cmdline)},
 		fat16.File{Path: "config.txt", Data: configTxt},
 		fat16.File{Path: "loader/entries/gokrazy.conf", Data: LoaderEntry(cmdline)},
+		fat16.File{Path: BuildInfoFile, Data: build.marshal()},
 	)
 	if c.Board.EFILoader != "" {
 		files = append(files, fat16.File{Path: c.Board.EFILoaderName, Source: c.Board.EFILoader})

@@ -330,7 +330,8 @@ func Build(c Config) (*Summary, error) {
 	stage(4, "writing the boot file system (FAT16)")
 	cmdline := c.cmdline(modDirs[c.Board.Kernel.Module], p1.GUID)
 	sum.Cmdline = cmdline
-	bootUsed, err := c.writeBoot(out, modDirs, p1, cmdline, sum.Versions)
+	build := BuildInfo{Board: c.Board.Name, Version: c.Version, BuildTimestamp: sum.BuildTimestamp, SBOMHash: sum.SBOMHash}
+	bootUsed, err := c.writeBoot(out, modDirs, p1, cmdline, sum.Versions, build)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@
 //	arka-appliance build --board rpi|amd64 [-o images/out/arka-<board>.img]
 //	arka-appliance flash --image images/out/arka-rpi.img /dev/sdX   (or --board rpi: build first)
 //	arka-appliance vm    --board amd64 [--image …]
+//	arka-appliance update --host HOST (--image IMG | --board BOARD)   (over the air, rolls back by itself)
+//	arka-appliance status --host HOST --board BOARD                   (the device's last update)
 package main
 
 import (
@@ -32,6 +34,8 @@ const usage = `usage:
   arka-appliance build --board BOARD [flags]     build images/out/arka-BOARD.img
   arka-appliance flash (--image IMG | --board BOARD) [--force] DEVICE
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
+  arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
+  arka-appliance status --host HOST[:PORT] (--board BOARD | --password-file FILE)
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -50,6 +54,10 @@ func main() {
 		err = cmdFlash(os.Args[2:])
 	case "vm":
 		err = cmdVM(os.Args[2:])
+	case "update":
+		err = cmdUpdate(os.Args[2:])
+	case "status":
+		err = cmdStatus(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return

@@ -26,3 +26,20 @@ func TestBuildNeedsAKnownBoard(t *testing.T) {
 		t.Errorf("unknown board: %v", err)
 	}
 }
+
+func TestUpdateFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--host is required"},
+		{[]string{"--host", "arka.local"}, "give --image IMG or --board BOARD"},
+		{[]string{"--host", "arka.local", "--image", "a.img", "--board", "rpi"}, "give --image IMG or --board BOARD"},
+		{[]string{"--host", "arka.local", "--image", "a.img", "--max-rate", "fast"}, "--max-rate"},
+		{[]string{"--host", "arka.local", "--image", "/nonexistent/a.img"}, "/nonexistent/a.gokr-pw.txt"},
+	} {
+		if err := cmdUpdate(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("update %q: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

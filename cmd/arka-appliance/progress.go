@@ -13,6 +13,7 @@ import (
 type bar struct {
 	w     io.Writer
 	tty   bool
+	lines bool // not on a terminal: print a progress line every few seconds
 	last  time.Time
 	stage string
 	start time.Time
@@ -35,7 +36,14 @@ func (b *bar) Stage(n, of int, name string) {
 }
 
 func (b *bar) Bytes(done, total int64) {
-	if !b.tty || total <= 0 {
+	if total <= 0 {
+		return
+	}
+	if !b.tty {
+		if b.lines && (time.Since(b.last) >= 2*time.Second || done == total) {
+			b.last = time.Now()
+			fmt.Fprintf(b.w, "  %d%%  %.1f/%.1f MiB\n", done*100/total, float64(done)/(1<<20), float64(total)/(1<<20))
+		}
 		return
 	}
 	if time.Since(b.last) < 100*time.Millisecond && done < total {
@@ -49,4 +57,13 @@ func (b *bar) Bytes(done, total int64) {
 	if done == total {
 		fmt.Fprintln(b.w)
 	}
+}
+
+// Note prints a line of its own (update progress).
+func (b *bar) Note(msg string) {
+	if b.start.IsZero() {
+		fmt.Fprintf(b.w, "  %s\n", msg)
+		return
+	}
+	fmt.Fprintf(b.w, "  %s (%s into this stage)\n", msg, time.Since(b.start).Round(100*time.Millisecond))
 }

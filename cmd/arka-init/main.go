@@ -48,6 +48,8 @@ func main() {
 	}
 	log.Printf("hostname %q, model %q", hostnameOf(), gokrazy.Model())
 	clockFloor(initBuildTimestamp)
+	go keepWatchdog()
+	updates := startUpdateAgent() // over-the-air updates: update_linux.go
 
 	if msg, err := growPerm(); err != nil {
 		log.Printf("perm: not grown: %v", err)
@@ -88,6 +90,7 @@ func main() {
 	if err := gokrazy.SuperviseServices(services); err != nil {
 		log.Fatal(err)
 	}
+	runTrial(updates, sites)
 	select {}
 }
 

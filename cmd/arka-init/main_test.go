@@ -39,3 +39,25 @@ func TestWritable(t *testing.T) {
 		t.Errorf("probe left behind: %v", ents)
 	}
 }
+
+// TestHealthTargets reads the image's default site as arka-init does on a
+// trial boot: Arka must answer on port 80 and, with TLS, on 443.
+func TestHealthTargets(t *testing.T) {
+	dir := t.TempDir()
+	www := filepath.Join(dir, "www")
+	os.MkdirAll(www, 0o755)
+	if err := rewriteSites(filepath.Join("..", "..", "images", "site", "sites"), filepath.Join(dir, "sites"), bakedWWW, www); err != nil {
+		t.Fatal(err)
+	}
+	got, err := healthTargets(filepath.Join(dir, "sites"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Addr != "127.0.0.1:80" || got[0].TLS || got[1].Addr != "127.0.0.1:443" || !got[1].TLS {
+		t.Errorf("targets %+v", got)
+	}
+	os.WriteFile(filepath.Join(dir, "sites", "default.toml"), []byte("listen = [\":80\"]\nbogus = 1\n"), 0o644)
+	if _, err := healthTargets(filepath.Join(dir, "sites")); err == nil || !strings.Contains(err.Error(), "default.toml:2:1") {
+		t.Errorf("broken site: %v", err)
+	}
+}

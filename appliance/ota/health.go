@@ -1,0 +1,231 @@
+package ota
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Target is one address Arka listens on, as the health check reaches it.
+type Target struct {
+	Addr string // host:port to connect to
+	TLS  bool   // speak HTTPS (the certificate is not checked)
+}
+
+// Targets turns Arka's listen addresses ("host:port", ":port") into
+// addresses to probe: an empty or unspecified host becomes loopback.
+func Targets(plain, tls []string) []Target {
+	var out []Target
+	add := func(addrs []string, isTLS bool) {
+		for _, a := range addrs {
+			host, port, err := net.SplitHostPort(a)
+			if err != nil {
+				continue
+			}
+			switch host {
+			case "", "0.0.0.0":
+				host = "127.0.0.1"
+			case "::":
+				host = "::1"
+			}
+			t := Target{Addr: net.JoinHostPort(host, port), TLS: isTLS}
+			dup := false
+			for _, o := range out {
+				dup = dup || o == t
+			}
+			if !dup {
+				out = append(out, t)
+			}
+		}
+	}
+	add(plain, false)
+	add(tls, true)
+	return out
+}
+
+// Process is the supervisor's view of Arka's process.
+type Process struct {
+	Started time.Time // start of the current process
+	Stopped bool      // the supervisor gave up on it (it exited 0 or 125)
+}
+
+// Health checks, on a trial boot, that the new build's Arka works: every
+// target answers an HTTP request (any status: Arka's engine is up) within
+// StartTimeout of Run, and then keeps answering, without Arka's process
+// restarting, for Stable. Arka restarting more than MaxRestarts times
+// before it answers fails the check at once (a build whose Arka exits at
+// start fails in seconds, not after StartTimeout).
+type Health struct {
+	Targets      []Target
+	Process      func(context.Context) (Process, error) // nil: restarts are not watched
+	ConfigErr    error                                  // Arka's configuration did not load; part of a failure's reason
+	StartTimeout time.Duration                          // default 2 minutes
+	Stable       time.Duration                          // default 10 s
+	MaxRestarts  int                                    // default 5
+	Interval     time.Duration                          // between probes, default 1 s
+}
+
+func (h *Health) defaults() {
+	if h.StartTimeout == 0 {
+		h.StartTimeout = 2 * time.Minute
+	}
+	if h.Stable == 0 {
+		h.Stable = 10 * time.Second
+	}
+	if h.MaxRestarts == 0 {
+		h.MaxRestarts = 5
+	}
+	if h.Interval == 0 {
+		h.Interval = time.Second
+	}
+}
+
+// Bound is the longest Run can take.
+func (h Health) Bound() time.Duration {
+	h.defaults()
+	return h.StartTimeout + h.Stable + 2*h.Interval
+}
+
+// Run performs the check. It returns how long Arka took to answer on
+// every target, or an error that says in one line why the build is not
+// healthy.
+func (h Health) Run(ctx context.Context) (time.Duration, error) {
+	h.defaults()
+	start := time.Now()
+	client := &http.Client{
+		Timeout: 3 * time.Second,
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	defer client.CloseIdleConnections()
+	starts := map[time.Time]bool{}
+	var firstStart time.Time
+	watch := func() error {
+		if h.Process == nil {
+			return nil
+		}
+		p, err := h.Process(ctx)
+		if err != nil {
+			return nil // the supervisor's status is advisory
+		}
+		if p.Stopped {
+			return errors.New("Arka exited and its supervisor stopped it")
+		}
+		if !p.Started.IsZero() && !starts[p.Started] {
+			starts[p.Started] = true
+			if firstStart.IsZero() {
+				firstStart = p.Started
+			}
+		}
+		return nil
+	}
+	restarts := func() int { return max(len(starts)-1, 0) }
+	reason := func(err error) error {
+		if h.ConfigErr != nil {
+			return fmt.Errorf("%v (Arka's configuration: %s)", err, oneLine(h.ConfigErr.Error()))
+		}
+		return err
+	}
+	tick := time.NewTicker(h.Interval)
+	defer tick.Stop()
+	wait := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			return nil
+		}
+	}
+
+	// Phase 1: every target answers.
+	var lastErr error
+	for {
+		if err := watch(); err != nil {
+			return 0, reason(err)
+		}
+		if n := restarts(); n >= h.MaxRestarts {
+			return 0, reason(fmt.Errorf("Arka exited and was restarted %d times in %s without answering", n, time.Since(start).Round(time.Second)))
+		}
+		if len(h.Targets) > 0 {
+			if lastErr = h.probe(ctx, client); lastErr == nil {
+				break
+			}
+		} else {
+			lastErr = errors.New("no address to check (Arka's configuration names none)")
+		}
+		if time.Since(start) >= h.StartTimeout {
+			return 0, reason(fmt.Errorf("Arka did not answer within %s: %v", h.StartTimeout, lastErr))
+		}
+		if err := wait(); err != nil {
+			return 0, err
+		}
+	}
+	healthy := time.Since(start)
+
+	// Phase 2: it keeps answering, and its process does not change.
+	seen := len(starts)
+	stableFrom := time.Now()
+	for time.Since(stableFrom) < h.Stable {
+		if err := wait(); err != nil {
+			return 0, err
+		}
+		if err := watch(); err != nil {
+			return 0, reason(err)
+		}
+		if len(starts) != seen {
+			return 0, reason(fmt.Errorf("Arka restarted %s after it first answered", time.Since(stableFrom).Round(time.Second)))
+		}
+		if err := h.probe(ctx, client); err != nil {
+			return 0, reason(fmt.Errorf("Arka stopped answering %s after it first answered: %v", time.Since(stableFrom).Round(time.Second), err))
+		}
+	}
+	return healthy, nil
+}
+
+// probe sends GET / to every target; any HTTP response counts.
+func (h Health) probe(ctx context.Context, c *http.Client) error {
+	for _, t := range h.Targets {
+		scheme := "http"
+		if t.TLS {
+			scheme = "https"
+		}
+		req, err := http.NewRequestWithContext(ctx, "GET", scheme+"://"+t.Addr+"/", nil)
+		if err != nil {
+			return err
+		}
+		req.Host = "localhost"
+		resp, err := c.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %v", t.Addr, unwrapURLError(err))
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}
+	return nil
+}
+
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && strings.HasPrefix(err.Error(), "Get ") {
+		return ue.Unwrap()
+	}
+	return err
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/ota/updater"
+)
+
+// cmdUpdate sends an image to a running appliance (appliance/ota/updater).
+func cmdUpdate(args []string) error {
+	fs := flag.NewFlagSet("update", flag.ExitOnError)
+	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")
+	img := fs.String("image", "", "image to send (default: build it, with --board)")
+	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI and update API on the device (when --host has none)")
+	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer after the update (default http://HOST/; "-" skips)`)
+	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
+	var b buildFlags
+	b.register(fs)
+	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("update: unexpected argument %q", fs.Arg(0))
+	}
+	pwFile := &b.pwFile // --password-file: default next to the image, written at build time
+	if *host == "" {
+		return errors.New("update: --host is required (the device's name or address)")
+	}
+	if (*img == "") == (b.board == "") {
+		return errors.New("update: give --image IMG or --board BOARD (to build first)")
+	}
+	rate := int64(0)
+	if *maxRate != "0" {
+		n, err := parseSize(*maxRate)
+		if err != nil {
+			return fmt.Errorf("update: --max-rate: %v", err)
+		}
+		rate = n
+	}
+	if *img == "" {
+		sum, err := b.build()
+		if err != nil {
+			return err
+		}
+		*img = sum.Output
+		if *pwFile == "" {
+			*pwFile = sum.PasswordFile
+		}
+	}
+	if *pwFile == "" {
+		*pwFile = strings.TrimSuffix(*img, filepath.Ext(*img)) + ".gokr-pw.txt"
+	}
+	pw, err := os.ReadFile(*pwFile)
+	if err != nil {
+		return fmt.Errorf("update: password: %v (the build writes it next to the image)", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bar := newBar(os.Stderr)
+	bar.lines = true
+	start := time.Now()
+	res, err := updater.Update(ctx, updater.Options{
+		Image: *img, Host: *host, UIPort: *uiPort,
+		Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile,
+		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout,
+		Progress: bar,
+	})
+	if err != nil {
+		return err
+	}
+	if res.UpToDate {
+		fmt.Printf("The device already runs this build: Arka %s (build %s, sbom %.12s). Nothing sent.\n", res.To.Version, res.To.BuildTimestamp, res.To.SBOMHash)
+		return nil
+	}
+	fmt.Printf("\nUpdated %s from Arka %s (sbom %.12s) to Arka %s (build %s, sbom %.12s), now on root partition %d.\n",
+		*host, res.From.Version, res.From.SBOMHash, res.To.Version, res.To.BuildTimestamp, res.To.SBOMHash, res.Device.Running)
+	fmt.Printf("Sent root %.1f MiB and boot %.1f MiB in %s; reboot to confirmed %s (Arka answered %s after it was started, then stayed up); total %s.\n",
+		float64(res.RootBytes)/(1<<20), float64(res.BootBytes)/(1<<20), res.Transfer.Round(100*time.Millisecond),
+		res.RebootToOK.Round(100*time.Millisecond), res.HealthyTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// cmdStatus prints a device's update state (GET /arka/update): which build
+// runs from which root partition, what the next boot runs, and what became
+// of the last update.
+func cmdStatus(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
+	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
+	board := fs.String("board", "", "board whose build-time password file to use (images/out/arka-BOARD.gokr-pw.txt)")
+	pwFile := fs.String("password-file", "", "gokrazy web UI password file")
+	fs.Parse(args)
+	if *host == "" {
+		return errors.New("status: --host is required")
+	}
+	if *pwFile == "" {
+		if *board == "" {
+			return errors.New("status: give --board BOARD or --password-file FILE")
+		}
+		*pwFile = filepath.Join("images", "out", "arka-"+*board+".gokr-pw.txt")
+	}
+	pw, err := os.ReadFile(*pwFile)
+	if err != nil {
+		return fmt.Errorf("status: password: %v", err)
+	}
+	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: *host, UIPort: *uiPort, Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Running    Arka %s (board %s, build %s, sbom %.12s) from root partition %d\n", st.Build.Version, st.Build.Board, st.Build.BuildTimestamp, st.Build.SBOMHash, st.Running)
+	if st.TrialBoot {
+		fmt.Printf("           a trial boot (the kernel's root= names partition %d): reboot before the next update\n", st.KernelRoot)
+	}
+	next := fmt.Sprintf("root partition %d", st.NextBoot)
+	if st.NextIsTrial {
+		next += " on trial"
+	}
+	fmt.Printf("Next boot  %s\n", next)
+	if at := st.Last; at != nil {
+		fmt.Printf("Last update  %s -> %s (partition %d): %s", at.From.Version, at.To.Version, at.Partition, at.State)
+		if !at.Finished.IsZero() {
+			fmt.Printf(" at %s", at.Finished.Format(time.RFC3339))
+		}
+		fmt.Println()
+		if at.Reason != "" {
+			fmt.Printf("           %s\n", at.Reason)
+		}
+	} else {
+		fmt.Println("Last update  none recorded")
+	}
+	return nil
+}
