@@ -98,6 +98,11 @@ file_put_contents($_SERVER['PID_FILE'], getmypid());
 sleep(3);
 echo "finished\n";
 `,
+	"app/silentsleep.php": `<?php
+file_put_contents($_SERVER['RUN_LOG'], "run\n", FILE_APPEND | LOCK_EX);
+file_put_contents($_SERVER['PID_FILE'], getmypid());
+sleep((int)($_GET['n'] ?? 8));
+`,
 	"app/big.php": `<?php
 header('Content-Type: text/html; charset=UTF-8');
 echo "<!doctype html><title>big</title>\n";
