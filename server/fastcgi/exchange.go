@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
 )
 
@@ -207,9 +208,9 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(x.stdinErr, &mbe):
-			http.Error(x.w, "413 content too large", http.StatusRequestEntityTooLarge)
+			errpage.Write(x.w, x.r, http.StatusRequestEntityTooLarge)
 		case ctx.Err() == nil:
-			http.Error(x.w, "400 bad request", http.StatusBadRequest)
+			errpage.Write(x.w, x.r, http.StatusBadRequest)
 		}
 		return
 	}
@@ -229,15 +230,13 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		if status == http.StatusServiceUnavailable {
 			x.w.Header().Set("Retry-After", retryAfter)
 		}
-		http.Error(x.w, fmt.Sprintf("%d %s", status, lower(http.StatusText(status))), status)
+		errpage.Write(x.w, x.r, status)
 		return
 	}
 	// The response is partly sent: cut it off, so the client sees a
 	// truncated response rather than a complete-looking one.
 	panic(http.ErrAbortHandler)
 }
-
-func lower(s string) string { return string(bytes.ToLower([]byte(s))) }
 
 // readResponse reads records until END_REQUEST, writing STDOUT to the
 // client as it comes.

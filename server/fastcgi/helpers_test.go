@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -309,3 +310,14 @@ var _ = tls.VersionTLS12
 var _ = strings.Contains
 
 func newTestLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// wantErrorPage checks that a response is Arka's HTML error page for code
+// (package errpage), as every handler answers its own errors.
+func wantErrorPage(t testing.TB, what string, res *http.Response, body string, code int) {
+	t.Helper()
+	text := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	if res.StatusCode != code || res.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(body, "<h1>"+text+"</h1>") {
+		t.Errorf("%s: %d %q %q, want the error page for %d", what, res.StatusCode, res.Header.Get("Content-Type"), body, code)
+	}
+}
