@@ -324,6 +324,14 @@ func (x *exchange) writeHeader(block []byte) error {
 	if x.clientBody.Load() {
 		return nil // answer dropped, see finish
 	}
+	if x.c.aborted.Load() {
+		// The client left (ABORT_REQUEST is sent) before the script
+		// answered: the answer is read to its end and dropped. Nothing is
+		// written, so the server logs the request as 499, not as the
+		// script's status.
+		x.clientGone = true
+		return nil
+	}
 	// Check the whole block first, so a bad one leaves the response
 	// header untouched for the 502.
 	res, err := parseCGIHeader(block, func(string, []byte, bool) {})
