@@ -767,7 +767,12 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 	for k, vv := range r.Header {
 		switch requestField(k) {
 		case fieldCopy:
-			if k == "" || k[0] == ':' || tokens.n > 0 && tokens.has(k) {
+			// Names with an underscore are dropped, as nginx does by
+			// default (underscores_in_headers off): applications that
+			// map "-" and "_" to the same name (CGI's HTTP_*, many
+			// frameworks) would take "X_Forwarded_For" for the
+			// X-Forwarded-For this proxy vouches for.
+			if k == "" || k[0] == ':' || strings.IndexByte(k, '_') >= 0 || tokens.n > 0 && tokens.has(k) {
 				continue
 			}
 			for _, v := range vv {
