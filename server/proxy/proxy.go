@@ -84,6 +84,7 @@ type Handler struct {
 	strip      bool
 	fwd        bool
 	hostHeader string
+	self       []authority // names of the upstreams, for Location rewriting
 	trusted    []netip.Prefix
 	leastConn  bool
 	ups        []*upstream
@@ -154,6 +155,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		}
 		h.ups = append(h.ups, u)
 	}
+	h.self = selfAuthorities(h.ups, h.hostHeader)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if hc := cfg.Health; hc != nil {
@@ -836,6 +838,11 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 			continue
 		}
 		hdr[k] = vv
+	}
+	if loc := hdr["Location"]; len(loc) == 1 {
+		if v, ok := h.rewriteLocation(loc[0], r, c); ok {
+			hdr["Location"] = []string{v}
+		}
 	}
 	var announced []string
 	if len(resp.Trailer) > 0 {
