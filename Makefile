@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/arkaweb/arka/server.Version=$(VERSION)
 STATE   ?= .state
 
-.PHONY: all build run test test-short vet fmt bench bench-quick clean image vm
+.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean image vm
 
 all: build
 
@@ -27,6 +27,23 @@ test: vet
 # Quick loop without the race detector and without QEMU boots.
 test-short:
 	$(GO) test -short ./...
+
+# The comparison with nginx, Apache, Caddy and lighttpd (tests/bench; README
+# "Performance"). Installs nothing: it lists what is missing and skips it.
+# Results in tests/bench/results/<UTC time>/. Options through BENCH_ARGS, e.g.
+#   make bench BENCH_ARGS='-servers arka,nginx -tests static,php -duration 5s'
+# (go run ./tests/bench/cmd/arkabench -h lists them).
+BENCH_ARGS ?=
+bench: build
+	$(GO) run ./tests/bench/cmd/arkabench -arka bin/arka $(BENCH_ARGS)
+
+# One round of 1 s per test and server: checks that everything works (< 3 min).
+bench-quick: build
+	$(GO) run ./tests/bench/cmd/arkabench -arka bin/arka -quick $(BENCH_ARGS)
+
+# Arka's hot paths in-process, with allocations; no external server needed.
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -v ./tests/bench/
 
 # Appliance image: images/out/arka-$(BOARD).img for BOARD=rpi (Raspberry Pi,
 # arm64) or BOARD=amd64 (UEFI PCs and VMs). Reproducible: a clean tree builds

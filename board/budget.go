@@ -100,8 +100,10 @@ func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 //	FastCGI max_conns  = pm.max_children: php-fpm ties a worker to each connection, so
 //	                     more connections than workers only queue inside php-fpm
 //	FastCGI queue      = clamp(8 x max_conns, 32, 4096)
-//	proxy keep-alive   = clamp(4n, 4, 128) and at most GOMEMLIMIT / 256 KiB
-//	                     (an idle TLS connection with its buffers costs up to ~64 KiB)
+//	proxy keep-alive   = clamp(GOMEMLIMIT / 2 MiB, 32, 128): an idle upstream
+//	                     connection costs about 10 KiB, and fewer kept connections
+//	                     than concurrent requests means dialling (and TIME_WAIT)
+//	                     per request; nginx's `keepalive 128` is the peer
 func ComputeBudget(b Board, o Overrides) Budget {
 	r := b.UsableRAMBytes()
 	bud := Budget{Cores: max(b.Cores, 1), RAMBytes: r, ThermalHotC: DefaultHotC}
@@ -130,8 +132,7 @@ func ComputeBudget(b Board, o Overrides) Budget {
 	}
 	bud.FastCGIMaxConns = bud.PHPMaxChildren
 	bud.FastCGIQueue = clamp(8*bud.FastCGIMaxConns, 32, 4096)
-	bud.ProxyKeepAlive = clamp(4*n, 4, 128)
-	bud.ProxyKeepAlive = min(bud.ProxyKeepAlive, int(limit/(256*KiB)))
+	bud.ProxyKeepAlive = clamp(int(limit/(2*MiB)), 32, 128)
 
 	// Overrides.
 	setInt := func(dst *int, v *int, lo int) {

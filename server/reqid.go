@@ -1,35 +1,28 @@
 package server
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"math/rand/v2"
 	"net/http"
-	"strconv"
-	"sync/atomic"
-)
-
-var (
-	idPrefix = func() string {
-		var b [6]byte
-		rand.Read(b[:])
-		return hex.EncodeToString(b[:])
-	}()
-	idCounter atomic.Uint64
 )
 
 // requestID returns the request's X-Request-Id when the client sent a
 // plausible one (1 to 128 characters of letters, digits and -_.:), else a
-// new id unique to this process run, which it also sets on the request so
+// new random one (24 hex digits), which it also sets on the request so
 // that upstreams and FastCGI scripts receive it.
 func requestID(r *http.Request) string {
 	if v := r.Header["X-Request-Id"]; len(v) == 1 && validRequestID(v[0]) {
 		return v[0]
 	}
-	b := make([]byte, 0, 32)
-	b = append(b, idPrefix...)
-	b = append(b, '-')
-	b = strconv.AppendUint(b, idCounter.Add(1), 36)
-	id := string(b)
+	// 96 random bits: unique in practice, and they reveal nothing about
+	// request volume (unlike a counter).
+	var raw [12]byte
+	binary.LittleEndian.PutUint64(raw[:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(raw[8:], rand.Uint32())
+	var b [24]byte
+	hex.Encode(b[:], raw[:])
+	id := string(b[:])
 	r.Header["X-Request-Id"] = []string{id}
 	return id
 }

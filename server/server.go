@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -272,6 +273,27 @@ func (s *Server) Addrs() map[string]net.Addr {
 	return m
 }
 
+// URLs returns a URL for each listener, sorted ("http://127.0.0.1:8080/",
+// "https://localhost:443/" for a wildcard address), for people to click.
+func (s *Server) URLs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, l := range s.listeners {
+		host, port, _ := net.SplitHostPort(l.ln.Addr().String())
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = "localhost"
+		}
+		scheme := "http"
+		if l.tls {
+			scheme = "https"
+		}
+		out = append(out, scheme+"://"+net.JoinHostPort(host, port)+"/")
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Shutdown stops accepting, waits for in-flight requests up to ctx, closes
 // handlers and flushes logs.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -507,6 +529,15 @@ func (l *listener) handshake(c net.Conn) {
 		tc.SetDeadline(time.Now().Add(l.hsTO))
 	}
 	if err := tc.Handshake(); err != nil {
+		// Plain HTTP sent to the HTTPS port: say so, as nginx and net/http
+		// do, instead of closing without a word.
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
+			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+
+				"Client sent an HTTP request to an HTTPS server.\n")
+			re.Conn.Close()
+		}
 		tc.Close()
 		return
 	}
@@ -616,7 +647,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			loc += "?" + r.URL.RawQuery
 		}
 		w.Header().Set("Location", loc)
-		errpage.Write(w, r, http.StatusMovedPermanently)
+		code := http.StatusMovedPermanently
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			code = http.StatusPermanentRedirect // keeps the method and body (RFC 9110 section 15.4.9)
+		}
+		errpage.Write(w, r, code)
 		return
 	}
 	if rt == nil {
@@ -681,4 +716,14 @@ func (e *engineLog) Write(p []byte) (int, error) {
 	}
 	e.log.Warn(string(bytes.TrimSpace(p)))
 	return len(p), nil
+}
+
+// looksLikeHTTP reports whether the first bytes of a TLS record header are
+// the start of a plain HTTP request line instead.
+func looksLikeHTTP(hdr []byte) bool {
+	switch string(hdr) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "DELET", "PATCH", "CONNE", "TRACE":
+		return true
+	}
+	return false
 }

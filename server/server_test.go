@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -395,5 +396,22 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 		if got := rs.Classes[3].Load(); got != uint64(want/len(paths)) || rs.Classes[1].Load() != 0 {
 			t.Errorf("route %s: %d 4xx, %d 2xx; want %d 4xx", rs.Route, got, rs.Classes[1].Load(), want/len(paths))
 		}
+	}
+}
+
+// Plain HTTP sent to the TLS port gets a 400 that says why.
+func TestPlainHTTPToTLSPort(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, dir, "a", "ok"), true))
+	c, err := net.Dial("tcp", e.HTTPS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(b), "HTTP/1.0 400 Bad Request") || !strings.Contains(string(b), "HTTPS") {
+		t.Errorf("got %q", b)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -114,6 +115,7 @@ func run(args []string) int {
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
 		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
 		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
+	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/andybalholm/brotli"
@@ -19,11 +20,18 @@ type Encoder interface {
 }
 
 // Pools hands out encoders per coding and level, so a busy server reuses
-// them instead of allocating one (and its window, up to megabytes) per
-// response. Safe for concurrent use.
+// them instead of allocating one per response (about 1 MiB each: a brotli
+// or zstd encoder's tables). Idle encoders are kept on a bounded free list,
+// not a sync.Pool, because a sync.Pool is emptied at every garbage
+// collection and a server under load collects often: that made every
+// response pay for a fresh encoder. Safe for concurrent use.
 type Pools struct {
-	mu    sync.Mutex
-	pools map[poolKey]*sync.Pool
+	// Keep is how many idle encoders are kept per coding and level;
+	// default 2 × GOMAXPROCS.
+	Keep int
+
+	mu   sync.Mutex
+	free map[poolKey]chan Encoder
 }
 
 type poolKey struct {
@@ -31,35 +39,43 @@ type poolKey struct {
 	level int
 }
 
-// zstdWindow bounds zstd's window for responses made per request: 1 MiB
-// keeps memory per encoder small on a 512 MB board at a negligible cost in
-// ratio for web pages. The decoder side only needs the window we choose.
-const zstdWindow = 1 << 20
+// zstdWindow bounds zstd's window for responses made per request: 256 KiB
+// keeps an encoder small on a 512 MB board at a negligible cost in ratio
+// for web pages; decoders only need the window we choose.
+const zstdWindow = 256 << 10
 
-// brotliWindowBits likewise bounds brotli's window (2^20 bytes) for
-// responses made per request.
-const brotliWindowBits = 20
+// brotliWindowBits likewise bounds brotli's window (2^18 bytes).
+const brotliWindowBits = 18
 
-func (p *Pools) pool(c Coding, level int) *sync.Pool {
+func (p *Pools) list(c Coding, level int) chan Encoder {
 	k := poolKey{c, level}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.pools == nil {
-		p.pools = map[poolKey]*sync.Pool{}
+	if p.free == nil {
+		p.free = map[poolKey]chan Encoder{}
 	}
-	sp := p.pools[k]
-	if sp == nil {
-		sp = &sync.Pool{New: func() any { return newEncoder(c, level) }}
-		p.pools[k] = sp
+	ch := p.free[k]
+	if ch == nil {
+		n := p.Keep
+		if n <= 0 {
+			n = 2 * runtime.GOMAXPROCS(0)
+		}
+		ch = make(chan Encoder, n)
+		p.free[k] = ch
 	}
-	return sp
+	return ch
 }
 
 // Get returns an encoder for coding c at level, writing to w. Levels are
 // those of the libraries: zstd 1..4 (klauspost EncoderLevel), brotli 0..11,
 // gzip 1..9. Return it with Put after Close.
 func (p *Pools) Get(c Coding, level int, w io.Writer) Encoder {
-	e := p.pool(c, level).Get().(Encoder)
+	var e Encoder
+	select {
+	case e = <-p.list(c, level):
+	default:
+		e = newEncoder(c, level)
+	}
 	e.Reset(w)
 	return e
 }
@@ -67,7 +83,10 @@ func (p *Pools) Get(c Coding, level int, w io.Writer) Encoder {
 // Put returns an encoder obtained from Get. It must have been closed.
 func (p *Pools) Put(c Coding, level int, e Encoder) {
 	e.Reset(io.Discard)
-	p.pool(c, level).Put(e)
+	select {
+	case p.list(c, level) <- e:
+	default: // enough kept: let this one go
+	}
 }
 
 func newEncoder(c Coding, level int) Encoder {

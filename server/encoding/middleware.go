@@ -30,6 +30,7 @@ type Options struct {
 type Middleware struct {
 	o    Options
 	pool sync.Pool
+	vary sync.Pool
 }
 
 // New returns a Middleware. Zero levels take cheap defaults.
@@ -53,7 +54,17 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 		a := ParseAccept(r.Header["Accept-Encoding"])
 		c := a.ChooseDynamic(allCodings)
 		if c == Identity {
-			h.ServeHTTP(w, r)
+			// Not encoded for this client, but the choice depended on its
+			// Accept-Encoding: say so (RFC 9110 section 12.5.5), as
+			// nginx's gzip_vary does, so shared caches keep variants apart.
+			vw, _ := m.vary.Get().(*varyWriter)
+			if vw == nil {
+				vw = &varyWriter{}
+			}
+			*vw = varyWriter{ResponseWriter: w, minSize: m.o.MinSize}
+			h.ServeHTTP(vw, r)
+			vw.ResponseWriter = nil
+			m.vary.Put(vw)
 			return
 		}
 		level := m.o.Levels[c]
@@ -328,3 +339,50 @@ func (e *encWriter) finish(r *http.Request) {
 		}
 	}
 }
+
+// varyWriter adds Vary: Accept-Encoding to responses that would have been
+// encoded for a client accepting a coding.
+type varyWriter struct {
+	http.ResponseWriter
+	minSize int64
+	done    bool
+}
+
+func (v *varyWriter) WriteHeader(code int) {
+	if !v.done && code >= 200 {
+		v.done = true
+		h := v.Header()
+		if code != http.StatusNoContent && code != http.StatusNotModified && code != http.StatusPartialContent &&
+			h.Get("Content-Encoding") == "" && Compressible(h.Get("Content-Type")) &&
+			!hasToken(h["Cache-Control"], "no-transform") {
+			if cl := h.Get("Content-Length"); cl == "" || longEnough(cl, v.minSize) {
+				addVary(h)
+			}
+		}
+	}
+	v.ResponseWriter.WriteHeader(code)
+}
+
+func longEnough(cl string, min int64) bool {
+	n, err := strconv.ParseInt(cl, 10, 64)
+	return err == nil && n >= min
+}
+
+func (v *varyWriter) Write(p []byte) (int, error) {
+	if !v.done {
+		v.WriteHeader(http.StatusOK)
+	}
+	return v.ResponseWriter.Write(p)
+}
+
+func (v *varyWriter) Flush() { _ = v.FlushError() }
+
+func (v *varyWriter) FlushError() error {
+	if !v.done {
+		v.WriteHeader(http.StatusOK)
+	}
+	return http.NewResponseController(v.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the engine (Hijack, deadlines).
+func (v *varyWriter) Unwrap() http.ResponseWriter { return v.ResponseWriter }

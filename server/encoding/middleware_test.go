@@ -90,6 +90,9 @@ func TestMiddlewareChoosesCoding(t *testing.T) {
 		if string(decodeBody(t, want, b)) != page {
 			t.Errorf("%q: body does not decode", ae)
 		}
+		if resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("%q: Vary %q (identity responses vary too)", ae, resp.Header.Get("Vary"))
+		}
 		if want != "" {
 			if cl := resp.Header.Get("Content-Length"); resp.Header.Get("Vary") != "Accept-Encoding" || cl != "" && cl != strconv.Itoa(len(b)) {
 				t.Errorf("%q: Vary %q, Content-Length %q", ae, resp.Header.Get("Vary"), resp.Header.Get("Content-Length"))

@@ -6,6 +6,8 @@ package errpage
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 type page struct {
@@ -15,8 +17,8 @@ type page struct {
 
 var pages = func() map[int]page {
 	m := map[int]page{}
-	for _, code := range []int{400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 417, 421, 429, 431, 500, 501, 502, 503, 504, 505} {
-		text := strconv.Itoa(code) + " " + http.StatusText(code)
+	for _, code := range []int{301, 308, 400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 417, 421, 429, 431, 500, 501, 502, 503, 504, 505} {
+		text := strconv.Itoa(code) + " " + wire.StatusText(code)
 		body := []byte("<!DOCTYPE html>\n<html><head><title>" + text + "</title></head>\n<body><h1>" + text + "</h1><hr><p>arka</p></body></html>\n")
 		m[code] = page{body: body, cl: []string{strconv.Itoa(len(body))}}
 	}
@@ -36,7 +38,7 @@ func Page(code int) []byte { return pageOf(code).body }
 func pageOf(code int) page {
 	p, ok := pages[code]
 	if !ok {
-		text := strconv.Itoa(code) + " " + http.StatusText(code)
+		text := strconv.Itoa(code) + " " + wire.StatusText(code)
 		p = page{body: []byte(text + "\n")}
 		p.cl = []string{strconv.Itoa(len(p.body))}
 	}

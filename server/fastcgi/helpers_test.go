@@ -315,9 +315,8 @@ func newTestLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandl
 // (package errpage), as every handler answers its own errors.
 func wantErrorPage(t testing.TB, what string, res *http.Response, body string, code int) {
 	t.Helper()
-	text := fmt.Sprintf("%d %s", code, http.StatusText(code))
 	if res.StatusCode != code || res.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
-		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(body, "<h1>"+text+"</h1>") {
+		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(body, fmt.Sprintf("<h1>%d ", code)) {
 		t.Errorf("%s: %d %q %q, want the error page for %d", what, res.StatusCode, res.Header.Get("Content-Type"), body, code)
 	}
 }

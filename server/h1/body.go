@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,18 +24,24 @@ type body struct {
 	expect    bool // Expect: 100-continue not yet answered
 	closed    bool
 	maxTrail  int
-	onEOF     func() // set by the close watcher when it waits for the body
+	// done is set once the body has been read to its end; wantWatch, when
+	// set, is a request context whose watcher waits for that (ctx.go).
+	done      atomic.Bool
+	wantWatch atomic.Pointer[reqCtx]
 }
 
 var errBodyAfterClose = errors.New("h1: read on closed body")
 
 func (b *body) reset(c *conn, req *http.Request, n int64, chunked, expect bool) {
-	*b = body{c: c, req: req, remaining: n, chunked: chunked, expect: expect, maxTrail: c.srv.maxHeaderBytes()}
+	b.c, b.req, b.remaining, b.chunked, b.expect, b.maxTrail = c, req, n, chunked, expect, c.srv.maxHeaderBytes()
+	b.eof, b.err, b.closed = false, nil, false
+	b.wantWatch.Store(nil)
 	if chunked {
 		b.remaining = 0 // of the current chunk
 	} else if n == 0 {
 		b.eof = true
 	}
+	b.done.Store(b.eof)
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -72,10 +79,11 @@ func (b *body) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	if b.eof {
-		if b.onEOF != nil {
-			f := b.onEOF
-			b.onEOF = nil
-			f()
+		if !b.done.Load() {
+			b.done.Store(true)
+			if x := b.wantWatch.Swap(nil); x != nil {
+				b.c.startWatchNow(x)
+			}
 		}
 		if n > 0 {
 			return n, nil

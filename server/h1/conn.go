@@ -234,7 +234,7 @@ func (c *conn) writeError(err error) {
 	// cause (pe.msg) is not shown, as no error page shows internals.
 	body := errpage.Page(pe.status)
 	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + http.StatusText(pe.status) +
+	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) +
 		"\r\nContent-Type: " + errpage.ContentType + "\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n")
 	c.bw.Write(body)
@@ -353,7 +353,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, badRequest("invalid character in header field value")
 		}
 		var f field
-		f.key, buf, f.ks, f.ke = canonicalKey(name, c.lower, buf)
+		f.key, buf, f.ks, f.ke = canonicalKey(name, &c.lower, buf)
 		f.vs = len(buf)
 		buf = append(buf, v...)
 		f.ve = len(buf)

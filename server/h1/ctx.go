@@ -20,6 +20,7 @@ import (
 type reqCtx struct {
 	parent context.Context
 	c      *conn
+	timer  *time.Timer // starts the watcher after watchDelay (under mu)
 
 	mu    sync.Mutex
 	done  chan struct{}
@@ -85,17 +86,35 @@ type watcher struct {
 	abort   atomic.Bool
 }
 
-// startWatch starts the watcher if the request body has been read (the
+// watchDelay is how long a handler that waits on its request context runs
+// before a watcher reads the connection to learn if the client left: most
+// PHP scripts and proxied requests are done sooner, and the watcher's read,
+// goroutine and wake-up would cost more than their whole answer.
+const watchDelay = 20 * time.Millisecond
+
+// startWatch arranges for the watcher to start once the handler has run
+// for watchDelay: right away if the request body has been read (the
 // watcher must not steal body bytes) and nothing is buffered (pipelined
-// requests mean the client is still there); else it waits for the end of
-// the body. Called with x.mu held.
+// requests mean the client is still there), else at the end of the body.
+// Called with x.mu held.
 func (c *conn) startWatch(x *reqCtx) {
-	if c.watch != nil {
+	if c.watch != nil || x.timer != nil {
 		return
 	}
-	if !c.body.eof {
-		c.body.onEOF = func() { c.startWatchNow(x) }
-		// A parent that ends cancels the request context too.
+	x.timer = time.AfterFunc(watchDelay, func() {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if x.ended || x.err != nil || c.watch != nil {
+			return
+		}
+		if c.body.done.Load() {
+			c.startWatchLocked(x)
+			return
+		}
+		// The body is still being read by the handler: start at its end
+		// (body.Read calls startWatchNow), and meanwhile let the end of
+		// the connection cancel the request.
+		c.body.wantWatch.Store(x)
 		go func() {
 			select {
 			case <-c.ctx.Done():
@@ -103,9 +122,10 @@ func (c *conn) startWatch(x *reqCtx) {
 			case <-x.done:
 			}
 		}()
-		return
-	}
-	c.startWatchLocked(x)
+		if c.body.done.Load() { // the body ended while we were deciding
+			c.startWatchLocked(x)
+		}
+	})
 }
 
 func (c *conn) startWatchNow(x *reqCtx) {
@@ -157,7 +177,10 @@ func (c *conn) stopWatch() {
 	if x != nil {
 		x.mu.Lock()
 		x.ended = true
-		c.body.onEOF = nil
+		c.body.wantWatch.Store(nil)
+		if x.timer != nil {
+			x.timer.Stop()
+		}
 		w := c.watch
 		x.mu.Unlock()
 		x.cancel(context.Canceled)

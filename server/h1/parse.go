@@ -65,8 +65,9 @@ func targetOK(b []byte) bool {
 // canonicalKey returns the canonical form of a field name (as
 // http.CanonicalHeaderKey), using a constant for common names; other names
 // are appended to buf and returned as (start, end) offsets into it.
-func canonicalKey(name []byte, lower []byte, buf []byte) (key string, out []byte, start, end int) {
-	lower = lower[:0]
+func canonicalKey(name []byte, scratch *[]byte, buf []byte) (key string, out []byte, start, end int) {
+	lower := (*scratch)[:0]
+	defer func() { *scratch = lower }()
 	for _, c := range name {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
@@ -156,8 +157,18 @@ func setPath(u *url.URL, escaped string) error {
 }
 
 // validHost checks a Host field value: reg-name, IPv4 or [IP-literal], with
-// an optional port (RFC 9110 section 7.2, RFC 3986 section 3.2.2).
+// an optional port of digits (RFC 9110 section 7.2, RFC 3986 section 3.2.2).
 func validHost(h string) bool {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		for _, c := range []byte(h[i+1:]) {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		if strings.Count(h, ":") > 1 && !strings.HasPrefix(h, "[") {
+			return false // an IPv6 literal needs brackets
+		}
+	}
 	for i := 0; i < len(h); i++ {
 		c := h[i]
 		switch {

@@ -222,12 +222,23 @@ func (w *response) sendHeader(final bool) {
 	}
 }
 
-// writeFields writes header fields, skipping declared trailers and keys
-// with http.TrailerPrefix. CR and LF in values become spaces, so no value
-// can start a field of its own.
+// writeFields writes header fields in name order (stable output from one
+// response to the next), skipping declared trailers and keys with
+// http.TrailerPrefix. CR and LF in values become spaces, so no value can
+// start a field of its own.
 func writeFields(bw *bufio.Writer, h http.Header, trailers []string) {
+	var arr [24]string
+	keys := arr[:0]
+	for k := range h {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
 outer:
-	for k, vs := range h {
+	for _, k := range keys {
 		if !validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
@@ -236,7 +247,7 @@ outer:
 				continue outer
 			}
 		}
-		for _, v := range vs {
+		for _, v := range h[k] {
 			bw.WriteString(k)
 			bw.WriteString(": ")
 			writeValue(bw, v)
@@ -401,7 +412,7 @@ func (w *response) EnableFullDuplex() error {
 var statusLines = func() map[int]string {
 	m := map[int]string{}
 	for code := 100; code < 600; code++ {
-		if t := http.StatusText(code); t != "" {
+		if t := wire.StatusText(code); t != "" {
 			m[code] = "HTTP/1.1 " + strconv.Itoa(code) + " " + t + "\r\n"
 		}
 	}

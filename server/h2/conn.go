@@ -569,6 +569,7 @@ func (c *conn) writeLoop() {
 			buf := c.out
 			c.out, c.spare = c.spare[:0], nil
 			c.writing = true
+			c.wcond.Broadcast() // writers waiting for room in the output
 			c.wmu.Unlock()
 			c.rwc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 			_, err := c.rwc.Write(buf)

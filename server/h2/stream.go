@@ -488,6 +488,14 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 		if w.aborted || c.dead {
 			return errAborted
 		}
+		if len(c.out) >= maxQueued && len(p) > 0 {
+			// The connection's output is full: wait for the writer to take
+			// it, so a fast handler cannot queue a whole large file (the
+			// peer's windows may be huge).
+			c.kickWriterLocked()
+			c.wcond.Wait()
+			continue
+		}
 		n := int64(len(p))
 		n = min(n, st.sendWindow, c.sendConn, int64(c.peerMaxFrame))
 		if n <= 0 && len(p) > 0 {
@@ -525,6 +533,21 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 }
 
 var errWriteTimeout = errors.New("h2: write deadline exceeded")
+
+// maxQueued bounds a connection's unsent output, in bytes.
+const maxQueued = 256 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// ReadFrom copies src into the response with a pooled buffer (io.Copy would
+// allocate 32 KiB per call).
+func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	return io.CopyBuffer(writerOnly{w}, src, *bp)
+}
+
+type writerOnly struct{ io.Writer }
 
 func (c *conn) kickWriterLocked() {
 	select {

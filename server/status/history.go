@@ -119,7 +119,9 @@ func (h *History) View() *HistoryView {
 		if math.IsNaN(float64(f)) {
 			return nil
 		}
-		d := float64(f)
+		// Samples are float32: round away the digits float32 cannot hold
+		// (0.8 rather than 0.800000011920929).
+		d := math.Round(float64(f)*1000) / 1000
 		return &d
 	}
 	for i := 0; i < h.n; i++ {

@@ -174,7 +174,7 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 <div class="c"><h2>Load</h2><div class="v">{{with .Sensors.Load}}{{f2 .Load1}}{{else}}<span class="mu">n/a</span>{{end}}</div>
 <div class="mu">{{with .Sensors.Load}}{{f2 .Load5}} · {{f2 .Load15}} (5, 15 min){{end}}</div>{{with .History}}{{spLoad .}}{{end}}</div>
 <div class="c"><h2>Requests</h2><div class="v">{{f1 .TotalPerSecond}}/s</div><div class="mu">{{.TotalRequests}} total</div>{{with .History}}{{spReq .}}{{end}}</div>
-<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">arka RSS · heap {{bytes .Memory.HeapAllocBytes}} · limit {{bytes .Memory.LimitBytes}}</div>
+<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">arka RSS · Go heap in use {{bytes .Memory.HeapAllocBytes}} · limit {{bytes .Memory.LimitBytes}}</div>
 <div class="mu">system {{bytes .Sensors.MemAvail}} free of {{bytes .Sensors.MemTotal}}{{with .Sensors.DiskFree}} · disk {{bytes .}} free{{end}}</div></div>
 </div>
 {{if .Routes}}<div class="c"><h2>Routes</h2><table><tr><th>Site · route</th><th>req/s</th><th>total</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>p50</th><th>p99</th></tr>

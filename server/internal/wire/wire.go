@@ -119,3 +119,15 @@ func HasToken(lines []string, token string) bool {
 	}
 	return false
 }
+
+// StatusText is http.StatusText with the reason phrases of RFC 9110
+// section 15 where Go still has the older ones.
+func StatusText(code int) string {
+	switch code {
+	case http.StatusRequestEntityTooLarge:
+		return "Content Too Large"
+	case http.StatusUnprocessableEntity:
+		return "Unprocessable Content"
+	}
+	return http.StatusText(code)
+}
