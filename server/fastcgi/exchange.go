@@ -86,7 +86,7 @@ func (x *exchange) run(c *conn) {
 		// restart, process_idle_timeout), and over TCP a request written to
 		// a connection whose peer is gone cannot be told afterwards from one
 		// whose worker died running it.
-		if c.reused && peerClosed(c.nc) {
+		if c.reused && c.peek.peerClosed() {
 			h.redialed.Add(1)
 			nc, err := h.pool.redial(ctx, c, x.r, h.queueTimeout)
 			if err != nil {

@@ -3,7 +3,9 @@
 // over kept-alive connections, balanced round robin or by least
 // connections, with passive and optional active health checks, WebSocket
 // pass-through (HTTP/1.1 Upgrade, and RFC 8441 extended CONNECT from HTTP/2
-// clients when the engine enables it) and failures answered with 502 or 504.
+// clients when the engine enables it), Location rewriting like nginx's
+// "proxy_redirect default" (location.go) and failures answered with 502 or
+// 504.
 //
 // # Design
 //
