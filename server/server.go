@@ -598,6 +598,11 @@ func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 
 var serverHeader = []string{"arka"}
 
+// StatusClientClosedRequest is the status logged, and counted as 4xx, for a
+// request whose client went away before any response was written: nginx's
+// non-standard 499. It is never sent (there is nobody to send it to).
+const StatusClientClosedRequest = 499
+
 // ServeHTTP dispatches one request: virtual host, path normalization, route,
 // then the route's handler wrapped in request id, counters and access log.
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -677,6 +682,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p := recover()
 		status, n := rec.status, rec.bytes
 		switch {
+		case status == 0 && (p == nil || p == http.ErrAbortHandler) && r.Context().Err() != nil:
+			// The client went away before any response was written, and
+			// the handler saw it (it waited on the request's context):
+			// nobody received anything. Logged 499, as nginx does.
+			status = StatusClientClosedRequest
 		case p != nil && status == 0:
 			status = http.StatusInternalServerError
 		case status == 0:

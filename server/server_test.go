@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server"
+	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
 	"github.com/arkaweb/arka/server/servertest"
 )
 
@@ -312,6 +315,88 @@ func TestConnectionLimit(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// TestClientGone499: a client that leaves before any response was written
+// (here while PHP or a proxied upstream is still working) is logged 499,
+// as nginx does, not 200, and counted as 4xx; over HTTP/1.1 (connection
+// closed), HTTP/1.1 over TLS and HTTP/2 (RST_STREAM), for FastCGI
+// (which sends ABORT_REQUEST) and the proxy.
+func TestClientGone499(t *testing.T) {
+	fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
+	dir := t.TempDir()
+	root := filepath.Join(dir, "php")
+	fpmtest.WriteFiles(t, root, map[string]string{"app/slow.php": `<?php usleep(1500000); echo "late";`})
+	released := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-released:
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer close(released)
+	t.Cleanup(up.Close)
+	logPath := filepath.Join(dir, "access.log")
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[log]
+enabled = true
+path = "`+logPath+`"
+format = "json"
+[[routes]]
+path = "/app/"
+handler = { type = "fastcgi", address = "`+fpm.Address+`", root = "`+root+`" }
+[[routes]]
+path = "/up/"
+handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
+`)
+	paths := []string{"/app/slow.php", "/up/slow"}
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for _, p := range paths {
+			for _, method := range []string{"GET", "HEAD"} {
+				ctx, cancel := context.WithCancel(context.Background())
+				req, _ := http.NewRequestWithContext(ctx, method, c.Base+p, nil)
+				req.Header.Set("Accept-Encoding", "zstd, br, gzip") // through the content-coding middleware
+				time.AfterFunc(300*time.Millisecond, cancel)
+				if resp, err := c.HTTP.Do(req); err == nil {
+					resp.Body.Close()
+					t.Fatalf("%s %s: answered %d before the client left", method, p, resp.StatusCode)
+				}
+				cancel()
+			}
+		}
+	})
+	want := 3 * 2 * len(paths) // clients x methods x paths
+	var lines []string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(logPath)
+		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) >= want {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(lines) != want {
+		t.Fatalf("access log has %d lines, want %d: %q", len(lines), want, lines)
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if m["status"] != 499.0 {
+			t.Errorf("client gone, logged %v: %s", m["status"], l)
+		}
+	}
+	for _, rs := range e.Server.RouteStats() {
+		if got := rs.Classes[3].Load(); got != uint64(want/len(paths)) || rs.Classes[1].Load() != 0 {
+			t.Errorf("route %s: %d 4xx, %d 2xx; want %d 4xx", rs.Route, got, rs.Classes[1].Load(), want/len(paths))
+		}
+	}
 }
 
 // Plain HTTP sent to the TLS port gets a 400 that says why.

@@ -77,7 +77,7 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 		}
 		*ew = encWriter{w: w, m: m, coding: c, level: level, head: r.Method == http.MethodHead, buf: ew.buf[:0]}
 		defer func() {
-			ew.finish()
+			ew.finish(r)
 			buf := ew.buf
 			*ew = encWriter{buf: buf[:0]}
 			m.pool.Put(ew)
@@ -313,9 +313,11 @@ func (e *encWriter) FlushError() error {
 func (e *encWriter) Flush() { _ = e.FlushError() }
 
 // finish completes the response after the handler returns.
-func (e *encWriter) finish() {
-	if e.head && e.status == 0 && !e.sent {
-		e.WriteHeader(http.StatusOK) // HEAD: decide from the header fields alone
+func (e *encWriter) finish(r *http.Request) {
+	if e.head && e.status == 0 && !e.sent && r.Context().Err() == nil {
+		// HEAD: decide from the header fields alone. Not when the client
+		// left and the handler wrote nothing: the server logs that as 499.
+		e.WriteHeader(http.StatusOK)
 	}
 	switch e.st {
 	case undecided:

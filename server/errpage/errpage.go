@@ -17,7 +17,7 @@ type page struct {
 
 var pages = func() map[int]page {
 	m := map[int]page{}
-	for _, code := range []int{301, 308, 400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 421, 429, 431, 500, 501, 502, 503, 504} {
+	for _, code := range []int{301, 308, 400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 417, 421, 429, 431, 500, 501, 502, 503, 504, 505} {
 		text := strconv.Itoa(code) + " " + wire.StatusText(code)
 		body := []byte("<!DOCTYPE html>\n<html><head><title>" + text + "</title></head>\n<body><h1>" + text + "</h1><hr><p>arka</p></body></html>\n")
 		m[code] = page{body: body, cl: []string{strconv.Itoa(len(body))}}
@@ -26,6 +26,24 @@ var pages = func() map[int]page {
 }()
 
 var htmlType = []string{"text/html; charset=utf-8"}
+
+// ContentType is the Content-Type of the error pages.
+const ContentType = "text/html; charset=utf-8"
+
+// Page returns the body of status code's error page, for writers that do
+// not go through an http.ResponseWriter (the HTTP/1.1 engine's answers to
+// requests it cannot parse). The slice is shared: do not modify it.
+func Page(code int) []byte { return pageOf(code).body }
+
+func pageOf(code int) page {
+	p, ok := pages[code]
+	if !ok {
+		text := strconv.Itoa(code) + " " + wire.StatusText(code)
+		p = page{body: []byte(text + "\n")}
+		p.cl = []string{strconv.Itoa(len(p.body))}
+	}
+	return p
+}
 
 // Write sends status code with its HTML error page. Header fields already
 // set by the caller (Allow, Retry-After, Content-Range...) are kept, except
@@ -36,12 +54,7 @@ func Write(w http.ResponseWriter, r *http.Request, code int) {
 	delete(h, "Last-Modified")
 	delete(h, "Content-Encoding")
 	delete(h, "Accept-Ranges")
-	p, ok := pages[code]
-	if !ok {
-		text := strconv.Itoa(code) + " " + wire.StatusText(code)
-		p = page{body: []byte(text + "\n")}
-		p.cl = []string{strconv.Itoa(len(p.body))}
-	}
+	p := pageOf(code)
 	h["Content-Type"] = htmlType
 	h["Content-Length"] = p.cl
 	h["X-Content-Type-Options"] = nosniff

@@ -46,11 +46,13 @@ type conn struct {
 
 	closeOnce sync.Once
 	abortFn   func() // c.abort, made once
+	peek      peeker // checks a kept connection before use
 }
 
 func newConn(nc net.Conn, timeout time.Duration) *conn {
 	c := &conn{nc: nc, timeout: timeout}
 	c.abortFn = c.abort
+	c.peek.init(nc)
 	c.br = bufio.NewReaderSize(c, readBufferSize)
 	c.rd.Reset(c.br)
 	return c

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
 )
 
@@ -65,27 +66,27 @@ func (e *endError) Error() string {
 	return "FastCGI server refused the request: " + s
 }
 
-// isIdempotent: RFC 9110 section 9.2.2. Only such requests are sent again
-// after a kept connection failed without answering, as nginx does.
-func isIdempotent(method string) bool {
-	switch method {
-	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
-		return true
-	}
-	return false
-}
-
 // run sends the request on c, retrying once on a fresh connection when a
 // kept connection turns out to be stale, and releases the connection.
+//
+// A request is sent again only when php-fpm provably did not run it: the
+// request could not be written, or the peer is a worker draining a
+// connection it gave up (see peerDraining). A kept connection that ends
+// without an answer after the request was sent is otherwise the worker
+// dying under the request (a crash, kill -9, a segfaulting extension):
+// that is 502 at once, whatever the method, as for a new connection.
+// Sending it again would run the script twice, and a slow script would
+// then end in a 504 after read_timeout rather than the 502 it is.
 func (x *exchange) run(c *conn) {
 	h := x.h
-	streaming := x.body.kind == bodyStream || x.body.kind == bodyFile
-	idempotent := isIdempotent(x.r.Method)
 	ctx := x.r.Context()
 	for attempt := 0; ; attempt++ {
-		// A request that cannot be sent twice checks a kept connection
-		// first (one non-blocking peek).
-		if c.reused && (streaming || !idempotent) && peerClosed(c.nc) {
+		// A kept connection is checked first (one non-blocking peek): php-fpm
+		// closes kept connections while they are idle (pm.max_requests, a
+		// restart, process_idle_timeout), and over TCP a request written to
+		// a connection whose peer is gone cannot be told afterwards from one
+		// whose worker died running it.
+		if c.reused && c.peek.peerClosed() {
 			h.redialed.Add(1)
 			nc, err := h.pool.redial(ctx, c, x.r, h.queueTimeout)
 			if err != nil {
@@ -96,19 +97,18 @@ func (x *exchange) run(c *conn) {
 		}
 		x.c = c
 		sent, err := x.attempt()
-		// A kept connection that fails before any answer was stale: php-fpm
-		// had closed it (pm.max_requests, a restart) and did not run the
-		// request. Send it again on a new connection if that is safe: when
-		// nothing was sent; when the body can be sent again and the method
-		// is idempotent (as nginx does); or when the peer is a php-fpm
-		// worker still draining a connection it gave up after its previous
+		// A kept connection that fails before any answer was stale if
+		// php-fpm closed it (pm.max_requests, a restart) without running
+		// the request: nothing was written, or the peer is a php-fpm worker
+		// still draining a connection it gave up after its previous
 		// request, which discards what it reads (see peerDraining). The
 		// peek above catches most such connections; this is the race where
-		// php-fpm's close arrives just after the peek.
+		// php-fpm's close arrives just after the peek. The body must be
+		// sendable again (not a stream already read from the client).
 		replayable := x.body.kind != bodyStream
 		stale := err != nil && c.reused && attempt == 0 && !x.gotBytes && !x.wroteHeader &&
 			ctx.Err() == nil && !isTimeout(err) &&
-			(!sent || replayable && (idempotent || err == errUnexpectedEnd && c.peerDraining(h.network == "tcp")))
+			(!sent || replayable && err == errUnexpectedEnd && c.peerDraining(h.network == "tcp"))
 		if stale && x.body.kind == bodyFile {
 			if _, serr := x.body.file.Seek(0, io.SeekStart); serr != nil {
 				stale = false
@@ -208,9 +208,9 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(x.stdinErr, &mbe):
-			http.Error(x.w, "413 content too large", http.StatusRequestEntityTooLarge)
+			errpage.Write(x.w, x.r, http.StatusRequestEntityTooLarge)
 		case ctx.Err() == nil:
-			http.Error(x.w, "400 bad request", http.StatusBadRequest)
+			errpage.Write(x.w, x.r, http.StatusBadRequest)
 		}
 		return
 	}
@@ -230,15 +230,13 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		if status == http.StatusServiceUnavailable {
 			x.w.Header().Set("Retry-After", retryAfter)
 		}
-		http.Error(x.w, fmt.Sprintf("%d %s", status, lower(http.StatusText(status))), status)
+		errpage.Write(x.w, x.r, status)
 		return
 	}
 	// The response is partly sent: cut it off, so the client sees a
 	// truncated response rather than a complete-looking one.
 	panic(http.ErrAbortHandler)
 }
-
-func lower(s string) string { return string(bytes.ToLower([]byte(s))) }
 
 // readResponse reads records until END_REQUEST, writing STDOUT to the
 // client as it comes.
@@ -325,6 +323,14 @@ func (x *exchange) readResponse() error {
 func (x *exchange) writeHeader(block []byte) error {
 	if x.clientBody.Load() {
 		return nil // answer dropped, see finish
+	}
+	if x.c.aborted.Load() {
+		// The client left (ABORT_REQUEST is sent) before the script
+		// answered: the answer is read to its end and dropped. Nothing is
+		// written, so the server logs the request as 499, not as the
+		// script's status.
+		x.clientGone = true
+		return nil
 	}
 	// Check the whole block first, so a bad one leaves the response
 	// header untouched for the 502.

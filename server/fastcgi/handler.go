@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
 )
 
@@ -419,7 +420,7 @@ func (h *Handler) putCopyBuf(b *[]byte) { h.copyBufs.Put(b) }
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.enter() {
 		w.Header().Set("Retry-After", retryAfter)
-		http.Error(w, "503 service unavailable", http.StatusServiceUnavailable)
+		errpage.Write(w, r, http.StatusServiceUnavailable)
 		return
 	}
 	defer h.exit()
@@ -429,20 +430,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	*x = exchange{h: h, w: w, r: r, rb: rb}
 	switch h.resolve(r.URL.Path, &x.t) {
 	case resNotFound:
-		http.NotFound(w, r)
+		errpage.Write(w, r, http.StatusNotFound)
 		return
 	case resSlash:
 		u := r.URL.EscapedPath() + "/"
 		if r.URL.RawQuery != "" {
 			u += "?" + r.URL.RawQuery
 		}
-		http.Redirect(w, r, u, http.StatusMovedPermanently)
+		w.Header().Set("Location", u)
+		errpage.Write(w, r, http.StatusMovedPermanently)
 		return
 	case resStatic:
 		if h.static != nil {
 			h.static.ServeHTTP(w, r)
 		} else {
-			http.NotFound(w, r)
+			errpage.Write(w, r, http.StatusNotFound)
 		}
 		return
 	}
@@ -461,7 +463,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	err := h.appendParams(&pw, r, &x.t, x.body.length)
 	rb.w = pw.End()
 	if err != nil {
-		http.Error(w, "431 request header fields too large", http.StatusRequestHeaderFieldsTooLarge)
+		errpage.Write(w, r, http.StatusRequestHeaderFieldsTooLarge)
 		return
 	}
 	switch x.body.kind {
@@ -486,17 +488,17 @@ func (h *Handler) acquireError(w http.ResponseWriter, r *http.Request, t *target
 		// Counted by the pool; not logged per request: the status page
 		// shows them, and a flood of 503s would flood the log.
 		w.Header().Set("Retry-After", retryAfter)
-		http.Error(w, "503 service unavailable", http.StatusServiceUnavailable)
+		errpage.Write(w, r, http.StatusServiceUnavailable)
 	case err == errClosing:
 		h.errs.Add(1)
 		w.Header().Set("Retry-After", retryAfter)
-		http.Error(w, "503 service unavailable", http.StatusServiceUnavailable)
+		errpage.Write(w, r, http.StatusServiceUnavailable)
 	case r.Context().Err() != nil:
 		h.aborted.Add(1) // the client left while waiting
 	default:
 		h.errs.Add(1)
 		h.elog.write(slog.LevelError, "fastcgi: cannot connect: "+err.Error(), "script", t.scriptName)
-		http.Error(w, "502 bad gateway", http.StatusBadGateway)
+		errpage.Write(w, r, http.StatusBadGateway)
 	}
 }
 
@@ -504,15 +506,15 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe) || err == errBodyTooLarge:
-		http.Error(w, "413 content too large", http.StatusRequestEntityTooLarge)
+		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
 	case r.Context().Err() != nil:
 		h.aborted.Add(1)
 	case strings.HasPrefix(err.Error(), "spool request body"):
 		h.errs.Add(1)
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
-		http.Error(w, "500 internal server error", http.StatusInternalServerError)
+		errpage.Write(w, r, http.StatusInternalServerError)
 	default:
 		// The client sent a broken body (or vanished mid-way).
-		http.Error(w, "400 bad request", http.StatusBadRequest)
+		errpage.Write(w, r, http.StatusBadRequest)
 	}
 }

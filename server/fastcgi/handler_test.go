@@ -454,6 +454,96 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestDotSegments: paths with a segment starting with a dot answer 404,
+// scripts included ("/.hidden.php" exists and would run), fallback or
+// not, like the static handler; "/.well-known/" is served.
+func TestDotSegments(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	fpmtest.WriteFiles(t, e.root, map[string]string{
+		".hidden.php":              `<?php echo "hidden ran";`,
+		"app/.hidden.php":          `<?php echo "hidden ran";`,
+		"app/dir/.x/y.php":         `<?php echo "hidden ran";`,
+		"app/.env":                 "SECRET=1\n",
+		".git/config":              "[core]\n",
+		".well-known/hello.php":    `<?php echo "well-known script";`,
+		".well-known/security.txt": "Contact: mailto:a@example.org\n",
+	})
+	static := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "static "+r.URL.Path)
+	})
+	plain := protos(t, e.handler(t, func(_ *config.FastCGI, o *Options) { o.Static = static }))[0]
+	front := protos(t, e.handler(t, func(c *config.FastCGI, o *Options) { c.Fallback = "/index.php"; o.Static = static }))[0]
+	for _, p := range []proto{plain, front} {
+		for _, path := range []string{"/.hidden.php", "/app/.hidden.php", "/app/dir/.x/y.php", "/app/dir/.x/y.php/info",
+			"/app/.env", "/.git/config", "/.git/", "/app/.missing.php", "/.well-known/.hidden.php"} {
+			res, body := get(t, p.client, p.url+path)
+			wantErrorPage(t, path, res, body, http.StatusNotFound)
+		}
+	}
+	for _, c := range []struct {
+		p          proto
+		path, body string
+	}{
+		{plain, "/.well-known/hello.php", "well-known script"},
+		{plain, "/.well-known/security.txt", "static /.well-known/security.txt"},
+		{front, "/.well-known/missing", `"front":true`},
+		{front, "/app/missing", `"front":true`},
+	} {
+		res, body := get(t, c.p.client, c.p.url+c.path)
+		if res.StatusCode != 200 || !strings.Contains(body, c.body) {
+			t.Errorf("%s: %d %q, want 200 with %q", c.path, res.StatusCode, body, c.body)
+		}
+	}
+}
+
+// TestErrorPages: the handler's own error responses are Arka's HTML error
+// pages (package errpage), like every other handler's, with Retry-After
+// kept on 503.
+func TestErrorPages(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+		d := config.Duration(200 * time.Millisecond)
+		c.ReadTimeout = &d
+	})
+	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
+		h.ServeHTTP(w, r)
+	})
+	p := protos(t, limited)[0]
+
+	res, body := get(t, p.client, p.url+"/app/missing.php")
+	wantErrorPage(t, "no such script", res, body, http.StatusNotFound)
+	res, body = get(t, p.client, p.url+"/app/style.css") // a file, no Options.Static
+	wantErrorPage(t, "file without a static handler", res, body, http.StatusNotFound)
+	res, body = get(t, p.client, p.url+"/app/sleep.php?ms=1000")
+	wantErrorPage(t, "read_timeout", res, body, http.StatusGatewayTimeout)
+	req, _ := http.NewRequest("POST", p.url+"/app/hash.php", io.MultiReader(strings.NewReader(strings.Repeat("x", 4<<10))))
+	req.ContentLength = -1 // spooled: the limit is hit before php-fpm is asked
+	res, body = do(t, p.client, req)
+	wantErrorPage(t, "body over the limit", res, body, http.StatusRequestEntityTooLarge)
+	res, body = get(t, noRedirect(p.client), p.url+"/app/dir?x=1")
+	if res.StatusCode != 301 || res.Header.Get("Location") != "/app/dir/?x=1" || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Errorf("directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
+	}
+
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	down := l.Addr().String()
+	l.Close()
+	dh, err := New("/app/", &config.FastCGI{Address: down, Root: e.root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := protos(t, dh)[0]
+	res, body = get(t, dp.client, dp.url+"/app/hello.php")
+	wantErrorPage(t, "server down", res, body, http.StatusBadGateway)
+	dh.Close()
+	res, body = get(t, dp.client, dp.url+"/app/hello.php")
+	wantErrorPage(t, "closed handler", res, body, http.StatusServiceUnavailable)
+	if res.Header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After")
+	}
+}
+
 func TestTCPAddress(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{TCP: true})
 	if strings.HasPrefix(e.fpm.Address, "unix:") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -97,6 +98,11 @@ file_put_contents($_SERVER['RUN_LOG'], "run\n", FILE_APPEND | LOCK_EX);
 file_put_contents($_SERVER['PID_FILE'], getmypid());
 sleep(3);
 echo "finished\n";
+`,
+	"app/silentsleep.php": `<?php
+file_put_contents($_SERVER['RUN_LOG'], "run\n", FILE_APPEND | LOCK_EX);
+file_put_contents($_SERVER['PID_FILE'], getmypid());
+sleep((int)($_GET['n'] ?? 8));
 `,
 	"app/big.php": `<?php
 header('Content-Type: text/html; charset=UTF-8');
@@ -304,3 +310,13 @@ var _ = tls.VersionTLS12
 var _ = strings.Contains
 
 func newTestLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// wantErrorPage checks that a response is Arka's HTML error page for code
+// (package errpage), as every handler answers its own errors.
+func wantErrorPage(t testing.TB, what string, res *http.Response, body string, code int) {
+	t.Helper()
+	if res.StatusCode != code || res.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(body, fmt.Sprintf("<h1>%d ", code)) {
+		t.Errorf("%s: %d %q %q, want the error page for %d", what, res.StatusCode, res.Header.Get("Content-Type"), body, code)
+	}
+}

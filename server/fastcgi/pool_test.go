@@ -580,6 +580,77 @@ func TestWorkerKilledUnderPOST(t *testing.T) {
 	}
 }
 
+// TestWorkerKilledAfterRestart is the QA sequence: php-fpm is restarted
+// gracefully (SIGQUIT to the master, then started again), one request
+// is served (on a new connection, which the pool then keeps), and the
+// worker running the next request, a GET of a script that sleeps 8 s
+// without output, is killed with SIGKILL. That request gets 502 at once,
+// and the script ran once: it is not sent again on a new connection
+// (where it would run a second time and, being slower than read_timeout,
+// end in a 504 after read_timeout). Over a unix socket and TCP, with
+// static and ondemand process managers.
+func TestWorkerKilledAfterRestart(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  fpmtest.Config
+	}{
+		{"unix-static", fpmtest.Config{MaxChildren: 2}},
+		{"tcp-static", fpmtest.Config{MaxChildren: 2, TCP: true}},
+		{"unix-ondemand", fpmtest.Config{MaxChildren: 2, PM: "ondemand"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.cfg)
+			dir := t.TempDir()
+			runLog, pidFile := filepath.Join(dir, "runs"), filepath.Join(dir, "pid")
+			readTimeout := config.Duration(5 * time.Second)
+			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+				c.ReadTimeout = &readTimeout
+				c.Env = map[string]string{"RUN_LOG": runLog, "PID_FILE": pidFile}
+			})
+			p := protos(t, h)[0]
+			get(t, p.client, p.url+"/app/hello.php") // steady state: a kept connection
+
+			e.fpm.Quit()
+			e.fpm.Restart()
+			if res, body := get(t, p.client, p.url+"/app/hello.php"); res.StatusCode != 200 {
+				t.Fatalf("first request after the restart: %d %q", res.StatusCode, body)
+			}
+
+			done := make(chan int, 1)
+			go func() {
+				res, _ := get(t, p.client, p.url+"/app/silentsleep.php?n=8")
+				done <- res.StatusCode
+			}()
+			var pid int
+			waitFor(t, "script to start", 5*time.Second, func() bool {
+				b, _ := os.ReadFile(pidFile)
+				pid, _ = strconv.Atoi(string(b))
+				return pid > 0
+			})
+			syscall.Kill(pid, syscall.SIGKILL)
+			select {
+			case code := <-done:
+				if code != http.StatusBadGateway {
+					t.Errorf("GET whose worker was killed: %d, want 502", code)
+				}
+			case <-time.After(time.Duration(readTimeout) + 3*time.Second):
+				t.Fatal("no answer after the worker was killed")
+			}
+			if b, _ := os.ReadFile(runLog); string(b) != "run\n" {
+				t.Errorf("script ran %d times, want once", strings.Count(string(b), "run"))
+			}
+			if s := h.Stats(); s.Errors != 1 {
+				t.Errorf("stats %+v", s)
+			}
+			// php-fpm replaces the worker; the route keeps working.
+			waitFor(t, "a new worker", 5*time.Second, func() bool {
+				res, _ := get(t, p.client, p.url+"/app/hello.php")
+				return res.StatusCode == 200
+			})
+		})
+	}
+}
+
 // loadRound sends n concurrent GETs of path through c and returns the
 // status codes seen and the slowest answer.
 func loadRound(t *testing.T, c *http.Client, url string, n int) (map[int]int, time.Duration) {

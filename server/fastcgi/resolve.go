@@ -32,8 +32,15 @@ const (
 // runs, or 404). Symbolic links inside the root are followed, as nginx does
 // by default; the path itself cannot leave the root, because it is clean
 // and absolute (checked here again).
+//
+// A path with a segment starting with a dot ("/.hidden.php",
+// "/dir/.x/y.php", "/.git/config") is 404 before anything else, the
+// fallback included, as the static handler does and as nginx's common
+// "location ~ /\. { deny all; }" does: dotfiles hold configuration and
+// version-control data, never pages. "/.well-known/" (RFC 8615) is the
+// exception, below it no dot segment is.
 func (h *Handler) resolve(p string, t *target) resolution {
-	if !cleanPath(p) {
+	if !cleanPath(p) || hasDotSegment(p) {
 		return resNotFound
 	}
 	if script, info, ok := h.splitScript(p); ok {
@@ -132,6 +139,20 @@ func cleanPath(p string) bool {
 			return false
 		}
 		i += j + 1
+	}
+	return true
+}
+
+// hasDotSegment reports whether a path has a segment starting with "."
+// other than a leading "/.well-known" (RFC 8615), which ACME and others
+// need. Same rule as the static handler's.
+func hasDotSegment(p string) bool {
+	i := strings.Index(p, "/.")
+	if i < 0 {
+		return false
+	}
+	if i == 0 && (p == "/.well-known" || strings.HasPrefix(p, "/.well-known/")) {
+		return strings.Contains(p[len("/.well-known"):], "/.")
 	}
 	return true
 }

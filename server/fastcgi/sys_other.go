@@ -29,5 +29,8 @@ func fileKind(a, b, c string) kind {
 	return kindOther
 }
 
-// peerClosed cannot peek here; a stale connection is found when it is used.
-func peerClosed(net.Conn) bool { return false }
+// peeker cannot peek here; a stale connection is found when it is used.
+type peeker struct{}
+
+func (*peeker) init(net.Conn)    {}
+func (*peeker) peerClosed() bool { return false }

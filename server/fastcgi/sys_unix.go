@@ -40,30 +40,48 @@ func fileKind(a, b, c string) kind {
 	return kindOther
 }
 
-// peerClosed reports whether an idle connection can no longer carry a
-// request: the peer closed it (a php-fpm worker that reached
-// pm.max_requests, or a restarted php-fpm) or sent bytes nobody asked for.
-// It peeks without blocking and costs one system call.
-func peerClosed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
+// peeker tells whether an idle connection can no longer carry a request:
+// the peer closed it (a php-fpm worker that reached pm.max_requests, a
+// restarted php-fpm) or sent bytes nobody asked for. It peeks without
+// blocking, one system call and no allocation per call (the raw
+// connection and the callback are made once per connection).
+type peeker struct {
+	rc     syscall.RawConn
+	fn     func(fd uintptr) bool
+	closed bool
+	buf    [1]byte
+}
+
+func (p *peeker) init(nc net.Conn) {
+	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return false
+		return
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return true
+		return
 	}
-	closed := false
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == syscall.EAGAIN || err == syscall.EINTR:
-		case err != nil || n >= 0:
-			// n == 0: orderly shutdown; n > 0: unexpected data.
-			closed = true
-		}
-		return true
-	})
-	return closed || err != nil
+	p.rc, p.fn = rc, p.peek
+}
+
+func (p *peeker) peek(fd uintptr) bool {
+	n, err := recvPeek(int(fd), p.buf[:])
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EINTR:
+	case err != nil || n >= 0:
+		// n == 0: orderly shutdown; n > 0: unexpected data.
+		p.closed = true
+	}
+	return true
+}
+
+// peerClosed reports whether the peer closed the connection (see peeker).
+// Connections that are no *net.TCPConn or *net.UnixConn report false.
+func (p *peeker) peerClosed() bool {
+	if p.rc == nil {
+		return false
+	}
+	p.closed = false
+	err := p.rc.Read(p.fn)
+	return p.closed || err != nil
 }

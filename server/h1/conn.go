@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -229,11 +230,14 @@ func (c *conn) writeError(err error) {
 			return
 		}
 	}
-	body := strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) + ": " + pe.msg + "\n"
+	// The same HTML page as every handler's errors (package errpage); the
+	// cause (pe.msg) is not shown, as no error page shows internals.
+	body := errpage.Page(pe.status)
 	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) +
-		"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
-		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+		"\r\nContent-Type: " + errpage.ContentType + "\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n")
+	c.bw.Write(body)
 	c.bw.Flush()
 	c.closeWrite()
 }

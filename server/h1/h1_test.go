@@ -217,6 +217,24 @@ func TestMalformedRequests(t *testing.T) {
 	}
 }
 
+// TestParseErrorPage: a request the engine cannot parse (here bad
+// percent-encoding in the path) gets the same HTML error page as the
+// handlers' errors (package errpage), not a plain-text one.
+func TestParseErrorPage(t *testing.T) {
+	addr := start(t, echo)
+	out := exchange(t, addr, "GET /a%zz.php HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out)), nil)
+	if err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	b := body(resp)
+	if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(b, "<h1>400 Bad Request</h1>") ||
+		resp.ContentLength != int64(len(b)) || !resp.Close {
+		t.Errorf("got %q", out)
+	}
+}
+
 func TestExpectContinue(t *testing.T) {
 	addr := start(t, echo)
 	c, _ := net.Dial("tcp", addr)

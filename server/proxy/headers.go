@@ -102,6 +102,13 @@ func requestField(k string) int {
 		if k == "Host" {
 			return fieldDrop // written from r.Host or host_header
 		}
+	case 5:
+		if k == "Proxy" {
+			// httpoxy (CVE-2016-5385): CGI-style applications take a
+			// Proxy field for their HTTP_PROXY setting. No client has a
+			// reason to send one.
+			return fieldDrop
+		}
 	case 6:
 		if k == "Expect" {
 			// 100-continue is answered by the engine when the body is
@@ -116,7 +123,7 @@ func requestField(k string) int {
 			return fieldDrop // announced again from r.Trailer
 		}
 	case 9:
-		if k == "Forwarded" {
+		if k == "Forwarded" || k == "X-Real-Ip" {
 			return fieldFwd
 		}
 	case 10:
@@ -194,51 +201,109 @@ func isTrusted(nets []netip.Prefix, ip string) bool {
 	return false
 }
 
-// writeForwarded writes X-Forwarded-For, X-Forwarded-Proto,
-// X-Forwarded-Host and Forwarded (RFC 7239 section 4). From a trusted proxy
-// the incoming chains are kept and this hop appended; from anyone else they
-// are replaced, so a client cannot pose as someone else.
+// writeForwarded writes the forwarding fields: X-Forwarded-For,
+// X-Real-IP, X-Forwarded-Proto, X-Forwarded-Host and Forwarded (RFC 7239).
+//
+// From a client that is not a trusted proxy, whatever it sent in these
+// fields was dropped (see requestField) and they describe this hop alone:
+// the client's address, the Host it asked for and the scheme it used with
+// Arka. So a client cannot pose as someone else.
+//
+// From a trusted proxy the chain it sent is kept and this hop appended,
+// and the fields agree on the original request:
+//
+//   - X-Forwarded-For: its list, then its address.
+//   - X-Real-IP: its X-Real-IP if it sent one (the original client, as
+//     the front proxy saw it), else its address.
+//   - Forwarded: its elements if it sent the field; if it sent only
+//     X-Forwarded-*, those turned into elements (one "for=" per
+//     X-Forwarded-For entry, the first carrying X-Forwarded-Host as host
+//     and X-Forwarded-Proto as proto); then this hop's element, whose
+//     proto and host are those of the request Arka received (RFC 7239
+//     section 4: each proxy describes its own incoming request).
+//   - X-Forwarded-Proto and X-Forwarded-Host: the original request's
+//     scheme and host: its X-Forwarded-Proto/-Host, else the proto/host of
+//     its first Forwarded element, else this hop's.
+//
+// So X-Forwarded-Proto always equals the proto of the first Forwarded
+// element (unless a trusted proxy itself sent two that differ, which are
+// passed on as sent): an application reading either sees "https" for a
+// client that used TLS with the front proxy.
 func writeForwarded(bw *bufio.Writer, h http.Header, host string, f *forwarded) {
+	var xff, xfp, xfh, fwd, xri []string
+	if f.trusted {
+		xff, xfp, xfh = h["X-Forwarded-For"], h["X-Forwarded-Proto"], h["X-Forwarded-Host"]
+		fwd, xri = h["Forwarded"], h["X-Real-Ip"]
+	}
+
 	bw.WriteString("X-Forwarded-For: ")
-	if xff := h["X-Forwarded-For"]; f.trusted && len(xff) > 0 {
-		for _, v := range xff {
-			bw.WriteString(v)
-			bw.WriteString(", ")
-		}
+	for _, v := range xff {
+		bw.WriteString(v)
+		bw.WriteString(", ")
 	}
 	bw.WriteString(f.ip)
 	bw.WriteString("\r\n")
 
-	bw.WriteString("X-Forwarded-Proto: ")
-	if v := h["X-Forwarded-Proto"]; f.trusted && len(v) > 0 {
-		bw.WriteString(v[0])
+	bw.WriteString("X-Real-IP: ")
+	if len(xri) > 0 {
+		bw.WriteString(xri[0])
 	} else {
-		bw.WriteString(f.proto)
+		bw.WriteString(f.ip)
 	}
 	bw.WriteString("\r\n")
 
-	if v := h["X-Forwarded-Host"]; f.trusted && len(v) > 0 {
-		writeField(bw, "X-Forwarded-Host", v[0])
-	} else if host != "" {
-		writeField(bw, "X-Forwarded-Host", host)
+	// The original request's scheme and host, as the chain tells them.
+	origProto, origHost := f.proto, host
+	var fwdProto, fwdHost string
+	if len(fwd) > 0 {
+		fwdProto, fwdHost = firstForwarded(fwd)
+	}
+	switch {
+	case len(xfp) > 0:
+		origProto = xfp[0]
+	case fwdProto != "":
+		origProto = fwdProto
+	}
+	switch {
+	case len(xfh) > 0:
+		origHost = xfh[0]
+	case fwdHost != "":
+		origHost = fwdHost
+	}
+	writeField(bw, "X-Forwarded-Proto", origProto)
+	if origHost != "" {
+		writeField(bw, "X-Forwarded-Host", origHost)
 	}
 
 	bw.WriteString("Forwarded: ")
-	if fw := h["Forwarded"]; f.trusted && len(fw) > 0 {
-		for _, v := range fw {
+	switch {
+	case len(fwd) > 0:
+		for _, v := range fwd {
 			bw.WriteString(v)
 			bw.WriteString(", ")
 		}
+	case len(xff) > 0 || len(xfp) > 0 || len(xfh) > 0:
+		n := 0
+		for _, v := range xff {
+			for _, e := range strings.Split(v, ",") {
+				if e = strings.TrimSpace(e); e == "" {
+					continue
+				}
+				writeNode(bw, e)
+				if n == 0 {
+					writeOrigin(bw, xfh, xfp)
+				}
+				bw.WriteString(", ")
+				n++
+			}
+		}
+		if n == 0 {
+			bw.WriteString("for=unknown")
+			writeOrigin(bw, xfh, xfp)
+			bw.WriteString(", ")
+		}
 	}
-	bw.WriteString("for=")
-	if strings.IndexByte(f.ip, ':') >= 0 {
-		// RFC 7239 section 6: IPv6 in brackets, quoted.
-		bw.WriteString(`"[`)
-		bw.WriteString(f.ip)
-		bw.WriteString(`]"`)
-	} else {
-		bw.WriteString(f.ip)
-	}
+	writeNode(bw, f.ip)
 	if host != "" {
 		bw.WriteString(";host=")
 		writeTokenOrQuoted(bw, host)
@@ -246,6 +311,86 @@ func writeForwarded(bw *bufio.Writer, h http.Header, host string, f *forwarded) 
 	bw.WriteString(";proto=")
 	bw.WriteString(f.proto)
 	bw.WriteString("\r\n")
+}
+
+// writeNode writes "for=" and a node (RFC 7239 section 6): an IPv6
+// address in brackets and quoted, an IPv4 address or "unknown" as is,
+// anything else (with a port, obfuscated) as a token or quoted-string.
+func writeNode(bw *bufio.Writer, node string) {
+	bw.WriteString("for=")
+	if a, err := netip.ParseAddr(node); err == nil && a.Is6() {
+		bw.WriteString(`"[`)
+		bw.WriteString(node)
+		bw.WriteString(`]"`)
+		return
+	}
+	writeTokenOrQuoted(bw, node)
+}
+
+// writeOrigin writes the host and proto pairs of the original request
+// from X-Forwarded-Host and X-Forwarded-Proto, when sent.
+func writeOrigin(bw *bufio.Writer, xfh, xfp []string) {
+	if len(xfh) > 0 && xfh[0] != "" {
+		bw.WriteString(";host=")
+		writeTokenOrQuoted(bw, xfh[0])
+	}
+	if len(xfp) > 0 && xfp[0] != "" {
+		bw.WriteString(";proto=")
+		writeTokenOrQuoted(bw, xfp[0])
+	}
+}
+
+// firstForwarded returns the proto and host parameters of the first
+// element of a Forwarded field (RFC 7239 section 4), unquoted; empty
+// when absent or malformed.
+func firstForwarded(vv []string) (proto, host string) {
+	v := vv[0]
+	for v != "" {
+		// One forwarded-pair: token "=" ( token / quoted-string ).
+		v = strings.TrimLeft(v, " \t")
+		eq := strings.IndexByte(v, '=')
+		if eq <= 0 {
+			return proto, host
+		}
+		name := strings.TrimSpace(v[:eq])
+		v = strings.TrimLeft(v[eq+1:], " \t")
+		var val string
+		if strings.HasPrefix(v, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' && i+1 < len(v) {
+					i++
+				}
+				b.WriteByte(v[i])
+			}
+			if i >= len(v) {
+				return "", "" // unterminated
+			}
+			val, v = b.String(), v[i+1:]
+		} else {
+			end := strings.IndexAny(v, ";, \t")
+			if end < 0 {
+				end = len(v)
+			}
+			val, v = v[:end], v[end:]
+		}
+		switch {
+		case strings.EqualFold(name, "proto"):
+			proto = val
+		case strings.EqualFold(name, "host"):
+			host = val
+		}
+		v = strings.TrimLeft(v, " \t")
+		if v == "" || v[0] == ',' {
+			return proto, host // end of the first element
+		}
+		if v[0] != ';' {
+			return "", ""
+		}
+		v = v[1:]
+	}
+	return proto, host
 }
 
 // writeTokenOrQuoted writes v as an RFC 9110 token when it is one, else as

@@ -3,7 +3,9 @@
 // over kept-alive connections, balanced round robin or by least
 // connections, with passive and optional active health checks, WebSocket
 // pass-through (HTTP/1.1 Upgrade, and RFC 8441 extended CONNECT from HTTP/2
-// clients when the engine enables it) and failures answered with 502 or 504.
+// clients when the engine enables it), Location rewriting like nginx's
+// "proxy_redirect default" (location.go) and failures answered with 502 or
+// 504.
 //
 // # Design
 //
@@ -84,6 +86,7 @@ type Handler struct {
 	strip      bool
 	fwd        bool
 	hostHeader string
+	self       []authority // names of the upstreams, for Location rewriting
 	trusted    []netip.Prefix
 	leastConn  bool
 	ups        []*upstream
@@ -154,6 +157,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		}
 		h.ups = append(h.ups, u)
 	}
+	h.self = selfAuthorities(h.ups, h.hostHeader)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if hc := cfg.Health; hc != nil {
@@ -767,7 +771,12 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 	for k, vv := range r.Header {
 		switch requestField(k) {
 		case fieldCopy:
-			if k == "" || k[0] == ':' || tokens.n > 0 && tokens.has(k) {
+			// Names with an underscore are dropped, as nginx does by
+			// default (underscores_in_headers off): applications that
+			// map "-" and "_" to the same name (CGI's HTTP_*, many
+			// frameworks) would take "X_Forwarded_For" for the
+			// X-Forwarded-For this proxy vouches for.
+			if k == "" || k[0] == ':' || strings.IndexByte(k, '_') >= 0 || tokens.n > 0 && tokens.has(k) {
 				continue
 			}
 			for _, v := range vv {
@@ -831,6 +840,11 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 			continue
 		}
 		hdr[k] = vv
+	}
+	if loc := hdr["Location"]; len(loc) == 1 {
+		if v, ok := h.rewriteLocation(loc[0], r, c); ok {
+			hdr["Location"] = []string{v}
+		}
 	}
 	var announced []string
 	if len(resp.Trailer) > 0 {

@@ -97,6 +97,7 @@ func TestForwardedHeaders(t *testing.T) {
 				"X-Forwarded-Proto": proto,
 				"X-Forwarded-Host":  "site.example:8443",
 				"Forwarded":         `for=127.0.0.1;host="site.example:8443";proto=` + proto,
+				"X-Real-Ip":         "127.0.0.1",
 			}
 			for k, v := range want {
 				if h[k] != v {
@@ -118,7 +119,7 @@ func TestForwardedHeaders(t *testing.T) {
 		forEachFront(t, off, func(t *testing.T, f front) {
 			_, body := get(t, f.client, f.url("/proxy/"), spoof...)
 			h := headerLines(body)
-			for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded"} {
+			for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip"} {
 				if v, ok := h[k]; ok {
 					t.Errorf("forward_headers = false, yet %s: %q reached the upstream", k, v)
 				}
@@ -135,6 +136,107 @@ func TestForwardedHeaders(t *testing.T) {
 			t.Errorf("Host = %q, want app.internal", h["Host"])
 		}
 	})
+}
+
+// TestRequestHeaderHardening: field names with an underscore are dropped
+// (nginx's underscores_in_headers off), so X_Forwarded_For cannot pass for
+// X-Forwarded-For in an application that maps "_" and "-" alike; Proxy is
+// dropped (httpoxy); X-Real-IP is the client's address unless the client
+// is a trusted proxy; with forward_headers = false none of the forwarding
+// fields reaches the upstream, whatever the client sent.
+func TestRequestHeaderHardening(t *testing.T) {
+	up := startUpstream(t, dumpHeaders)
+	on, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+	off, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ForwardHeaders: ptr(false)})
+	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []string{"127.0.0.0/8"}})
+	sent := []string{"X_Forwarded_For", "6.6.6.6", "X-Forwarded_Proto", "https", "Foo_Bar", "x",
+		"Proxy", "http://evil.example:3128", "X-Real-IP", "6.6.6.6", "X-Normal", "kept"}
+	for _, c := range []struct {
+		name    string
+		h       http.Handler
+		realIP  string // "" = absent
+		forward bool
+	}{
+		{"on", on, "127.0.0.1", true},
+		{"off", off, "", false},
+		{"trusted", trusting, "6.6.6.6", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachFront(t, c.h, func(t *testing.T, f front) {
+				_, body := get(t, f.client, f.url("/proxy/"), sent...)
+				h := headerLines(body)
+				for k, v := range h {
+					if strings.Contains(k, "_") || strings.EqualFold(k, "Proxy") {
+						t.Errorf("%s: %q reached the upstream", k, v)
+					}
+				}
+				if h["X-Normal"] != "kept" {
+					t.Errorf("X-Normal = %q", h["X-Normal"])
+				}
+				if got, ok := h["X-Real-Ip"]; got != c.realIP || ok != (c.realIP != "") {
+					t.Errorf("X-Real-IP = %q, want %q", got, c.realIP)
+				}
+				if _, ok := h["X-Forwarded-For"]; ok != c.forward {
+					t.Errorf("X-Forwarded-For present: %v, want %v", ok, c.forward)
+				}
+				if c.forward && h["X-Forwarded-For"] != "127.0.0.1" {
+					t.Errorf("X-Forwarded-For = %q: an underscore field was taken for it", h["X-Forwarded-For"])
+				}
+			})
+		})
+	}
+}
+
+// TestForwardedChainConsistent: behind a trusted proxy, Forwarded and
+// X-Forwarded-Proto/-Host name the same original request: a front proxy
+// that sends only X-Forwarded-* gets its chain turned into Forwarded
+// elements (so Forwarded does not say proto=http for a client that used
+// https), and one that sends only Forwarded gets X-Forwarded-Proto/-Host
+// from its first element. This hop's own element still says how Arka was
+// reached (RFC 7239 section 4).
+func TestForwardedChainConsistent(t *testing.T) {
+	up := startUpstream(t, dumpHeaders)
+	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []string{"127.0.0.0/8", "::1/128"}})
+	f := startFront(t, "h1", trusting)
+	for _, c := range []struct {
+		name string
+		sent []string
+		want map[string]string
+	}{
+		{"x-forwarded only", []string{"X-Forwarded-For", "203.0.113.7, 2001:db8::1", "X-Forwarded-Proto", "https",
+			"X-Forwarded-Host", "www.example", "Host", "app.internal"}, map[string]string{
+			"X-Forwarded-For":   "203.0.113.7, 2001:db8::1, 127.0.0.1",
+			"X-Forwarded-Proto": "https",
+			"X-Forwarded-Host":  "www.example",
+			"Forwarded":         `for=203.0.113.7;host=www.example;proto=https, for="[2001:db8::1]", for=127.0.0.1;host=app.internal;proto=http`,
+		}},
+		{"proto only", []string{"X-Forwarded-Proto", "https", "Host", "app.internal"}, map[string]string{
+			"X-Forwarded-For":   "127.0.0.1",
+			"X-Forwarded-Proto": "https",
+			"X-Forwarded-Host":  "app.internal",
+			"Forwarded":         `for=unknown;proto=https, for=127.0.0.1;host=app.internal;proto=http`,
+		}},
+		{"forwarded only", []string{"Forwarded", `for=203.0.113.7;proto=https;host="www.example:8443"`, "Host", "app.internal"}, map[string]string{
+			"X-Forwarded-For":   "127.0.0.1",
+			"X-Forwarded-Proto": "https",
+			"X-Forwarded-Host":  "www.example:8443",
+			"Forwarded":         `for=203.0.113.7;proto=https;host="www.example:8443", for=127.0.0.1;host=app.internal;proto=http`,
+		}},
+		{"nothing", []string{"Host", "app.internal"}, map[string]string{
+			"X-Forwarded-For":   "127.0.0.1",
+			"X-Forwarded-Proto": "http",
+			"X-Forwarded-Host":  "app.internal",
+			"Forwarded":         `for=127.0.0.1;host=app.internal;proto=http`,
+		}},
+	} {
+		_, body := get(t, f.client, f.url("/proxy/"), c.sent...)
+		h := headerLines(body)
+		for k, v := range c.want {
+			if h[k] != v {
+				t.Errorf("%s: %s = %q, want %q", c.name, k, h[k], v)
+			}
+		}
+	}
 }
 
 func TestHopByHopRemovedBothWays(t *testing.T) {

@@ -59,6 +59,14 @@ type Config struct {
 	TCP bool
 	// PHP sets php.ini values for the pool (php_admin_value).
 	PHP map[string]string
+	// PM is the process manager: "static" (the default), "dynamic" or
+	// "ondemand". Dynamic starts min(2, MaxChildren) workers and keeps 1 to
+	// MaxChildren spare; ondemand forks a worker when a connection waits.
+	PM string
+	// ProcessControlTimeout is php-fpm's process_control_timeout: how long
+	// workers get to finish after the master's SIGQUIT before SIGTERM.
+	// Zero leaves php-fpm's default (0: no wait).
+	ProcessControlTimeout time.Duration
 }
 
 // FPM is a running php-fpm master.
@@ -133,13 +141,28 @@ func (f *FPM) config(cfg Config) string {
 		listen = f.tcp
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[global]\npid = %s\nerror_log = %s\ndaemonize = no\nlog_level = notice\n\n",
+	fmt.Fprintf(&b, "[global]\npid = %s\nerror_log = %s\ndaemonize = no\nlog_level = notice\n",
 		filepath.Join(f.Dir, "php-fpm.pid"), f.ErrorLog)
+	if cfg.ProcessControlTimeout > 0 {
+		fmt.Fprintf(&b, "process_control_timeout = %ds\n", max(1, int(cfg.ProcessControlTimeout.Seconds())))
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "[test]\nlisten = %s\nlisten.backlog = 511\n", listen)
 	if os.Geteuid() == 0 {
 		b.WriteString("user = root\ngroup = root\n")
 	}
-	fmt.Fprintf(&b, "pm = static\npm.max_children = %d\npm.max_requests = %d\n", children, cfg.MaxRequests)
+	switch cfg.PM {
+	case "", "static":
+		b.WriteString("pm = static\n")
+	case "dynamic":
+		start := min(2, children)
+		fmt.Fprintf(&b, "pm = dynamic\npm.start_servers = %d\npm.min_spare_servers = 1\npm.max_spare_servers = %d\n", start, children)
+	case "ondemand":
+		b.WriteString("pm = ondemand\npm.process_idle_timeout = 10s\n")
+	default:
+		panic("fpmtest: unknown pm " + cfg.PM)
+	}
+	fmt.Fprintf(&b, "pm.max_children = %d\npm.max_requests = %d\n", children, cfg.MaxRequests)
 	b.WriteString("catch_workers_output = yes\ndecorate_workers_output = no\n")
 	b.WriteString("php_admin_flag[display_errors] = off\nphp_admin_flag[log_errors] = on\n")
 	php := map[string]string{"post_max_size": "256M", "upload_max_filesize": "256M", "memory_limit": "256M"}
@@ -215,7 +238,16 @@ func (f *FPM) Kill() { f.signal(syscall.SIGKILL) }
 // Idempotent.
 func (f *FPM) Stop() { f.signal(syscall.SIGTERM) }
 
-func (f *FPM) signal(sig syscall.Signal) {
+// Quit ends php-fpm gracefully, as a service manager's stop or an
+// administrator's kill -QUIT does: the master gets SIGQUIT, passes it to
+// its workers, waits for them (process_control_timeout, then SIGTERM and
+// SIGKILL) and exits. Quit waits for the master up to 30 seconds, then
+// kills the group. Idempotent.
+func (f *FPM) Quit() { f.signalWait(syscall.SIGQUIT, 30*time.Second) }
+
+func (f *FPM) signal(sig syscall.Signal) { f.signalWait(sig, 5*time.Second) }
+
+func (f *FPM) signalWait(sig syscall.Signal, wait time.Duration) {
 	f.mu.Lock()
 	cmd, done := f.cmd, f.done
 	f.cmd = nil
@@ -231,7 +263,7 @@ func (f *FPM) signal(sig syscall.Signal) {
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait):
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
 	}
@@ -239,7 +271,8 @@ func (f *FPM) signal(sig syscall.Signal) {
 	syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-// Restart starts php-fpm again, on the same address, after Kill or Stop.
+// Restart starts php-fpm again, on the same address, after Kill, Stop or
+// Quit (if it still runs, it is stopped first).
 func (f *FPM) Restart() {
 	f.t.Helper()
 	f.Stop()

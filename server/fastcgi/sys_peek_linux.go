@@ -1,0 +1,18 @@
+package fastcgi
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// recvPeek reads into b with MSG_PEEK|MSG_DONTWAIT and no source address,
+// so nothing is allocated (syscall.Recvfrom makes a Sockaddr for unix
+// sockets).
+func recvPeek(fd int, b []byte) (int, error) {
+	n, _, e := syscall.Syscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
