@@ -87,6 +87,7 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	}
 	c.wcond = sync.NewCond(&c.wmu)
 	c.recvConn.Store(connWindow)
+	c.out = make([]byte, 0, 16<<10)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -575,8 +576,8 @@ func (c *conn) writeLoop() {
 			_, err := c.rwc.Write(buf)
 			c.wmu.Lock()
 			c.writing = false
-			if cap(buf) <= 256<<10 {
-				c.spare = buf[:0]
+			if cap(buf) <= 1<<20 {
+				c.spare = buf[:0] // bounded by maxQueued plus a frame, so kept
 			}
 			if err != nil {
 				c.dead = true

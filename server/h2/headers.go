@@ -123,34 +123,36 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 			protocol = hf.Value
 		}
 	}
-	perr := streamErr(id, http2.ErrCodeProtocol)
+	// perr is a function so that the error value is made only when needed.
+	perr := func() error { return streamErr(id, http2.ErrCodeProtocol) }
 	if method == "" {
-		return nil, perr
+		return nil, perr()
 	}
 	for i := 0; i < len(method); i++ {
 		if !isToken(method[i]) {
-			return nil, perr
+			return nil, perr()
 		}
 	}
 	extended := protocol != ""
 	switch {
 	case extended && method != http.MethodConnect:
-		return nil, perr
+		return nil, perr()
 	case method == http.MethodConnect && !extended:
 		// Section 8.5: only :method and :authority.
 		if scheme != "" || path != "" || authority == "" {
-			return nil, perr
+			return nil, perr()
 		}
 	default:
 		if scheme == "" || path == "" {
-			return nil, perr
+			return nil, perr()
 		}
 		if path[0] != '/' && !(path == "*" && method == http.MethodOptions) {
-			return nil, perr
+			return nil, perr()
 		}
 	}
 
-	st.ctx = newStreamCtx(c.ctx)
+	st.ctxVal.Context = c.ctx
+	st.ctx = &st.ctxVal
 	r := c.tmpl.WithContext(st.ctx)
 	r.Method = method
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
@@ -163,10 +165,10 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		name := hf.Name
 		switch name {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-			return nil, perr // section 8.2.2
+			return nil, perr() // section 8.2.2
 		case "te":
 			if hf.Value != "trailers" {
-				return nil, perr
+				return nil, perr()
 			}
 		case "cookie":
 			cookies = append(cookies, hf.Value) // section 8.2.3
@@ -198,7 +200,7 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		if p == "*" {
 			u.Path = "*"
 		} else if err := setPath(u, p); err != nil {
-			return nil, perr
+			return nil, perr()
 		}
 	}
 	r.URL = u
@@ -206,11 +208,11 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	if cl := h["Content-Length"]; len(cl) > 0 {
 		n, ok := parseContentLength(cl)
 		if !ok {
-			return nil, perr
+			return nil, perr()
 		}
 		st.declaredCL = n
 		if st.remoteClosed && n != 0 {
-			return nil, perr // section 8.1.1
+			return nil, perr() // section 8.1.1
 		}
 	}
 	st.body.init(st, st.remoteClosed)

@@ -35,11 +35,12 @@ type stream struct {
 	running     atomic.Bool // the handler runs
 	sendWindow  int64       // under c.wmu
 
-	ctx  *streamCtx
-	body body
-	w    responseWriter
-	req  *http.Request
-	url  url.URL
+	ctx    *streamCtx
+	ctxVal streamCtx // ctx points here: one allocation with the stream
+	body   body
+	w      responseWriter
+	req    *http.Request
+	url    url.URL
 }
 
 func (st *stream) handlerRunning() bool { return st.running.Load() }
@@ -255,8 +256,6 @@ type afterFunc struct {
 	f    func()
 	done bool
 }
-
-func newStreamCtx(parent context.Context) *streamCtx { return &streamCtx{Context: parent} }
 
 func (x *streamCtx) Done() <-chan struct{} {
 	x.mu.Lock()
