@@ -98,9 +98,6 @@ func TestSeedSiteChecks(t *testing.T) {
 	e := writeSeed(t)
 	code, out := harness.Run(t, "-t", "-c", e.file, "-state", t.TempDir())
 	if code != 0 {
-		if strings.Contains(out, "not implemented yet") {
-			t.Skipf("a handler of the seed is not implemented yet:\n%s", out)
-		}
 		t.Fatalf("arka -t: exit %d\n%s", code, out)
 	}
 	if !strings.Contains(out, "test is successful") {
@@ -150,21 +147,8 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func staticOnly(t *testing.T, e *seedEnv) {
-	t.Helper()
-	// Until the proxy and FastCGI handlers land, serve the seed's static
-	// route alone when the full file does not check.
-	code, out := harness.Run(t, "-t", "-c", e.file, "-state", t.TempDir())
-	if code != 0 && strings.Contains(out, "not implemented yet") {
-		src, _ := os.ReadFile(e.file)
-		parts := strings.Split(string(src), "[[routes]]")
-		os.WriteFile(e.file, []byte(parts[0]+"[[routes]]"+parts[len(parts)-1]), 0o644)
-	}
-}
-
 func TestSeedSiteServes(t *testing.T) {
 	e := writeSeed(t)
-	staticOnly(t, e)
 	p := harness.Start(t, nil, []string{"-c", e.file, "-state", t.TempDir()}, e.http, e.https)
 	h1, h2 := harness.Clients()
 
@@ -286,7 +270,6 @@ func TestSendfile(t *testing.T) {
 		t.Skipf("strace cannot trace here: %v", err)
 	}
 	e := writeSeed(t)
-	staticOnly(t, e)
 	log := filepath.Join(t.TempDir(), "strace.log")
 	p := harness.Start(t, []string{strace, "-f", "-e", "trace=sendfile", "-o", log}, []string{"-c", e.file, "-state", t.TempDir()}, e.http)
 	h1, _ := harness.Clients()
@@ -316,7 +299,6 @@ func TestSendfile(t *testing.T) {
 // Hostile requests get 4xx, never a crash or a hang.
 func TestHostileRequests(t *testing.T) {
 	e := writeSeed(t)
-	staticOnly(t, e)
 	p := harness.Start(t, nil, []string{"-c", e.file, "-state", t.TempDir()}, e.http)
 	raw := func(req string) string {
 		c, err := net.DialTimeout("tcp", e.http, 5*time.Second)
