@@ -106,8 +106,7 @@ func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 func (c *conn) serve() {
 	c.br = readerPool.Get().(*bufio.Reader)
 	c.br.Reset(c.rwc)
-	c.bw = writerPool.Get().(*bufio.Writer)
-	c.bw.Reset(deadlineWriter{c})
+	c.acquireWriter()
 	defer func() {
 		if p := recover(); p != nil && p != http.ErrAbortHandler {
 			buf := make([]byte, 16<<10)
@@ -118,9 +117,8 @@ func (c *conn) serve() {
 		if c.state.Load() != stateHijacked {
 			c.rwc.Close()
 			c.br.Reset(nil)
-			c.bw.Reset(nil)
 			readerPool.Put(c.br)
-			writerPool.Put(c.bw)
+			c.releaseWriter()
 		}
 	}()
 	for {
@@ -132,7 +130,12 @@ func (c *conn) serve() {
 			if c.srv.IdleTimeout > 0 {
 				c.setReadDeadline(time.Now().Add(c.srv.IdleTimeout))
 			}
-			if _, err := c.br.Peek(1); err != nil {
+			// An idle keep-alive connection holds no write buffer: on a
+			// small board thousands of them would otherwise hold megabytes.
+			c.releaseWriter()
+			_, err := c.br.Peek(1)
+			c.acquireWriter()
+			if err != nil {
 				return
 			}
 		}
@@ -172,6 +175,21 @@ func (c *conn) serve() {
 				return
 			}
 		}
+	}
+}
+
+func (c *conn) acquireWriter() {
+	if c.bw == nil {
+		c.bw = writerPool.Get().(*bufio.Writer)
+		c.bw.Reset(deadlineWriter{c})
+	}
+}
+
+func (c *conn) releaseWriter() {
+	if c.bw != nil && c.bw.Buffered() == 0 {
+		c.bw.Reset(nil)
+		writerPool.Put(c.bw)
+		c.bw = nil
 	}
 }
 
