@@ -88,7 +88,7 @@ func (x *exchange) run(c *conn) {
 		// whose worker died running it.
 		if c.reused && c.peek.peerClosed() {
 			h.redialed.Add(1)
-			nc, err := h.pool.redial(ctx, c, x.r, h.queueTimeout)
+			nc, err := h.pool.redial(ctx, c)
 			if err != nil {
 				x.finish(nil, err, http.StatusBadGateway)
 				return
@@ -116,7 +116,7 @@ func (x *exchange) run(c *conn) {
 		}
 		if stale {
 			h.redialed.Add(1)
-			nc, derr := h.pool.redial(ctx, c, x.r, h.queueTimeout)
+			nc, derr := h.pool.redial(ctx, c)
 			if derr != nil {
 				x.finish(nil, fmt.Errorf("%v; reconnecting: %w", err, derr), http.StatusBadGateway)
 				return

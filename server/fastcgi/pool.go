@@ -344,7 +344,11 @@ func (p *pool) probe(c *conn, first time.Duration) error {
 			if err := c.rd.Skip(); err != nil {
 				return err
 			}
+			// The probe was a request: a worker at pm.max_requests gives
+			// the connection up after it, so the next request on it is
+			// that of a kept connection (see exchange.run).
 			c.probed = true
+			c.reused = true
 			return nil
 		}
 	}
@@ -352,14 +356,28 @@ func (p *pool) probe(c *conn, first time.Duration) error {
 
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
-// redial replaces a broken connection on the same slot, for a request that
-// has not been sent yet.
-func (p *pool) redial(ctx context.Context, old *conn, r *http.Request, queueTimeout time.Duration) (*conn, error) {
+// redial replaces a connection its worker gave up (pm.max_requests, a
+// restart) on the same slot, for a request that has not run yet. php-fpm
+// puts another worker in the place of the one that left, so the new
+// connection is not probed: a probe would spend the one request of a
+// worker with pm.max_requests = 1, and that worker would then give up the
+// new connection too.
+func (p *pool) redial(ctx context.Context, old *conn) (*conn, error) {
 	p.mu.Lock()
 	delete(p.all, old)
+	dial := p.dial
 	p.mu.Unlock()
 	old.close()
-	return p.dialSlot(ctx, r, queueTimeout)
+	c, err := dial(ctx)
+	if err != nil {
+		p.release(nil, false)
+		return nil, err
+	}
+	c.probed = true
+	p.mu.Lock()
+	p.all[c] = struct{}{}
+	p.mu.Unlock()
+	return c, nil
 }
 
 // release returns a slot after a request. With reusable set, c is clean

@@ -394,6 +394,38 @@ func TestMaxRequestsRecycling(t *testing.T) {
 	}
 }
 
+// TestMaxRequestsOne: with pm.max_requests = 1 every worker exits after
+// one request, and the probe of a new connection is that request: the
+// worker gives the connection up right after answering the probe. The
+// request that follows on it must go to a new connection, not fail.
+func TestMaxRequestsOne(t *testing.T) {
+	for _, tcp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unix", true: "tcp"}[tcp], func(t *testing.T) {
+			e := newEnv(t, fpmtest.Config{MaxChildren: 2, MaxRequests: 1, TCP: tcp})
+			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+				c.MaxConns = config.AutoInt{Set: true, Value: 2}
+			})
+			p := protos(t, h)[0]
+			for i := range 10 {
+				var req *http.Request
+				if i%2 == 0 {
+					req, _ = http.NewRequest("GET", p.url+"/app/hello.php", nil)
+				} else {
+					req, _ = http.NewRequest("POST", p.url+"/app/form.php", strings.NewReader("x=1"))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				}
+				res, body := do(t, p.client, req)
+				if res.StatusCode != 200 {
+					t.Errorf("request %d: %d %q", i, res.StatusCode, body)
+				}
+			}
+			if s := h.Stats(); s.Errors > 0 {
+				t.Errorf("stats %+v; log:\n%s", s, e.log.String())
+			}
+		})
+	}
+}
+
 // TestClientDisconnect: the client leaves during a slow script: Arka sends
 // ABORT_REQUEST, waits for the script to end, closes that connection, and
 // the slot serves the next request.
