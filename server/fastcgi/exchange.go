@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +38,13 @@ type exchange struct {
 	bodyAllowed bool
 	clientGone  bool // a write to the client failed
 	unflushed   bool
-	stderrRecs  int
-	end         fcgi.EndRequest
-	endBuf      [8]byte
+	// bodyLeft is what remains of the Content-Length the script declared,
+	// -1 if it declared none; overLength is set once it wrote more.
+	bodyLeft   int64
+	overLength bool
+	stderrRecs int
+	end        fcgi.EndRequest
+	endBuf     [8]byte
 }
 
 // Errors of a request, with the status the client gets if no header has
@@ -343,6 +348,12 @@ func (x *exchange) writeHeader(block []byte) error {
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
 		setField(hdr, name, x.h.interned.value(v, repeat), &vals)
 	})
+	x.bodyLeft = -1
+	if v := hdr["Content-Length"]; len(v) == 1 {
+		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
+			x.bodyLeft = n
+		}
+	}
 	status := res.status
 	if status == 0 {
 		status = http.StatusOK
@@ -364,6 +375,24 @@ func (x *exchange) writeHeader(block []byte) error {
 func (x *exchange) writeBody(p []byte) {
 	if len(p) == 0 || !x.bodyAllowed || x.clientGone || !x.wroteHeader {
 		return
+	}
+	if x.bodyLeft >= 0 {
+		// Output beyond the declared Content-Length (a stray newline
+		// after a download) is dropped, as nginx does: the HTTP server
+		// would refuse the whole write and the client would get less
+		// than was declared.
+		if int64(len(p)) > x.bodyLeft {
+			if !x.overLength {
+				x.overLength = true
+				x.h.elog.write(slog.LevelWarn, "fastcgi: script wrote more than its Content-Length; the rest is dropped",
+					"script", x.t.scriptName)
+			}
+			p = p[:x.bodyLeft]
+			if len(p) == 0 {
+				return
+			}
+		}
+		x.bodyLeft -= int64(len(p))
 	}
 	if _, err := x.w.Write(p); err != nil {
 		x.clientGone = true // keep reading to END_REQUEST; the client is gone or the length was wrong

@@ -395,6 +395,26 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
+// TestOverLength: a script that writes more than the Content-Length it
+// declared (a download with a stray newline after it) gets its declared
+// body through, the excess dropped and logged, as nginx does, rather than
+// a response cut off before its first byte.
+func TestOverLength(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	h := e.handler(t, nil)
+	for _, p := range protos(t, h) {
+		for _, n := range []int{5, 100000} {
+			res, body := get(t, p.client, fmt.Sprintf("%s/app/overlength.php?n=%d", p.url, n))
+			if res.StatusCode != 200 || body != strings.Repeat("d", n) {
+				t.Errorf("%s n=%d: %d, %d bytes %.20q", p.name, n, res.StatusCode, len(body), body)
+			}
+		}
+	}
+	if !strings.Contains(e.log.String(), "more than its Content-Length") {
+		t.Errorf("nothing logged:\n%s", e.log.String())
+	}
+}
+
 func TestBigPage(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{})
 	h := e.handler(t, nil)

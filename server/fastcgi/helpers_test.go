@@ -115,6 +115,15 @@ for ($i = 0; $i < 500; $i++) {
 header('X-Head: yes');
 echo "body for GET only\n";
 `,
+	"app/overlength.php": `<?php
+// A download whose Content-Length is the file's size, and a stray
+// newline after it, as from a closing tag followed by a newline at the
+// end of an included file.
+$s = str_repeat("d", (int)($_GET['n'] ?? 5));
+header('Content-Type: application/octet-stream');
+header('Content-Length: ' . strlen($s));
+echo $s, "\n";
+`,
 	"app/nocontent.php": `<?php http_response_code(204); echo "dropped";`,
 	"app/dir/index.php": `<?php echo "dir index ", $_SERVER['SCRIPT_NAME'], "\n";`,
 	"app/style.css":     "body{}\n",
