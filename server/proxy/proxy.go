@@ -344,7 +344,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		again := attempt == 0 && (f.notSent && len(h.ups) > 1 || f.stale && replay)
-		if !f.stale {
+		if !f.stale || !again {
+			// A stale kept connection is silent only when the request goes
+			// again on a new one; a request that is not replayed fails.
 			h.log.Warn("proxy: upstream failed", h.logAttrs(u, "method", r.Method, "status", f.status, "retried", again, "cause", f.cause)...)
 		}
 		if !again {

@@ -754,6 +754,41 @@ func TestStaleKeptConnectionRetried(t *testing.T) {
 	}
 }
 
+// TestStaleNonIdempotentLogged: a POST on a kept connection that the
+// upstream closes without answering (it crashed handling it, or closed the
+// connection just as the POST went out) is not sent again, and its 502 is
+// logged like any other, though a replayed request's stale connection is
+// not.
+func TestStaleNonIdempotentLogged(t *testing.T) {
+	var posts atomic.Int64
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+			io.Copy(io.Discard, r.Body)
+			nc, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				nc.Close()
+			}
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	h, logs := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+	f := startFront(t, "h1", h)
+	get(t, f.client, f.url("/proxy/"))
+	resp, err := f.client.Post(f.url("/proxy/"), "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || posts.Load() != 1 {
+		t.Fatalf("POST: %d, upstream saw %d POSTs; want 502 and 1", resp.StatusCode, posts.Load())
+	}
+	if l := logs.String(); !strings.Contains(l, "upstream failed") || !strings.Contains(l, "method=POST") {
+		t.Errorf("the 502 is not logged:\n%s", l)
+	}
+}
+
 func TestUnixSocketUpstream(t *testing.T) {
 	addr := startUnixUpstream(t, echoURI)
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{addr}, StripPrefix: true})
