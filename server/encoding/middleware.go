@@ -324,9 +324,11 @@ func (e *encWriter) finish(r *http.Request) {
 		if e.status == 0 && len(e.buf) == 0 {
 			return // the handler wrote nothing: net/http sends its default
 		}
-		// Shorter than MinSize: send as is, with its length now known.
+		// Shorter than MinSize: send as is, with its length now known,
+		// unless the handler declared trailers, which a response with a
+		// Content-Length cannot carry.
 		h := e.w.Header()
-		if h.Get("Content-Length") == "" && !e.head {
+		if h.Get("Content-Length") == "" && !e.head && len(h["Trailer"]) == 0 {
 			h["Content-Length"] = []string{strconv.Itoa(len(e.buf))}
 		}
 		e.pass()

@@ -172,6 +172,29 @@ func TestMiddlewareSniffsAndHead(t *testing.T) {
 	}
 }
 
+// Trailers a handler declared (a proxied chunked response with trailers)
+// reach the client whether the body is encoded or, shorter than MinSize,
+// sent as is: a length is not set for a short body then, since a response
+// with a Content-Length has no trailer section.
+func TestMiddlewareKeepsTrailers(t *testing.T) {
+	for _, body := range []string{"short", page} {
+		resp, b := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Trailer", "X-Checksum")
+			io.WriteString(w, body)
+			w.Header().Set("X-Checksum", "abc")
+		}, "GET", "gzip")
+		got := b
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			got = decodeBody(t, "gzip", b)
+		}
+		if string(got) != body || resp.Trailer.Get("X-Checksum") != "abc" {
+			t.Errorf("%d-byte body: got %d bytes, trailer %q (Content-Length %q)", len(body), len(got),
+				resp.Trailer.Get("X-Checksum"), resp.Header.Get("Content-Length"))
+		}
+	}
+}
+
 // Server-sent events: each flush reaches the client as it happens.
 func TestMiddlewareStreamsFlushes(t *testing.T) {
 	step := make(chan struct{})
