@@ -32,6 +32,11 @@ type exchange struct {
 	// clientBody is set when the client's body failed mid-way: the script
 	// got a truncated STDIN, so its answer is not forwarded.
 	clientBody atomic.Bool
+	// cut is set when attempt cut the reading of the client's body short
+	// (the answer, or the end of the connection, came first) while the
+	// client was still there: a read error then is not the client's, and
+	// its request context may be canceled by it (net/http does).
+	cut atomic.Bool
 
 	gotBytes    bool // any byte of an answer arrived: the request ran
 	wroteHeader bool
@@ -188,6 +193,9 @@ func (x *exchange) attempt() (sent bool, err error) {
 			// client: close one, and cut the other's read short.
 			c.aborted.Store(true)
 			c.close()
+			if x.r.Context().Err() == nil {
+				x.cut.Store(true)
+			}
 			http.NewResponseController(x.w).SetReadDeadline(time.Now())
 			<-x.stdinDone
 		}
@@ -222,7 +230,7 @@ func (x *exchange) finish(c *conn, err error, status int) {
 	if err == nil {
 		return
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !x.cut.Load() {
 		return // the client is gone: nobody to tell, and not the server's fault
 	}
 	h.errs.Add(1)
@@ -469,6 +477,12 @@ func (x *exchange) sendStdin() {
 			}
 		}
 		if rerr != nil && remain > 0 {
+			if x.cut.Load() {
+				// attempt stopped the body: the connection is closed and
+				// the client did nothing wrong.
+				x.stdinErr = rerr
+				return
+			}
 			if rerr == io.EOF {
 				rerr = io.ErrUnexpectedEOF
 			}

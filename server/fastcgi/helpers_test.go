@@ -115,6 +115,7 @@ for ($i = 0; $i < 500; $i++) {
 header('X-Head: yes');
 echo "body for GET only\n";
 `,
+	"app/pid.php": `<?php echo getmypid();`,
 	"app/overlength.php": `<?php
 // A download whose Content-Length is the file's size, and a stray
 // newline after it, as from a closing tag followed by a newline at the

@@ -612,6 +612,62 @@ func TestWorkerKilledUnderPOST(t *testing.T) {
 	}
 }
 
+// TestWorkerKilledUnderUpload: the php-fpm worker reading a streamed
+// request body dies. That is php-fpm's failure, not the client's: 502 and
+// an error-log line, not 400.
+func TestWorkerKilledUnderUpload(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
+	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+		c.MaxConns = config.AutoInt{Set: true, Value: 1}
+	})
+	p := protos(t, h)[0]
+	_, body := get(t, p.client, p.url+"/app/pid.php") // the one worker, kept
+	pid, err := strconv.Atoi(body)
+	if err != nil || pid <= 0 {
+		t.Fatalf("pid.php: %q", body)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest("POST", p.url+"/app/form.php", pr)
+	req.ContentLength = 1 << 20 // streamed: larger than smallBody
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	go func() {
+		chunk := []byte(strings.Repeat("a", 32<<10))
+		for {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	done := make(chan int, 1)
+	go func() {
+		res, err := p.client.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	waitFor(t, "the upload to start", 5*time.Second, func() bool { return h.Stats().Busy == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != http.StatusBadGateway {
+			t.Errorf("upload whose worker died: %d, want 502; fpm log:\n%s", code, e.fpm.Log())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer after the worker died")
+	}
+	if !strings.Contains(e.log.String(), "script=/app/form.php") {
+		t.Errorf("not logged:\n%s", e.log.String())
+	}
+}
+
 // TestWorkerKilledAfterRestart is the QA sequence: php-fpm is restarted
 // gracefully (SIGQUIT to the master, then started again), one request
 // is served (on a new connection, which the pool then keeps), and the
