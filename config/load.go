@@ -201,7 +201,7 @@ var knownKeys = []string{
 	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
-	"slowlog_timeout", "data_dir", "ini",
+	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
 }
 
 func editDistance(a, b string) int {

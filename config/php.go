@@ -52,6 +52,13 @@ type PHP struct {
 	// are counted as slow on the status page (and their stack is logged to
 	// slow.log in the data directory). Default 5s; "0s" turns it off.
 	SlowlogTimeout *Duration `toml:"slowlog_timeout"`
+	// TerminateTimeout is request_terminate_timeout: php-fpm kills a worker
+	// whose request has run this long, wall-clock. PHP's own
+	// max_execution_time counts CPU time only on Linux, so a script stuck
+	// in sleep(), a lock or a slow network call would otherwise hold its
+	// worker for ever and, one by one, take the whole pool. Default 5m;
+	// "0s" turns it off.
+	TerminateTimeout *Duration `toml:"terminate_timeout"`
 	// DataDir is where PHP keeps sessions, uploads and temporary files, and
 	// where applications should keep SQLite databases (the workers get its
 	// path as the ARKA_PHP_DATA environment variable). Default: "php" in
@@ -73,6 +80,7 @@ const (
 	DefaultPHPMaxRequests      = 500
 	DefaultPHPUploadMax   Size = 32 << 20
 	DefaultPHPSlowlog          = 5 * time.Second
+	DefaultPHPTerminate        = 5 * time.Minute
 	DefaultPHPUser             = "65534:65534"
 )
 

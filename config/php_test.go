@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeFPM writes an executable file standing in for a php-fpm binary: the
@@ -33,7 +34,7 @@ func writeSite(t *testing.T, dir, name, src string) string {
 func TestPHPSettings(t *testing.T) {
 	dir := t.TempDir()
 	fpm := fakeFPM(t, dir, "php-fpm8.2")
-	f := writeSite(t, dir, "a.toml", `php = { fpm = "php-fpm8.2", user = "33:33", max_requests = 0, memory_limit = "96MiB", upload_max_filesize = "8MiB", slowlog_timeout = "2s", data_dir = "data", ini = { "date.timezone" = "Europe/Berlin", "opcache.jit" = "off" } }
+	f := writeSite(t, dir, "a.toml", `php = { fpm = "php-fpm8.2", user = "33:33", max_requests = 0, memory_limit = "96MiB", upload_max_filesize = "8MiB", slowlog_timeout = "2s", terminate_timeout = "10m", data_dir = "data", ini = { "date.timezone" = "Europe/Berlin", "opcache.jit" = "off" } }
 `+phpRoute)
 	sites, err := Load(f)
 	if err != nil {
@@ -44,7 +45,7 @@ func TestPHPSettings(t *testing.T) {
 		t.Fatal("no php settings")
 	}
 	if p.FPMPath != fpm || p.User != "33:33" || p.MaxRequestsOr() != 0 || p.MemoryLimit.Value != 96<<20 ||
-		p.UploadMax() != 8<<20 || p.SlowlogTimeout.D().Seconds() != 2 || p.DataDir != filepath.Join(dir, "data") ||
+		p.UploadMax() != 8<<20 || p.SlowlogTimeout.D().Seconds() != 2 || p.TerminateTimeout.Or(0) != 10*time.Minute || p.DataDir != filepath.Join(dir, "data") ||
 		p.INI["date.timezone"] != "Europe/Berlin" {
 		t.Errorf("decoded %+v", p)
 	}

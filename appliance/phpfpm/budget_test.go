@@ -60,6 +60,11 @@ func TestPoolSizesMatchREADME(t *testing.T) {
 			!strings.Contains(ini, fmt.Sprintf("\nopcache.memory_consumption = %d\n", c.OpcacheMiB)) {
 			t.Errorf("%s: generated files do not carry the budget:\n%s\n%s", name, conf, ini)
 		}
+		// A script stuck in sleep() or a network wait is not stopped by
+		// max_execution_time (CPU time on Linux): the pool needs a wall clock.
+		if !strings.Contains(conf, "\nrequest_terminate_timeout = 300s\n") {
+			t.Errorf("%s: no default request_terminate_timeout in\n%s", name, conf)
+		}
 		t.Logf("%-20s pm.max_children %3d  pm %-8s  opcache %3d MiB  memory_limit %s", name, c.MaxChildren, c.PM, c.OpcacheMiB, mib(c.MemoryLimit))
 	}
 	if n < 10 {

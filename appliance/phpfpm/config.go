@@ -68,9 +68,12 @@ type Config struct {
 	MemoryLimit    int64         // memory_limit, bytes
 	UploadMax      int64         // upload_max_filesize, bytes; post_max_size is 1 MiB more
 	SlowlogTimeout time.Duration // request_slowlog_timeout; 0 = off
-	IdleTimeout    time.Duration // pm.process_idle_timeout (ondemand); default 10 s
-	INI            map[string]string
-	Source         string // where the settings came from, for the generated files' header
+	// TerminateTimeout is request_terminate_timeout (wall-clock, whole
+	// seconds); 0 = off.
+	TerminateTimeout time.Duration
+	IdleTimeout      time.Duration // pm.process_idle_timeout (ondemand); default 10 s
+	INI              map[string]string
+	Source           string // where the settings came from, for the generated files' header
 }
 
 // DefaultMemoryLimit is memory_limit when the configuration says "auto":
@@ -106,6 +109,7 @@ func FromSettings(p *config.PHP, b board.Budget, stateDir string) (Config, error
 		c.DataDir = filepath.Join(c.Dir, "data")
 	}
 	c.SlowlogTimeout = p.SlowlogTimeout.Or(config.DefaultPHPSlowlog)
+	c.TerminateTimeout = p.TerminateTimeout.Or(config.DefaultPHPTerminate)
 	uid, gid, root, err := lookupUser(p.User)
 	if err != nil {
 		return c, err
@@ -243,6 +247,9 @@ func (c *Config) FPMConf() string {
 	fmt.Fprintf(&b, "pm.status_path = %s\npm.status_listen = \"%s\"\n", StatusPath, c.statusSock())
 	if c.SlowlogTimeout > 0 {
 		fmt.Fprintf(&b, "request_slowlog_timeout = %ds\nslowlog = \"%s\"\n", max(1, int(c.SlowlogTimeout.Seconds())), filepath.Join(c.DataDir, "slow.log"))
+	}
+	if c.TerminateTimeout > 0 {
+		fmt.Fprintf(&b, "request_terminate_timeout = %ds\n", max(1, int(c.TerminateTimeout.Seconds())))
 	}
 	b.WriteString("catch_workers_output = yes\ndecorate_workers_output = no\nclear_env = yes\n")
 	b.WriteString("env[PATH] = /usr/local/bin:/usr/bin:/bin\n")
