@@ -438,7 +438,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			u += "?" + r.URL.RawQuery
 		}
 		w.Header().Set("Location", u)
-		errpage.Write(w, r, http.StatusMovedPermanently)
+		code := http.StatusMovedPermanently
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// 308 keeps the method and body; after a 301 clients turn a
+			// POST into a GET (RFC 9110 sections 15.4.2 and 15.4.9).
+			code = http.StatusPermanentRedirect
+		}
+		errpage.Write(w, r, code)
 		return
 	case resStatic:
 		if h.static != nil {

@@ -545,6 +545,13 @@ func TestErrorPages(t *testing.T) {
 	if res.StatusCode != 301 || res.Header.Get("Location") != "/app/dir/?x=1" || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {
 		t.Errorf("directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
 	}
+	// RFC 9110 section 15.4.9: a POST is redirected with 308, which keeps
+	// the method and body (after a 301 browsers send a GET).
+	req, _ = http.NewRequest("POST", p.url+"/app/dir", strings.NewReader("a=1"))
+	res, body = do(t, noRedirect(p.client), req)
+	if res.StatusCode != http.StatusPermanentRedirect || res.Header.Get("Location") != "/app/dir/" {
+		t.Errorf("POST to a directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
+	}
 
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	down := l.Addr().String()

@@ -754,7 +754,9 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(h.target(r))
-	if r.URL.RawQuery != "" || r.URL.ForceQuery {
+	if r.URL.RawQuery != "" || r.URL.ForceQuery || strings.IndexByte(r.RequestURI, '?') >= 0 {
+		// An empty query ("/a?") is sent as it came: the target is
+		// preserved byte for byte.
 		bw.WriteByte('?')
 		bw.WriteString(r.URL.RawQuery)
 	}
