@@ -44,6 +44,10 @@ type conn struct {
 	// once it is fixed (after ABORT_REQUEST).
 	armed atomic.Int64
 
+	// out is the body bytes of the current response held back for one
+	// write to the client (outBufferSize, made at the first response).
+	out []byte
+
 	closeOnce sync.Once
 	abortFn   func() // c.abort, made once
 	peek      peeker // checks a kept connection before use

@@ -38,11 +38,23 @@ type exchange struct {
 	// its request context may be canceled by it (net/http does).
 	cut atomic.Bool
 
-	gotBytes    bool // any byte of an answer arrived: the request ran
+	gotBytes bool // any byte of an answer arrived: the request ran
+	// wroteHeader is set once the script's CGI header is parsed and its
+	// fields are in the response header; headerSent once WriteHeader is
+	// called (at the first emit).
 	wroteHeader bool
+	headerSent  bool
+	status      int
 	bodyAllowed bool
 	clientGone  bool // a write to the client failed
-	unflushed   bool
+	// out holds body bytes not yet given to the client (see emit), in the
+	// connection's buffer; held says the last STDOUT record was full, so
+	// more output is on its way and a flush can wait for it.
+	out  []byte
+	held bool
+	// vals is the backing array of the response's single-valued header
+	// fields (see setField).
+	vals []string
 	// bodyLeft is what remains of the Content-Length the script declared,
 	// -1 if it declared none; overLength is set once it wrote more.
 	bodyLeft   int64
@@ -239,7 +251,13 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		msg = fmt.Sprintf("no output from the script within read_timeout %v", h.readTimeout)
 	}
 	h.elog.write(slog.LevelError, "fastcgi: "+msg, "script", x.t.scriptName)
-	if !x.wroteHeader {
+	if !x.headerSent {
+		// Nothing reached the client yet (the script's header may have
+		// been parsed, its output held): a clean error page, without the
+		// script's header fields.
+		if x.wroteHeader {
+			clear(x.w.Header())
+		}
 		if status == http.StatusServiceUnavailable {
 			x.w.Header().Set("Retry-After", retryAfter)
 		}
@@ -275,6 +293,11 @@ func (x *exchange) readResponse() error {
 		}
 		switch hd.Type {
 		case fcgi.TypeStdout:
+			// php-fpm sends full records (8184 bytes of content) while the
+			// script's output fills its buffer, and a shorter one when the
+			// script flushes or ends: after a full one, more output is on
+			// its way.
+			x.held = hd.ContentLength >= fullRecord
 			for rd.Remaining() > 0 {
 				p, err := rd.Peek()
 				if err != nil {
@@ -321,16 +344,27 @@ func (x *exchange) readResponse() error {
 				}
 				return errHeaderNoEnd
 			}
+			x.emit(true, false)
 			return nil
 		}
-		// Flush what the client has been given when nothing more is
-		// buffered: the script is producing output slowly (PHP's flush(),
-		// server-sent events), so the client should see it now.
-		if x.unflushed && rd.Buffered() == 0 {
-			x.flush()
+		// Give the client what came when nothing more is buffered, unless
+		// the script is in the middle of a burst of full records: a script
+		// that flushes (PHP's flush(), server-sent events) or pauses is
+		// seen at once, and a page arriving record by record goes out in
+		// few large writes rather than one or two per record.
+		if len(x.out) > 0 && !x.held && rd.Buffered() == 0 {
+			x.emit(false, true)
 		}
 	}
 }
+
+// fullRecord is the content length of a full STDOUT record from php-fpm
+// (its 8 KiB output buffer less the 8-byte record header).
+const fullRecord = 8<<10 - 8
+
+// outBufferSize is the most body bytes held back for one write to the
+// client (see exchange.emit).
+const outBufferSize = 32 << 10
 
 // writeHeader sends the HTTP response head from the CGI header block.
 func (x *exchange) writeHeader(block []byte) error {
@@ -352,9 +386,8 @@ func (x *exchange) writeHeader(block []byte) error {
 		return err
 	}
 	hdr := x.w.Header()
-	var vals []string
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
-		setField(hdr, name, x.h.interned.value(v, repeat), &vals)
+		setField(hdr, name, x.h.interned.value(v, repeat), &x.vals)
 	})
 	x.bodyLeft = -1
 	if v := hdr["Content-Length"]; len(v) == 1 {
@@ -375,8 +408,12 @@ func (x *exchange) writeHeader(block []byte) error {
 		}
 	}
 	x.bodyAllowed = x.r.Method != http.MethodHead && status != http.StatusNoContent && status != http.StatusNotModified
-	x.w.WriteHeader(status)
+	x.status = status
 	x.wroteHeader = true
+	if x.c.out == nil {
+		x.c.out = make([]byte, 0, outBufferSize) // once per connection
+	}
+	x.out = x.c.out[:0]
 	return nil
 }
 
@@ -402,23 +439,53 @@ func (x *exchange) writeBody(p []byte) {
 		}
 		x.bodyLeft -= int64(len(p))
 	}
-	if _, err := x.w.Write(p); err != nil {
-		x.clientGone = true // keep reading to END_REQUEST; the client is gone or the length was wrong
-		return
+	for len(p) > 0 {
+		if len(x.out) == cap(x.out) {
+			x.emit(false, false)
+			if x.clientGone {
+				return
+			}
+		}
+		n := min(len(p), cap(x.out)-len(x.out))
+		x.out = append(x.out, p[:n]...)
+		p = p[n:]
 	}
-	x.unflushed = true
 }
 
-func (x *exchange) flush() {
-	x.unflushed = false
-	if x.clientGone {
+// emit gives the client the response head, if not yet sent, and the body
+// bytes held in x.out. final says the script has ended: a body that is
+// all in x.out then gets a Content-Length (no chunked framing on
+// HTTP/1.1, and the compression middleware sees the size). flush pushes
+// the bytes out to the client now.
+func (x *exchange) emit(final, flush bool) {
+	if x.clientGone || !x.wroteHeader {
+		x.out = x.out[:0]
 		return
 	}
-	if f, ok := x.w.(http.Flusher); ok {
-		f.Flush()
-		return
+	if !x.headerSent {
+		x.headerSent = true
+		if final && x.bodyAllowed && x.bodyLeft < 0 {
+			var b [20]byte
+			delete(x.w.Header(), "Content-Length") // one the script wrote that was not a number
+			setField(x.w.Header(), "Content-Length", x.h.interned.value(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true), &x.vals)
+		}
+		x.w.WriteHeader(x.status)
 	}
-	http.NewResponseController(x.w).Flush()
+	if len(x.out) > 0 {
+		_, err := x.w.Write(x.out)
+		x.out = x.out[:0]
+		if err != nil {
+			x.clientGone = true // keep reading to END_REQUEST; the client is gone or the length was wrong
+			return
+		}
+	}
+	if flush {
+		if f, ok := x.w.(http.Flusher); ok {
+			f.Flush()
+			return
+		}
+		http.NewResponseController(x.w).Flush()
+	}
 }
 
 const (

@@ -395,6 +395,37 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
+// TestContentLengthWhenComplete: a response that arrives whole before
+// anything is sent goes out with a Content-Length (RFC 9112 section 6.3:
+// no chunked framing needed) and in few writes, one that is still coming
+// when the buffer fills is streamed without one.
+func TestContentLengthWhenComplete(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	h := e.handler(t, nil)
+	for _, p := range protos(t, h) {
+		t.Run(p.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				path     string
+				complete bool
+			}{
+				{"/app/big.php", true},
+				{"/app/huge.php", false},
+			} {
+				res, body := get(t, p.client, p.url+tc.path)
+				if res.StatusCode != 200 {
+					t.Fatalf("%s: %d", tc.path, res.StatusCode)
+				}
+				if tc.complete && res.ContentLength != int64(len(body)) {
+					t.Errorf("%s: Content-Length %d for a %d-byte body", tc.path, res.ContentLength, len(body))
+				}
+				if !tc.complete && (res.ContentLength != -1 || len(body) < 1<<20) {
+					t.Errorf("%s: Content-Length %d, %d bytes", tc.path, res.ContentLength, len(body))
+				}
+			}
+		})
+	}
+}
+
 // TestOverLength: a script that writes more than the Content-Length it
 // declared (a download with a stray newline after it) gets its declared
 // body through, the excess dropped and logged, as nginx does, rather than

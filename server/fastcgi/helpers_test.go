@@ -111,6 +111,12 @@ for ($i = 0; $i < 500; $i++) {
   echo "<p>line $i: the quick brown fox jumps over the lazy dog</p>\n";
 }
 `,
+	"app/huge.php": `<?php
+$line = str_repeat("x", 1023) . "\n";
+for ($i = 0; $i < 2048; $i++) {
+  echo $line;
+}
+`,
 	"app/head.php": `<?php
 header('X-Head: yes');
 echo "body for GET only\n";
