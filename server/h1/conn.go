@@ -500,8 +500,9 @@ func (c *conn) readRequest() (*http.Request, error) {
 		c.body.reset(c, r, 0, false, false)
 	} else {
 		expect := false
-		if e := h["Expect"]; len(e) == 1 && strings.EqualFold(e[0], "100-continue") && minor >= 1 {
-			expect = true
+		if e := h["Expect"]; len(e) == 1 && strings.EqualFold(e[0], "100-continue") {
+			// RFC 9110 section 10.1.1: ignored in an HTTP/1.0 request.
+			expect = minor >= 1
 		} else if len(e) > 0 {
 			return nil, &parseError{http.StatusExpectationFailed, "unsupported expectation"}
 		}
