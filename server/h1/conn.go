@@ -440,11 +440,11 @@ func (c *conn) readRequest() (*http.Request, error) {
 		return nil, badRequest("more than one Host field")
 	case len(hosts) == 0 && minor >= 1 && host == "":
 		return nil, badRequest("missing Host field")
-	case len(hosts) == 1 && !validHost(hosts[0]):
+	case len(hosts) == 1 && !wire.ValidHost(hosts[0]):
 		return nil, badRequest("malformed Host field")
 	}
 	if host != "" {
-		if !validHost(host) {
+		if !wire.ValidHost(host) {
 			return nil, badRequest("malformed host in request target")
 		}
 		r.Host = host
