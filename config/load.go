@@ -597,11 +597,27 @@ func (v *validator) static(at string, s *Static) {
 			v.errAt(at+".fallback", "fallback %q: no such file under root %s", s.Fallback, s.Root)
 		}
 	}
-	for k := range s.Headers {
+	for k, val := range s.Headers {
 		if !validHeaderName(k) {
 			v.errAt(at+".headers", "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
+		} else if !validHeaderValue(val) {
+			v.errAt(at+".headers", "header %s: value %q has a control character (RFC 9110 section 5.5)", k, val)
 		}
 	}
+	if !validHeaderValue(s.CacheControl) {
+		v.errAt(at+".cache_control", "cache_control %q has a control character (RFC 9110 section 5.5)", s.CacheControl)
+	}
+}
+
+// validHeaderValue: a field value has no control characters other than
+// HTAB (RFC 9110 section 5.5).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func validHeaderName(k string) bool {
@@ -689,6 +705,9 @@ func (v *validator) proxy(at string, p *Proxy) {
 		if _, err := ParsePrefix(c); err != nil {
 			v.errAt(fmt.Sprintf("%s.trusted_proxies[%d]", at, i), "trusted_proxies: %v", err)
 		}
+	}
+	if h := p.HostHeader; h != "" && (strings.ContainsAny(h, " /@?#") || !validHeaderValue(h)) {
+		v.errAt(at+".host_header", "host_header %q must be a host name, optionally with a port", h)
 	}
 	if h := p.Health; h != nil && !strings.HasPrefix(h.Path, "/") {
 		v.errAt(at+".health.path", "health path %q must start with \"/\"", h.Path)

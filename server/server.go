@@ -457,8 +457,10 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 	}
 	if isTLS {
 		l.tlsc = &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			NextProtos:     []string{"h2", "http/1.1"},
+			MinVersion: tls.VersionTLS12,
+			// http/1.0 too: a client offering only it (curl --http1.0)
+			// would otherwise fail the handshake (RFC 7301 section 3.2).
+			NextProtos:     []string{"h2", "http/1.1", "http/1.0"},
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc

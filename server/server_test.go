@@ -415,3 +415,39 @@ func TestPlainHTTPToTLSPort(t *testing.T) {
 		t.Errorf("got %q", b)
 	}
 }
+
+// TestALPN: every HTTP version Arka serves over TLS can be negotiated
+// (RFC 7301; the "http/1.0" and "http/1.1" identifiers of its registry
+// and "h2" of RFC 9113 section 3.2); a client offering only http/1.0
+// (curl --http1.0) must not fail the handshake.
+func TestALPN(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"localhost"`, www(t, dir, "a", "site A"), true))
+	cases := []struct {
+		offer     []string
+		negotiate string
+		request   string
+	}{
+		{[]string{"http/1.0"}, "http/1.0", "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n"},
+		{[]string{"http/1.1"}, "http/1.1", "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"},
+		{[]string{"http/1.1", "http/1.0"}, "http/1.1", "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"},
+		{nil, "", "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"},
+	}
+	for _, tc := range cases {
+		conn, err := tls.Dial("tcp", e.HTTPS, &tls.Config{ServerName: "localhost", InsecureSkipVerify: true, NextProtos: tc.offer})
+		if err != nil {
+			t.Errorf("ALPN %q: %v", tc.offer, err)
+			continue
+		}
+		if p := conn.ConnectionState().NegotiatedProtocol; p != tc.negotiate {
+			t.Errorf("ALPN %q: negotiated %q, want %q", tc.offer, p, tc.negotiate)
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		conn.Write([]byte(tc.request))
+		b, _ := io.ReadAll(conn)
+		conn.Close()
+		if !strings.HasPrefix(string(b), "HTTP/1.1 200 OK") || !strings.HasSuffix(string(b), "site A") {
+			t.Errorf("ALPN %q: %q", tc.offer, b)
+		}
+	}
+}

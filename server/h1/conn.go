@@ -440,11 +440,11 @@ func (c *conn) readRequest() (*http.Request, error) {
 		return nil, badRequest("more than one Host field")
 	case len(hosts) == 0 && minor >= 1 && host == "":
 		return nil, badRequest("missing Host field")
-	case len(hosts) == 1 && !validHost(hosts[0]):
+	case len(hosts) == 1 && !wire.ValidHost(hosts[0]):
 		return nil, badRequest("malformed Host field")
 	}
 	if host != "" {
-		if !validHost(host) {
+		if !wire.ValidHost(host) {
 			return nil, badRequest("malformed host in request target")
 		}
 		r.Host = host
@@ -500,8 +500,9 @@ func (c *conn) readRequest() (*http.Request, error) {
 		c.body.reset(c, r, 0, false, false)
 	} else {
 		expect := false
-		if e := h["Expect"]; len(e) == 1 && strings.EqualFold(e[0], "100-continue") && minor >= 1 {
-			expect = true
+		if e := h["Expect"]; len(e) == 1 && strings.EqualFold(e[0], "100-continue") {
+			// RFC 9110 section 10.1.1: ignored in an HTTP/1.0 request.
+			expect = minor >= 1
 		} else if len(e) > 0 {
 			return nil, &parseError{http.StatusExpectationFailed, "unsupported expectation"}
 		}

@@ -579,3 +579,38 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal("handler still blocked after 10 s")
 	}
 }
+
+// TestExpectRFC9110 checks the Expect field against RFC 9110 section
+// 10.1.1: a 100-continue expectation in an HTTP/1.0 request is ignored
+// (no interim response, no 417); other expectations get 417.
+func TestExpectRFC9110(t *testing.T) {
+	addr := start(t, echo)
+	cases := []struct {
+		name, raw string
+		status    int
+		interim   bool
+	}{
+		{"10.1.1 HTTP/1.1 100-continue", "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", 200, true},
+		{"10.1.1 HTTP/1.0 100-continue is ignored", "POST / HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello", 200, false},
+		{"10.1.1 HTTP/1.0 100-Continue (case-insensitive) is ignored", "POST / HTTP/1.0\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n\r\nhello", 200, false},
+		{"10.1.1 unknown expectation", "POST / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nContent-Length: 5\r\n\r\nhello", 417, false},
+		{"10.1.1 unknown expectation in HTTP/1.0", "POST / HTTP/1.0\r\nHost: x\r\nExpect: teapot\r\nContent-Length: 5\r\n\r\nhello", 417, false},
+	}
+	for _, tc := range cases {
+		out := exchange(t, addr, tc.raw)
+		if tc.interim {
+			var ok bool
+			if out, ok = strings.CutPrefix(out, "HTTP/1.1 100 Continue\r\n\r\n"); !ok {
+				t.Errorf("%s: no 100 Continue: %.60q", tc.name, out)
+				continue
+			}
+		}
+		if !strings.HasPrefix(out, fmt.Sprintf("HTTP/1.1 %d ", tc.status)) {
+			t.Errorf("%s: got %.60q, want %d", tc.name, out, tc.status)
+			continue
+		}
+		if tc.status == 200 && !strings.Contains(out, "len=5") {
+			t.Errorf("%s: body not read: %q", tc.name, out)
+		}
+	}
+}

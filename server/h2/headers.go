@@ -161,6 +161,8 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	r.RequestURI = path
 	h := make(http.Header, len(f.Fields))
 	var cookies []string
+	var hostField string
+	hosts := 0
 	for _, hf := range f.RegularFields() {
 		name := hf.Name
 		switch name {
@@ -174,12 +176,28 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 			cookies = append(cookies, hf.Value) // section 8.2.3
 			continue
 		case "host":
-			if authority == "" {
-				authority = hf.Value
-			}
+			hostField = hf.Value
+			hosts++
 		}
 		k := wire.Canonical(name)
 		h[k] = append(h[k], hf.Value)
+	}
+	// Section 8.3.1: the target's authority is :authority, else Host; it
+	// is required for http and https, carries no userinfo, and a Host
+	// field that names another entity makes the request malformed.
+	switch {
+	case hosts > 1:
+		return nil, perr()
+	case authority == "":
+		authority = hostField
+		if authority == "" && method != http.MethodConnect {
+			return nil, perr()
+		}
+	case hosts == 1 && !sameAuthority(scheme, authority, hostField):
+		return nil, perr()
+	}
+	if !wire.ValidHost(authority) || !pathOK(path) {
+		return nil, perr()
 	}
 	if len(cookies) > 0 {
 		h["Cookie"] = []string{strings.Join(cookies, "; ")}
@@ -234,6 +252,31 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		}
 	}
 	return r, nil
+}
+
+// sameAuthority reports whether a and b name the same host and port,
+// compared case-insensitively and with the scheme's default port implied
+// (RFC 3986 section 6.2.3).
+func sameAuthority(scheme, a, b string) bool {
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	def := ":443"
+	if scheme == "http" {
+		def = ":80"
+	}
+	return strings.EqualFold(strings.TrimSuffix(a, def), strings.TrimSuffix(b, def))
+}
+
+// pathOK: :path has no whitespace, control bytes or fragment, as a
+// request-target (RFC 9113 section 8.3.1, RFC 9112 section 3.2).
+func pathOK(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f || c == '#' {
+			return false
+		}
+	}
+	return true
 }
 
 func parseContentLength(vals []string) (int64, bool) {

@@ -108,7 +108,7 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 func (h *Handler) Close() error { return h.root.Close() }
 
 var (
-	allowGetHead  = []string{"GET, HEAD"}
+	allowGetHead  = []string{"GET, HEAD, OPTIONS"} // the methods answered (RFC 9110 section 10.2.1)
 	acceptRanges  = []string{"bytes"}
 	varyAE        = []string{"Accept-Encoding"}
 	codingHeaders = [encoding.NumCodings][]string{nil, {"zstd"}, {"br"}, {"gzip"}}
@@ -297,7 +297,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 
 // send writes n bytes of rp from offset off: from memory when held there,
 // else from the file, in chunks, each with a write deadline (sendfile on
-// plain HTTP/1.1 via the writer's ReadFrom).
+// plain HTTP/1.1 via the writer's ReadFrom). The chunks are small enough
+// that SendTimeout acts like nginx's send_timeout, between two successive
+// writes: a client on a slow link that keeps reading is not cut off (with
+// 60 s, one 256 KiB chunk a minute is about 4 KB/s).
 func (h *Handler) send(w http.ResponseWriter, r *http.Request, rp *rep, off, n int64) {
 	if r.Method == http.MethodHead || n == 0 {
 		return
@@ -324,7 +327,7 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request, rp *rep, off, n i
 		}
 	}
 	rc := http.NewResponseController(w)
-	const chunk = 4 << 20
+	const chunk = 256 << 10
 	for n > 0 {
 		k := min(n, chunk)
 		_ = rc.SetWriteDeadline(time.Now().Add(h.o.SendTimeout))

@@ -512,17 +512,24 @@ func TestTraversal(t *testing.T) {
 	})
 }
 
+// TestMethods: other methods than GET and HEAD get 405 (RFC 9110 section
+// 15.5.6), OPTIONS gets 204 (section 9.3.7); both list in Allow every
+// method the resource answers, OPTIONS included (section 10.2.1).
 func TestMethods(t *testing.T) {
 	e := newEnv(t)
+	cases := []struct {
+		method string
+		status int
+	}{
+		{"POST", 405}, {"PUT", 405}, {"DELETE", 405}, {"PATCH", 405}, {"TRACE", 405}, {"get", 405},
+		{"OPTIONS", 204},
+	}
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
-		for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
-			resp, _ := c.Do(t, m, "/index.html")
-			if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" {
-				t.Errorf("%s: %d, Allow %q", m, resp.StatusCode, resp.Header.Get("Allow"))
+		for _, tc := range cases {
+			resp, _ := c.Do(t, tc.method, "/index.html")
+			if resp.StatusCode != tc.status || resp.Header.Get("Allow") != "GET, HEAD, OPTIONS" {
+				t.Errorf("%s: %d, Allow %q; want %d, Allow \"GET, HEAD, OPTIONS\"", tc.method, resp.StatusCode, resp.Header.Get("Allow"), tc.status)
 			}
-		}
-		if resp, _ := c.Do(t, "OPTIONS", "/index.html"); resp.StatusCode != 204 || resp.Header.Get("Allow") != "GET, HEAD" {
-			t.Errorf("OPTIONS: %d", resp.StatusCode)
 		}
 	})
 }

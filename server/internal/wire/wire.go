@@ -131,3 +131,30 @@ func StatusText(code int) string {
 	}
 	return http.StatusText(code)
 }
+
+// ValidHost checks a Host field value: reg-name, IPv4 or [IP-literal], with
+// an optional port of digits (RFC 9110 section 7.2, RFC 3986 section 3.2.2).
+// It is used for HTTP/1.1's Host and HTTP/2's :authority; userinfo ("@")
+// is refused (RFC 9110 section 4.2.4, RFC 9113 section 8.3.1).
+func ValidHost(h string) bool {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		for _, c := range []byte(h[i+1:]) {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		if strings.Count(h, ":") > 1 && !strings.HasPrefix(h, "[") {
+			return false // an IPv6 literal needs brackets
+		}
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

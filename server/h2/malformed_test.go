@@ -1,0 +1,94 @@
+package h2_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// rawRequest sends one HEADERS frame (END_STREAM) with fields in this order
+// on a new connection and returns the response's :status and body, or the
+// code of the RST_STREAM or GOAWAY the server answered with.
+func rawRequest(t *testing.T, addr string, fields [][2]string) (status, body string, code http2.ErrCode) {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(http2.ClientPreface))
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	fr.WriteSettings()
+	var b bytes.Buffer
+	enc := hpack.NewEncoder(&b)
+	for _, f := range fields {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b.Bytes(), EndHeaders: true, EndStream: true})
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%v (status %q)", err, status)
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			status = f.PseudoValue("status")
+		case *http2.DataFrame:
+			body += string(f.Data())
+			if f.StreamEnded() {
+				return status, body, 0
+			}
+		case *http2.RSTStreamFrame:
+			return status, body, f.ErrCode
+		case *http2.GoAwayFrame:
+			return status, body, f.ErrCode
+		}
+	}
+}
+
+// TestRequestTarget checks :authority, Host and :path against RFC 9113
+// section 8.3.1: a malformed request is a stream error of type
+// PROTOCOL_ERROR (section 8.1.1) and never reaches the handler.
+func TestRequestTarget(t *testing.T) {
+	addr, _ := start(t, echo)
+	req := func(extra ...[2]string) [][2]string {
+		return append([][2]string{{":method", "GET"}, {":scheme", "https"}, {":path", "/p"}}, extra...)
+	}
+	cases := []struct {
+		name   string
+		fields [][2]string
+		want   string // body from echo, or "" for PROTOCOL_ERROR
+	}{
+		{"8.3.1 :authority", req([2]string{":authority", "example.org"}), "GET /p HTTP/2.0 host=example.org"},
+		{"8.3.1 Host without :authority", req([2]string{"host", "example.org"}), "GET /p HTTP/2.0 host=example.org"},
+		{"8.3.1 Host same as :authority", req([2]string{":authority", "example.org"}, [2]string{"host", "Example.ORG"}), "GET /p HTTP/2.0 host=example.org"},
+		{"8.3.1 Host same but for the default port", req([2]string{":authority", "example.org:443"}, [2]string{"host", "example.org"}), "GET /p HTTP/2.0 host=example.org:443"},
+		{"8.3.1 Host names another entity", req([2]string{":authority", "example.org"}, [2]string{"host", "evil.example"}), ""},
+		{"8.3.1 neither :authority nor Host", req(), ""},
+		{"8.3.1 two Host fields", req([2]string{"host", "a.example"}, [2]string{"host", "b.example"}), ""},
+		{"8.3.1 userinfo in :authority", req([2]string{":authority", "user@example.org"}), ""},
+		{"8.3.1 space in :authority", req([2]string{":authority", "exa mple.org"}), ""},
+		{"8.3.1 bad port in :authority", req([2]string{":authority", "example.org:x"}), ""},
+		{"8.3.1 userinfo in Host", req([2]string{"host", "user@example.org"}), ""},
+		{"8.3.1 space in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/a b"}}, ""},
+		{"8.3.1 fragment in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/a#b"}}, ""},
+		{"8.3.1 UTF-8 in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/é"}}, "GET /é HTTP/2.0 host=a"},
+		{"8.5 CONNECT", [][2]string{{":method", "CONNECT"}, {":authority", "example.org:443"}}, "CONNECT  HTTP/2.0 host=example.org:443"},
+		{"8.5 CONNECT with userinfo", [][2]string{{":method", "CONNECT"}, {":authority", "u@example.org:443"}}, ""},
+	}
+	for _, tc := range cases {
+		_, body, code := rawRequest(t, addr, tc.fields)
+		switch {
+		case tc.want == "" && code != http2.ErrCodeProtocol:
+			t.Errorf("%s: got body %q, code %v; want PROTOCOL_ERROR", tc.name, body, code)
+		case tc.want != "" && body != tc.want:
+			t.Errorf("%s: got body %q, code %v; want %q", tc.name, body, code, tc.want)
+		}
+	}
+}
