@@ -94,7 +94,14 @@ func Parse(name string, data []byte) (*Site, error) {
 	if err != nil {
 		return nil, Errors{decodeError(name, data, err)}
 	}
-	v := &validator{file: name, pos: newPosIndex(data), dir: filepath.Dir(name)}
+	// Relative paths in the file are relative to its directory, made
+	// absolute here: php-fpm and the handlers must not depend on Arka's
+	// working directory (arka -c site.toml).
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		dir = filepath.Dir(name)
+	}
+	v := &validator{file: name, pos: newPosIndex(data), dir: dir}
 	site := &raw.Site
 	site.File = name
 	site.pos = v.pos

@@ -147,3 +147,36 @@ func TestPHPPrecedence(t *testing.T) {
 		t.Errorf("no php anywhere: %v %v", PHPOf(sites), err)
 	}
 }
+
+// TestRelativePathsFromRelativeFile: with a relative site file name (arka
+// -c site.toml), paths in it still end up absolute, resolved from the
+// file's directory, so php-fpm and the handlers do not depend on the
+// working directory.
+func TestRelativePathsFromRelativeFile(t *testing.T) {
+	dir := t.TempDir()
+	fakeFPM(t, dir, "php-fpm8.2")
+	os.MkdirAll(filepath.Join(dir, "app"), 0o755)
+	writeSite(t, dir, "rel.toml", `php = { fpm = "php-fpm8.2", data_dir = "phpdata" }
+[[routes]]
+path = "/php/"
+handler = { type = "fastcgi", root = "app" }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "www" }
+`)
+	t.Chdir(dir)
+	sites, err := Load("rel.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sites[0]
+	if got := s.Routes[0].FastCGI.Root; got != filepath.Join(dir, "app") {
+		t.Errorf("fastcgi root %q", got)
+	}
+	if got := s.Routes[1].Static.Root; got != filepath.Join(dir, "www") {
+		t.Errorf("static root %q", got)
+	}
+	if p := PHPOf(sites); p == nil || p.DataDir != filepath.Join(dir, "phpdata") || p.FPMPath != filepath.Join(dir, "php-fpm8.2") {
+		t.Errorf("php %+v", p)
+	}
+}
