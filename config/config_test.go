@@ -177,6 +177,36 @@ func TestCrossSiteConflicts(t *testing.T) {
 	}
 }
 
+// TestUnreachableNamelessSite: a site without server_names is only ever
+// the default of its address; a second one (or one beside a default site)
+// would silently never be served.
+func TestUnreachableNamelessSite(t *testing.T) {
+	root := t.TempDir()
+	www := filepath.Join(root, "www")
+	os.Mkdir(www, 0o755)
+	route := "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"" + www + "\" }\n"
+	for name, files := range map[string][2]string{
+		"two nameless":            {"listen = [\"127.0.0.1:8080\"]\n", "listen = [\"127.0.0.1:8080\"]\n"},
+		"nameless beside default": {"default = true\nserver_names = [\"a.example\"]\nlisten = [\"127.0.0.1:8080\"]\n", "listen = [\"127.0.0.1:8080\"]\n"},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "1.toml"), []byte(files[0]+route), 0o644)
+		os.WriteFile(filepath.Join(dir, "2.toml"), []byte(files[1]+route), 0o644)
+		_, err := Load(dir)
+		want := filepath.Join(dir, "2.toml") + ":1:11: a site without server_names answers only as the default for 127.0.0.1:8080, and " + filepath.Join(dir, "1.toml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v\nwant %q", name, err, want)
+		}
+	}
+	// One nameless site per address is fine, and so is one on another address.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "1.toml"), []byte("listen = [\"127.0.0.1:8080\"]\n"+route), 0o644)
+	os.WriteFile(filepath.Join(dir, "2.toml"), []byte("listen = [\"127.0.0.1:8081\"]\n"+route), 0o644)
+	if _, err := Load(dir); err != nil {
+		t.Errorf("nameless sites on different addresses: %v", err)
+	}
+}
+
 func TestSizes(t *testing.T) {
 	for in, want := range map[string]int64{"512B": 512, "64KiB": 65536, "1MB": 1000000, "1.5MiB": 1572864, "10k": 10240, "0": 0, "7": 7} {
 		got, err := ParseSize(in)

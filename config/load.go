@@ -788,6 +788,8 @@ func crossCheck(sites []*Site) Errors {
 		global = s
 	}
 	defaults := map[string]claim{}
+	nameless := map[string][]claim{} // address -> sites without server_names that are not default
+	var namelessAddrs []string
 	names := map[string]claim{}
 	kinds := map[string]claim{} // address -> first site, path tells tls or not
 	for _, s := range sites {
@@ -812,6 +814,12 @@ func crossCheck(sites []*Site) Errors {
 				} else if !ok {
 					kinds[a] = claim{s, path}
 				}
+				if !s.Default && len(s.ServerNames) == 0 {
+					if len(nameless[a]) == 0 {
+						namelessAddrs = append(namelessAddrs, a)
+					}
+					nameless[a] = append(nameless[a], claim{s, path})
+				}
 				if s.Default {
 					if c, ok := defaults[a]; ok && c.site != s {
 						l, col := at(s, "default")
@@ -835,6 +843,27 @@ func crossCheck(sites []*Site) Errors {
 					}
 				}
 			}
+		}
+	}
+	// A site without server_names answers only as its address's default
+	// (for any name): when another site is the default, or another such
+	// site came first, it can never be reached.
+	for _, a := range namelessAddrs {
+		list := nameless[a]
+		first := claim{}
+		if d, ok := defaults[a]; ok {
+			first = d
+		} else {
+			first, list = list[0], list[1:]
+		}
+		for _, c := range list {
+			if c.site == first.site {
+				continue
+			}
+			l, col := at(c.site, c.path)
+			fl, _ := at(first.site, first.path)
+			errs = append(errs, &Error{File: c.site.File, Line: l, Col: col,
+				Msg: fmt.Sprintf("a site without server_names answers only as the default for %s, and %s:%d already is: this one would never be reached; give it server_names", a, first.site.File, fl)})
 		}
 	}
 	// A wildcard address and a specific address on the same port cannot both
