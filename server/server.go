@@ -63,6 +63,10 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// BodyReadTimeout bounds each wait for more of a request body over
+	// HTTP/1.x (default 60 s, as nginx's client_body_timeout): a client
+	// that stops sending gets 408 from the FastCGI and proxy handlers.
+	BodyReadTimeout time.Duration
 	// Engine selects the HTTP engines: "" or "arka" (packages h1 and h2),
 	// or "net/http" (the standard library's, for comparison and debugging).
 	Engine string
@@ -470,6 +474,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			Handler:           l,
 			ReadHeaderTimeout: s.o.ReadHeaderTimeout,
 			IdleTimeout:       s.o.IdleTimeout,
+			BodyReadTimeout:   s.o.BodyReadTimeout,
 			MaxHeaderBytes:    s.o.MaxHeaderBytes,
 			Logger:            s.log,
 		}

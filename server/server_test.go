@@ -451,3 +451,31 @@ func TestALPN(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyReadTimeout: a client that stops sending the body it announced
+// gets 408 (RFC 9110 section 15.5.9) from a proxy route after the body
+// read timeout, rather than holding the connection (and an upstream
+// connection) for ever.
+func TestBodyReadTimeout(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer up.Close()
+	e := servertest.StartWith(t, server.Options{BodyReadTimeout: 300 * time.Millisecond}, `default = true
+listen = ["{{HTTP}}"]
+[[routes]]
+path = "/"
+handler = { type = "proxy", upstreams = ["`+strings.TrimPrefix(up.URL, "http://")+`"] }
+`)
+	c, err := net.Dial("tcp", e.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"))
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(b), "HTTP/1.1 408 ") {
+		t.Errorf("stalled body: %.60q, want 408", b)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -234,6 +235,8 @@ func (x *exchange) finish(c *conn, err error, status int) {
 		switch {
 		case errors.As(x.stdinErr, &mbe):
 			errpage.Write(x.w, x.r, http.StatusRequestEntityTooLarge)
+		case ctx.Err() == nil && os.IsTimeout(x.stdinErr):
+			errpage.Write(x.w, x.r, http.StatusRequestTimeout)
 		case ctx.Err() == nil:
 			errpage.Write(x.w, x.r, http.StatusBadRequest)
 		}

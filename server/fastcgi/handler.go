@@ -515,6 +515,10 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
 	case r.Context().Err() != nil:
 		h.aborted.Add(1)
+	case os.IsTimeout(err):
+		// The client stopped sending its body (the engine's body read
+		// timeout, like nginx's client_body_timeout).
+		errpage.Write(w, r, http.StatusRequestTimeout)
 	case strings.HasPrefix(err.Error(), "spool request body"):
 		h.errs.Add(1)
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)

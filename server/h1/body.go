@@ -58,6 +58,9 @@ func (b *body) Read(p []byte) (int, error) {
 		b.expect = false
 		b.c.send100()
 	}
+	if b.c.br.Buffered() == 0 {
+		b.c.armBodyRead()
+	}
 	var n int
 	var err error
 	if b.chunked {
@@ -327,9 +330,14 @@ func (b *body) discard(max int64) bool {
 	if !b.chunked && b.remaining > max {
 		return false
 	}
-	// Do not wait long for a client that stopped sending.
-	b.c.rwc.SetReadDeadline(time.Now().Add(2 * time.Second))
-	b.c.deadline = time.Time{}
+	// Do not wait long for a client that stopped sending (and do not let
+	// the body read timeout replace this deadline).
+	c := b.c
+	c.rmu.Lock()
+	c.rfixed = true
+	c.rwc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	c.deadline = unknownDeadline
+	c.rmu.Unlock()
 	b.closed = false
 	n, err := io.CopyN(io.Discard, b, max+1)
 	return err == io.EOF && n <= max

@@ -65,6 +65,14 @@ type conn struct {
 	body     body
 	watch    *watcher // set while a request context is being watched
 	deadline time.Time
+	// rmu guards the read deadline while a handler runs: its body reads
+	// (possibly on another goroutine) arm the body read timeout, and its
+	// own deadline (rfixed: set through http.ResponseController, often to
+	// cut such a read short) must win. bodyArmed is when the body read
+	// timeout was last pushed forward.
+	rmu       sync.Mutex
+	rfixed    bool
+	bodyArmed time.Time
 
 	wdeadline time.Time // the write deadline in force
 	wfixed    bool      // a handler set the write deadline itself
@@ -121,14 +129,21 @@ func (c *conn) serve() {
 			c.releaseWriter()
 		}
 	}()
-	for {
+	for first := true; ; first = false {
 		c.state.Store(stateIdle)
 		if c.srv.closing.Load() {
 			return
 		}
 		if c.br.Buffered() == 0 {
-			if c.srv.IdleTimeout > 0 {
-				c.setReadDeadline(time.Now().Add(c.srv.IdleTimeout))
+			// A new connection gets the header timeout for its first
+			// request (nginx's client_header_timeout), a kept-alive one
+			// the idle timeout.
+			wait := c.srv.IdleTimeout
+			if first && c.srv.ReadHeaderTimeout > 0 && (wait <= 0 || c.srv.ReadHeaderTimeout < wait) {
+				wait = c.srv.ReadHeaderTimeout
+			}
+			if wait > 0 {
+				c.setReadDeadline(time.Now().Add(wait))
 			}
 			// An idle keep-alive connection holds no write buffer: on a
 			// small board thousands of them would otherwise hold megabytes.
@@ -154,12 +169,19 @@ func (c *conn) serve() {
 			c.setReadDeadline(time.Time{})
 		}
 		c.w.reset(c, req)
+		c.rfixed = false
+		c.bodyArmed = time.Time{}
 		c.srv.Handler.ServeHTTP(&c.w, req)
 		if c.state.Load() == stateHijacked {
 			return
 		}
 		c.w.finish()
 		c.stopWatch()
+		// The handler and its body reads may have set the read deadline
+		// directly: the next setReadDeadline must not trust the cache.
+		c.rmu.Lock()
+		c.deadline = unknownDeadline
+		c.rmu.Unlock()
 		if c.wfixed {
 			c.wfixed = false
 			c.wdeadline = time.Time{}
@@ -191,6 +213,27 @@ func (c *conn) releaseWriter() {
 		writerPool.Put(c.bw)
 		c.bw = nil
 	}
+}
+
+// unknownDeadline marks c.deadline as not known (see serve).
+var unknownDeadline = time.Unix(3, 0)
+
+// armBodyRead pushes the read deadline BodyReadTimeout ahead before a
+// body read that will wait for the client, at most once a second, unless
+// the handler set its own.
+func (c *conn) armBodyRead() {
+	to := c.srv.bodyReadTimeout()
+	if to <= 0 {
+		return
+	}
+	c.rmu.Lock()
+	if !c.rfixed {
+		if now := time.Now(); now.Sub(c.bodyArmed) >= time.Second {
+			c.bodyArmed = now
+			c.rwc.SetReadDeadline(now.Add(to))
+		}
+	}
+	c.rmu.Unlock()
 }
 
 // setReadDeadline sets the read deadline unless it is already within a

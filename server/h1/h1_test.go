@@ -614,3 +614,46 @@ func TestExpectRFC9110(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyReadTimeout: a client that stops sending its body makes the
+// handler's read fail with a timeout after BodyReadTimeout (nginx's
+// client_body_timeout; the handler answers 408, RFC 9110 section 15.5.9),
+// and a deadline the handler sets itself wins over it.
+func TestBodyReadTimeout(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	s := &h1.Server{BodyReadTimeout: 300 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/own" {
+			// The handler's own (longer) deadline replaces the timeout.
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+		}
+		start := time.Now()
+		_, err := io.ReadAll(r.Body)
+		if !os.IsTimeout(err) {
+			w.WriteHeader(500)
+			return
+		}
+		if r.URL.Path == "/own" && time.Since(start) < time.Second {
+			w.WriteHeader(500) // the body timeout replaced the handler's deadline
+			return
+		}
+		w.WriteHeader(http.StatusRequestTimeout)
+	})}
+	go s.Serve(ln)
+	defer s.Close()
+	for _, path := range []string{"/", "/own"} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: no response to a stalled body: %v", path, err)
+		}
+		if res.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("%s: status %d, want 408", path, res.StatusCode)
+		}
+		c.Close()
+	}
+}

@@ -391,7 +391,15 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
 }
 
-func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+// SetReadDeadline replaces the body read timeout for the rest of this
+// request (http.ResponseController).
+func (w *response) SetReadDeadline(t time.Time) error {
+	c := w.c
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.rfixed = true
+	return c.rwc.SetReadDeadline(t)
+}
 
 // SetWriteDeadline replaces the per-write timeout for the rest of this
 // response (http.ResponseController).

@@ -27,14 +27,23 @@ import (
 type Server struct {
 	Handler http.Handler
 	// ReadHeaderTimeout bounds reading a request's header fields once its
-	// first byte arrived; IdleTimeout bounds the wait for the next request
-	// on a kept-alive connection. Zero means no limit.
+	// first byte arrived, and the wait for the first request on a new
+	// connection; IdleTimeout bounds the wait for the next request on a
+	// kept-alive connection. Zero means no limit.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	// WriteTimeout bounds each write to the client: one that reads nothing
 	// for this long is dropped (like nginx's send_timeout). Default 60 s;
 	// negative means none. Handlers may set their own deadlines.
 	WriteTimeout time.Duration
+	// BodyReadTimeout bounds each wait for more of a request body (like
+	// nginx's client_body_timeout): a client that sends nothing for this
+	// long makes the handler's body read fail with an error for which
+	// os.IsTimeout is true (handlers answer 408), and the connection is
+	// closed after the response. Default 60 s; negative means none. A
+	// handler's own read deadline (http.ResponseController) replaces it
+	// for the rest of the request.
+	BodyReadTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and header fields; beyond it
 	// the client gets 431 (414 when the request line alone is too long).
 	// Default 32 KiB.
@@ -61,6 +70,16 @@ func (s *Server) maxHeaderBytes() int {
 		return s.MaxHeaderBytes
 	}
 	return 32 << 10
+}
+
+func (s *Server) bodyReadTimeout() time.Duration {
+	switch {
+	case s.BodyReadTimeout < 0:
+		return 0
+	case s.BodyReadTimeout == 0:
+		return 60 * time.Second
+	}
+	return s.BodyReadTimeout
 }
 
 func (s *Server) writeTimeout() time.Duration {

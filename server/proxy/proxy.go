@@ -296,6 +296,9 @@ func clientBodyFailure(r *http.Request, err error) *failure {
 		return &failure{status: http.StatusRequestEntityTooLarge, cause: "request body over max_body_size", client: true}
 	case r.Context().Err() != nil:
 		return clientGone
+	case os.IsTimeout(err):
+		// The client stopped sending (the engine's body read timeout).
+		return &failure{status: http.StatusRequestTimeout, cause: "the client stopped sending its request body", client: true}
 	}
 	return &failure{status: http.StatusBadRequest, cause: "reading the request body: " + err.Error(), client: true}
 }
