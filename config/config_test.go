@@ -123,6 +123,8 @@ func TestErrorsAreLocated(t *testing.T) {
 			`:1:11: listen "80": expected host:port`},
 		{"bad upstream", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"https://x\"] }\n",
 			`:3:42: upstream "https://x": only http:// upstreams are supported`},
+		{"upstream host with a space", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"exa mple.com:80\"] }\n",
+			`:3:42: upstream "exa mple.com:80": host "exa mple.com" is neither an IP address nor a host name`},
 		{"empty upstreams", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [] }\n",
 			`:3:29: proxy needs at least one upstream`},
 		{"duplicate route", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",

@@ -674,7 +674,32 @@ func ParseUpstream(s string) (Upstream, error) {
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 		return Upstream{}, fmt.Errorf("port %q is not a number from 1 to 65535", port)
 	}
+	if _, err := netip.ParseAddr(host); err != nil && !validHostName(host) {
+		return Upstream{}, fmt.Errorf("host %q is neither an IP address nor a host name", host)
+	}
 	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port)}, nil
+}
+
+// validHostName reports whether s is a DNS name: labels of letters, digits,
+// hyphens and underscores (RFC 1123 section 2.1, with the underscore some
+// local names use), separated by dots.
+func validHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address.
