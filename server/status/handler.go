@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/arkaweb/arka/server/errpage"
 )
 
 // Options configure the status handler.
@@ -55,10 +57,9 @@ func New(o Options) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	if !allowed(h.allow, r.RemoteAddr) {
-		hdr.Set("Content-Type", "text/plain; charset=utf-8")
+		// The same small HTML page as every handler's own errors.
 		hdr.Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte("403 forbidden: the status page is not open to your address\n"))
+		errpage.Write(w, r, http.StatusForbidden)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

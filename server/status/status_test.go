@@ -139,6 +139,10 @@ func TestAccessControl(t *testing.T) {
 	if strings.Contains(w.Body.String(), "Raspberry") {
 		t.Error("403 body leaks status data")
 	}
+	// The same small HTML error page as every handler's own errors.
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(w.Body.String(), "403") {
+		t.Errorf("403 page: %q %q", ct, w.Body.String())
+	}
 }
 
 func TestParseAllow(t *testing.T) {
