@@ -94,6 +94,17 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}
+	lock, err := lockState(state)
+	var busy *busyError
+	switch {
+	case errors.As(err, &busy):
+		fmt.Fprintln(os.Stderr, "arka:", err)
+		return 1
+	case err != nil:
+		logger.Warn("cannot lock the state directory; not guarding against a second server on it", "err", err)
+	default:
+		defer lock.Close()
+	}
 	applyRuntime(budget, logger)
 	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
 		// A debugging aid: a CPU profile of the whole run, written on exit.
