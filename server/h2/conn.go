@@ -98,7 +98,12 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	c.br = bufio.NewReaderSize(rw, 32<<10)
 	c.fr = http2.NewFramer(io.Discard, c.br)
 	c.fr.SetMaxReadFrameSize(maxFrameRead)
-	c.fr.MaxHeaderListSize = s.maxHeaderBytes()
+	// The decoder keeps going well past our limit so that one large field
+	// (a 40 KB cookie) is a 431 for its stream, as over HTTP/1.1, rather
+	// than a COMPRESSION_ERROR for the whole connection: x/net refuses a
+	// single string longer than MaxHeaderListSize. onHeaders applies the
+	// real limit.
+	c.fr.MaxHeaderListSize = 8 * s.maxHeaderBytes()
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fw = http2.NewFramer(outWriter{c}, nil)
 	c.henc = hpack.NewEncoder(&c.hbuf)

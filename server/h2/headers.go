@@ -8,6 +8,7 @@ import (
 
 	"github.com/arkaweb/arka/server/internal/wire"
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // onHeaders opens a stream (or takes a request's trailers) from a decoded
@@ -31,8 +32,10 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if c.goAwaySent {
 		return nil // section 6.8: streams after GOAWAY are ignored
 	}
-	if f.Truncated {
-		// Header list over our limit: answer 431 without running a handler.
+	if f.Truncated || headerListSize(f.Fields) > c.srv.maxHeaderBytes() {
+		// Header list over our limit (RFC 9113 section 10.5.1, counted as
+		// SETTINGS_MAX_HEADER_LIST_SIZE is): answer 431 without running a
+		// handler.
 		c.refuse(id, http.StatusRequestHeaderFieldsTooLarge, f.StreamEnded())
 		return nil
 	}
@@ -312,4 +315,15 @@ func setPath(u *url.URL, escaped string) error {
 func isToken(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// headerListSize is the size of a header list as RFC 9113 section 6.5.2
+// counts it for SETTINGS_MAX_HEADER_LIST_SIZE: name and value lengths
+// plus 32 bytes per field.
+func headerListSize(fields []hpack.HeaderField) uint32 {
+	var n uint32
+	for _, f := range fields {
+		n += uint32(len(f.Name)+len(f.Value)) + 32
+	}
+	return n
 }

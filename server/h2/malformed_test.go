@@ -3,6 +3,7 @@ package h2_test
 import (
 	"bytes"
 	"crypto/tls"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,63 @@ func TestRequestTarget(t *testing.T) {
 		case tc.want != "" && body != tc.want:
 			t.Errorf("%s: got body %q, code %v; want %q", tc.name, body, code, tc.want)
 		}
+	}
+}
+
+// TestLargeHeaderField: one header field larger than the header limit
+// (a 40 KB cookie) gets 431 for its stream, as over HTTP/1.1, and the
+// connection goes on; it is not a COMPRESSION_ERROR for the connection
+// (RFC 9113 section 10.5.1 leaves the choice; 431 is what clients show).
+func TestLargeHeaderField(t *testing.T) {
+	addr, _ := start(t, echo)
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(http2.ClientPreface))
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	fr.WriteSettings()
+	send := func(id uint32, cookie string) {
+		var b bytes.Buffer
+		enc := hpack.NewEncoder(&b)
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/p"}, {"cookie", cookie}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		block := b.Bytes()
+		const max = 16 << 10
+		first := block[:min(len(block), max)]
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(block) <= max, EndStream: true})
+		for rest := block[len(first):]; len(rest) > 0; {
+			n := min(len(rest), max)
+			fr.WriteContinuation(id, n == len(rest), rest[:n])
+			rest = rest[n:]
+		}
+	}
+	statusOf := func(id uint32) string {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("stream %d: %v", id, err)
+			}
+			switch f := f.(type) {
+			case *http2.MetaHeadersFrame:
+				if f.StreamID == id {
+					return f.PseudoValue("status")
+				}
+			case *http2.GoAwayFrame:
+				t.Fatalf("stream %d: GOAWAY %v", id, f.ErrCode)
+			}
+		}
+	}
+	send(1, strings.Repeat("a", 40000))
+	if s := statusOf(1); s != "431" {
+		t.Errorf("40 KB cookie: status %s, want 431", s)
+	}
+	send(3, "small=1")
+	if s := statusOf(3); s != "200" {
+		t.Errorf("next request on the connection: status %s", s)
 	}
 }
