@@ -142,7 +142,63 @@ outer:
 	return site, nil
 }
 
-var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]*)"\): (.*)$`)
+var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
+
+// typeMsgRE matches the library's messages for a value of the wrong type.
+var typeMsgRE = regexp.MustCompile(`(?:incompatible types: TOML value has type (\w+); destination has type (\w+)|type mismatch for [\w.]+: expected (\w+) but found (\w+))`)
+
+// friendlyType rewrites a wrong-type message in the words of the file:
+// "expected an array, got a string".
+func friendlyType(msg string) (string, bool) {
+	m := typeMsgRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg, false
+	}
+	got, want := m[1], m[2]
+	if got == "" {
+		want, got = m[3], m[4]
+	}
+	words := func(t string) string {
+		switch t {
+		case "slice", "array", "[]interface {}":
+			return "an array"
+		case "string":
+			return "a string"
+		case "bool", "boolean":
+			return "true or false"
+		case "int", "int64", "integer", "uint", "uint32", "uint64", "int32":
+			return "an integer"
+		case "float64", "float":
+			return "a number"
+		case "map", "table", "struct":
+			return "a table"
+		}
+		return t
+	}
+	return fmt.Sprintf("expected %s, got %s", words(want), words(got)), true
+}
+
+// valueCol returns the column of the value after "key =" on line (1-based)
+// of data, or col if there is none.
+func valueCol(data []byte, line, col int) int {
+	lines := strings.Split(string(data), "\n")
+	if line < 1 || line > len(lines) || col < 1 || col > len(lines[line-1]) {
+		return col
+	}
+	l := lines[line-1]
+	i := strings.IndexByte(l[col-1:], '=')
+	if i < 0 {
+		return col
+	}
+	j := col - 1 + i + 1
+	for j < len(l) && (l[j] == ' ' || l[j] == '\t') {
+		j++
+	}
+	if j >= len(l) {
+		return col
+	}
+	return j + 1
+}
 
 // decodeError turns a BurntSushi/toml error into a located Error.
 func decodeError(name string, data []byte, err error) *Error {
@@ -165,11 +221,19 @@ func decodeError(name string, data []byte, err error) *Error {
 	e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
-		e.Msg = fmt.Sprintf("%s: %s", m[2], m[3])
+		key := strings.ReplaceAll(m[2], `\"`, `"`)
+		msg, typed := friendlyType(m[3])
+		e.Msg = fmt.Sprintf("%s: %s", key, msg)
 		// The library knows the line; find the key on it for the column.
 		idx := newPosIndex(data)
+		plain := strings.ReplaceAll(key, `"`, "")
+		defer func() {
+			if typed && e.Line > 0 {
+				e.Col = valueCol(data, e.Line, e.Col)
+			}
+		}()
 		for n := 0; ; n++ {
-			offs := idx.plain[m[2]]
+			offs := idx.plain[plain]
 			if n >= len(offs) {
 				break
 			}
@@ -360,6 +424,7 @@ func (v *validator) typeErr(table string, err error) {
 			key, msg = pe.LastKey, pe.Message
 		}
 	}
+	msg, _ = friendlyType(msg)
 	if key == "" {
 		v.errAt(table, "%s", msg)
 		return

@@ -103,7 +103,7 @@ func (p *PHP) UploadMax() int64 {
 // Where returns "file:line" of the php table, for messages.
 func (p *PHP) Where() string {
 	if p.line > 0 {
-		return fmt.Sprintf("%s:%d", p.file, p.line)
+		return fmt.Sprintf("%s:%d:%d", p.file, p.line, max(p.col, 1))
 	}
 	return p.file
 }
