@@ -262,7 +262,7 @@ func (e *encWriter) Write(p []byte) (int, error) {
 // Content-Type as net/http would, then encode if it is compressible.
 func (e *encWriter) decideWithBody() error {
 	h := e.w.Header()
-	if h.Get("Content-Type") == "" && len(e.buf) > 0 {
+	if _, set := h["Content-Type"]; !set && len(e.buf) > 0 {
 		h.Set("Content-Type", http.DetectContentType(e.buf))
 	}
 	if !Compressible(h.Get("Content-Type")) {

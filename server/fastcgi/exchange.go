@@ -392,6 +392,12 @@ func (x *exchange) writeHeader(block []byte) error {
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
 		setField(hdr, name, x.h.interned.value(v, repeat), &x.vals)
 	})
+	if _, ok := hdr["Content-Type"]; !ok {
+		// The script sent none (PHP with default_mimetype = ""): the
+		// client gets none either, rather than a guess (a nil value tells
+		// the engine not to sniff).
+		hdr["Content-Type"] = nil
+	}
 	x.bodyLeft = -1
 	if v := hdr["Content-Length"]; len(v) == 1 {
 		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {

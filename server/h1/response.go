@@ -174,7 +174,8 @@ func (w *response) sendHeader(final bool) {
 		w.closeAfter = true
 	}
 	// Content-Type sniffing, as net/http does, when the handler set none.
-	if w.bodyOK && len(w.pending) > 0 && h["Content-Type"] == nil && h["Content-Encoding"] == nil {
+	// A handler that sets the field to nil (as net/http allows) wants none.
+	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {
 		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
 	}
 	switch {
@@ -344,7 +345,7 @@ func (w *response) ReadFrom(src io.Reader) (int64, error) {
 		return io.CopyBuffer(writerOnly{w}, src, *bp)
 	}
 	if !w.headerSent {
-		if w.header["Content-Type"] == nil {
+		if _, set := w.header["Content-Type"]; !set {
 			// Sniff from the first bytes, as net/http would.
 			var buf [512]byte
 			n, err := io.ReadFull(src, buf[:])

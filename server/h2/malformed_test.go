@@ -3,6 +3,7 @@ package h2_test
 import (
 	"bytes"
 	"crypto/tls"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,22 @@ func TestLargeHeaderField(t *testing.T) {
 	send(3, "small=1")
 	if s := statusOf(3); s != "200" {
 		t.Errorf("next request on the connection: status %s", s)
+	}
+}
+
+// TestNilContentTypeNotSniffed: as in net/http, a handler that sets
+// Content-Type to nil sends none.
+func TestNilContentTypeNotSniffed(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil
+		w.Write([]byte("<html><p>hello</p></html>"))
+	}))
+	res, err := client().Get("https://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if ct, ok := res.Header["Content-Type"]; ok {
+		t.Errorf("Content-Type %q", ct)
 	}
 }

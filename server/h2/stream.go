@@ -437,7 +437,8 @@ func (w *responseWriter) sendHeader(final bool) error {
 			}
 		}
 	}
-	if w.bodyOK && len(w.pending) > 0 && h["Content-Type"] == nil && h["Content-Encoding"] == nil {
+	// A handler that sets the field to nil (as net/http allows) wants none.
+	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {
 		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
 	}
 	switch {

@@ -848,6 +848,11 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 		}
 		hdr[k] = vv
 	}
+	if _, ok := hdr["Content-Type"]; !ok {
+		// The upstream sent none: the client gets none either, rather
+		// than a guess (a nil value tells the engine not to sniff).
+		hdr["Content-Type"] = nil
+	}
 	if loc := hdr["Location"]; len(loc) == 1 {
 		if v, ok := h.rewriteLocation(loc[0], r, c); ok {
 			hdr["Location"] = []string{v}

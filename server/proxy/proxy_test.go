@@ -875,6 +875,23 @@ func TestHeadAndBodilessStatuses(t *testing.T) {
 	}
 }
 
+// TestNoContentTypeAdded: a response the upstream sent without
+// Content-Type reaches the client without one; the proxy does not guess
+// (RFC 9110 section 8.3 leaves that to the recipient).
+func TestNoContentTypeAdded(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // net/http: send none, do not sniff
+		io.WriteString(w, "<html>plain bytes that look like HTML, long enough to be compressed if typed: "+strings.Repeat("x", 600))
+	}))
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, StripPrefix: true})
+	forEachFront(t, h, func(t *testing.T, f front) {
+		resp, body := get(t, f.client, f.url("/proxy/x"), "Accept-Encoding", "gzip")
+		if ct, ok := resp.Header["Content-Type"]; ok || resp.StatusCode != 200 || !strings.HasPrefix(string(body), "<html>") {
+			t.Errorf("%d Content-Type %q (%v), Content-Encoding %q, body %.20q", resp.StatusCode, ct, ok, resp.Header.Get("Content-Encoding"), body)
+		}
+	})
+}
+
 func TestEarlyHintsRelayed(t *testing.T) {
 	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</style.css>; rel=preload; as=style")
