@@ -43,6 +43,11 @@ type conn struct {
 	recvConn      atomic.Int32 // connection receive window left
 	sawSettings   bool
 	goAwaySent    bool
+	// resetIDs holds the last streams this side reset (under wmu): frames
+	// the peer sent before it saw the RST_STREAM are ignored, not errors
+	// (RFC 9113 section 5.1, "closed").
+	resetIDs [32]uint32
+	resetPos int
 	lastStreamsAt time.Time
 	resets        int // streams the client reset while we still worked on them
 
@@ -405,6 +410,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if id > c.maxStreamID {
 			return connErr(http2.ErrCodeProtocol)
 		}
+		if st == nil && c.wasReset(id) {
+			return nil // in flight when we reset the stream: ignored
+		}
 		return streamErr(id, http2.ErrCodeStreamClosed)
 	}
 	if n > st.recvWindow.Load() {
@@ -469,6 +477,7 @@ func (c *conn) credit(st *stream, n int32) {
 func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 	c.wmu.Lock()
 	c.fw.WriteRSTStream(id, code)
+	c.noteReset(id)
 	c.wmu.Unlock()
 	c.kickWriter()
 	c.smu.Lock()
@@ -478,6 +487,24 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 		st.abort(errStreamReset)
 		c.closeStream(st)
 	}
+}
+
+// noteReset records that this side sent RST_STREAM for id (wmu held).
+func (c *conn) noteReset(id uint32) {
+	c.resetIDs[c.resetPos] = id
+	c.resetPos = (c.resetPos + 1) % len(c.resetIDs)
+}
+
+// wasReset reports whether this side recently reset stream id.
+func (c *conn) wasReset(id uint32) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for _, r := range c.resetIDs {
+		if r == id {
+			return true
+		}
+	}
+	return false
 }
 
 // goAway sends GOAWAY with code and ends the connection after the output

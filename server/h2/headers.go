@@ -22,6 +22,11 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.smu.Lock()
 		st := c.streams[id]
 		c.smu.Unlock()
+		if st == nil && c.wasReset(id) {
+			// Trailers in flight when we reset the stream: ignored
+			// (section 5.1; the block was decoded, so HPACK state holds).
+			return nil
+		}
 		if st == nil || st.remoteClosed {
 			// Closed, or half-closed (remote): section 5.1.
 			return connErr(http2.ErrCodeStreamClosed)
@@ -76,6 +81,7 @@ func (c *conn) refuse(id uint32, status int, ended bool) {
 	c.writeHeaderBlock(id, true, status, http.Header{"Content-Length": {"0"}}, nil)
 	if !ended {
 		c.fw.WriteRSTStream(id, http2.ErrCodeNo)
+		c.noteReset(id)
 	}
 	c.wmu.Unlock()
 	c.kickWriter()

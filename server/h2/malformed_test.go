@@ -3,6 +3,7 @@ package h2_test
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -167,5 +168,67 @@ func TestNilContentTypeNotSniffed(t *testing.T) {
 	res.Body.Close()
 	if ct, ok := res.Header["Content-Type"]; ok {
 		t.Errorf("Content-Type %q", ct)
+	}
+}
+
+// TestFramesAfterOurResetIgnored: DATA the client sent before it saw our
+// RST_STREAM (a 431 refused while the upload was on its way) is ignored,
+// not answered with STREAM_CLOSED for every frame (RFC 9113 section 5.1,
+// "closed"), and the connection goes on.
+func TestFramesAfterOurResetIgnored(t *testing.T) {
+	addr, _ := start(t, echo)
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(http2.ClientPreface))
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	fr.WriteSettings()
+	headers := func(id uint32, cookie string, end bool) {
+		var b bytes.Buffer
+		enc := hpack.NewEncoder(&b)
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/p"}, {"cookie", cookie}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		block := b.Bytes()
+		first := block[:min(len(block), 16<<10)]
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(first) == len(block), EndStream: end})
+		for rest := block[len(first):]; len(rest) > 0; {
+			n := min(len(rest), 16<<10)
+			fr.WriteContinuation(id, n == len(rest), rest[:n])
+			rest = rest[n:]
+		}
+	}
+	headers(1, strings.Repeat("a", 40000), false)
+	chunk := make([]byte, 8<<10)
+	for i := 0; i < 6; i++ { // within the initial 64 KiB window
+		fr.WriteData(1, false, chunk)
+	}
+	headers(3, "small=1", true)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []string
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%v after %v", err, got)
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			got = append(got, fmt.Sprintf("%d:%s", f.StreamID, f.PseudoValue("status")))
+		case *http2.RSTStreamFrame:
+			got = append(got, fmt.Sprintf("%d:rst-%v", f.StreamID, f.ErrCode))
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v after %v", f.ErrCode, got)
+		case *http2.DataFrame:
+			if f.StreamID == 3 && f.StreamEnded() {
+				want := []string{"1:431", "1:rst-NO_ERROR", "3:200"}
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("frames %v, want %v", got, want)
+				}
+				return
+			}
+		}
 	}
 }
