@@ -49,10 +49,8 @@ type exchange struct {
 	bodyAllowed bool
 	clientGone  bool // a write to the client failed
 	// out holds body bytes not yet given to the client (see emit), in the
-	// connection's buffer; held says the last STDOUT record was full, so
-	// more output is on its way and a flush can wait for it.
-	out  []byte
-	held bool
+	// connection's buffer.
+	out []byte
 	// vals is the backing array of the response's single-valued header
 	// fields (see setField).
 	vals []string
@@ -220,6 +218,12 @@ func (x *exchange) attempt() (sent bool, err error) {
 // log.
 func (x *exchange) finish(c *conn, err error, status int) {
 	h := x.h
+	if err != nil && x.headerSent && len(x.out) > 0 {
+		// The response is under way and will be cut off below: pass on
+		// what the script wrote before it failed (x.out is the
+		// connection's buffer, so before the connection goes).
+		x.emit(false, true)
+	}
 	if c != nil {
 		reusable := err == nil && c.clean() && x.stdinErr == nil
 		if reusable {
@@ -296,11 +300,6 @@ func (x *exchange) readResponse() error {
 		}
 		switch hd.Type {
 		case fcgi.TypeStdout:
-			// php-fpm sends full records (8184 bytes of content) while the
-			// script's output fills its buffer, and a shorter one when the
-			// script flushes or ends: after a full one, more output is on
-			// its way.
-			x.held = hd.ContentLength >= fullRecord
 			for rd.Remaining() > 0 {
 				p, err := rd.Peek()
 				if err != nil {
@@ -350,20 +349,17 @@ func (x *exchange) readResponse() error {
 			x.emit(true, false)
 			return nil
 		}
-		// Give the client what came when nothing more is buffered, unless
-		// the script is in the middle of a burst of full records: a script
-		// that flushes (PHP's flush(), server-sent events) or pauses is
-		// seen at once, and a page arriving record by record goes out in
-		// few large writes rather than one or two per record.
-		if len(x.out) > 0 && !x.held && rd.Buffered() == 0 {
+		// Give the client what came once nothing more is buffered: what
+		// arrived together (often a whole page) goes out in one write, and
+		// a script that flushes (PHP's flush(), server-sent events) or
+		// pauses is seen at once. Waiting for more would hold output a
+		// script flushed: php-fpm sends a large echo as one record of any
+		// size, and a flush after a full buffer sends nothing.
+		if len(x.out) > 0 && rd.Buffered() == 0 {
 			x.emit(false, true)
 		}
 	}
 }
-
-// fullRecord is the content length of a full STDOUT record from php-fpm
-// (its 8 KiB output buffer less the 8-byte record header).
-const fullRecord = 8<<10 - 8
 
 // outBufferSize is the most body bytes held back for one write to the
 // client (see exchange.emit).
@@ -392,8 +388,9 @@ func (x *exchange) writeHeader(block []byte) error {
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
 		setField(hdr, name, x.h.interned.value(v, repeat), &x.vals)
 	})
-	if _, ok := hdr["Content-Type"]; !ok {
-		// The script sent none (PHP with default_mimetype = ""): the
+	if ct, ok := hdr["Content-Type"]; !ok || len(ct) == 1 && ct[0] == "" {
+		// The script sent none (PHP with default_mimetype = "", or an
+		// empty one, header('Content-Type:')): the
 		// client gets none either, rather than a guess (a nil value tells
 		// the engine not to sniff).
 		hdr["Content-Type"] = nil

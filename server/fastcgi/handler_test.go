@@ -395,10 +395,41 @@ func TestStreaming(t *testing.T) {
 	}
 }
 
+// TestStreamingLargeFlush: output flushed after a large echo (php-fpm sends
+// it as one record of any size, or full 8 KiB records and nothing at the
+// flush) reaches the client while the script still runs.
+func TestStreamingLargeFlush(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	h := e.handler(t, nil)
+	for _, p := range protos(t, h) {
+		t.Run(p.name, func(t *testing.T) {
+			for _, n := range []int{16368, 20000} { // two full records; one record of 20000
+				start := time.Now()
+				res, err := p.client.Get(fmt.Sprintf("%s/app/flushbig.php?n=%d", p.url, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				buf := make([]byte, n)
+				if _, err := io.ReadFull(res.Body, buf); err != nil {
+					t.Fatalf("n=%d: %v", n, err)
+				}
+				if d := time.Since(start); d > 1500*time.Millisecond { // the script sleeps 2 s after the flush
+					t.Errorf("n=%d: flushed output took %v: held back", n, d)
+				}
+				rest, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if string(rest) != "END" {
+					t.Errorf("n=%d: rest %q", n, rest)
+				}
+			}
+		})
+	}
+}
+
 // TestContentLengthWhenComplete: a response that arrives whole before
-// anything is sent goes out with a Content-Length (RFC 9112 section 6.3:
-// no chunked framing needed) and in few writes, one that is still coming
-// when the buffer fills is streamed without one.
+// anything is sent (php-fpm sends a page that fits its 8 KiB buffer with
+// END_REQUEST) goes out with a Content-Length (RFC 9112 section 6.3: no
+// chunked framing needed); one that is still coming is streamed without.
 func TestContentLengthWhenComplete(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{})
 	h := e.handler(t, nil)
@@ -408,7 +439,7 @@ func TestContentLengthWhenComplete(t *testing.T) {
 				path     string
 				complete bool
 			}{
-				{"/app/big.php", true},
+				{"/app/mid.php", true},
 				{"/app/huge.php", false},
 			} {
 				res, body := get(t, p.client, p.url+tc.path)

@@ -86,6 +86,13 @@ flush();
 usleep(600000);
 echo "second\n";
 `,
+	"app/flushbig.php": `<?php
+header('Content-Type: application/octet-stream');
+echo str_repeat('b', (int)$_GET['n']);
+flush();
+sleep(2);
+echo "END";
+`,
 	"app/stream.php": `<?php
 for ($i = 0; $i < 200; $i++) {
   echo "tick $i\n";
@@ -110,6 +117,10 @@ echo "<!doctype html><title>big</title>\n";
 for ($i = 0; $i < 500; $i++) {
   echo "<p>line $i: the quick brown fox jumps over the lazy dog</p>\n";
 }
+`,
+	"app/mid.php": `<?php
+header('Content-Type: text/html; charset=UTF-8');
+echo str_repeat("<p>the quick brown fox jumps over the lazy dog</p>\n", 120);
 `,
 	"app/huge.php": `<?php
 $line = str_repeat("x", 1023) . "\n";
