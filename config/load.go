@@ -145,7 +145,7 @@ outer:
 var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
 
 // typeMsgRE matches the library's messages for a value of the wrong type.
-var typeMsgRE = regexp.MustCompile(`(?:incompatible types: TOML value has type (\w+); destination has type (\w+)|type mismatch for [\w.]+: expected (\w+) but found (\w+))`)
+var typeMsgRE = regexp.MustCompile(`(?:incompatible types: TOML value has type ([^;]+); destination has type (\S+)|type mismatch for [\w.]+: expected (\w+) but found (\w+))`)
 
 // friendlyType rewrites a wrong-type message in the words of the file:
 // "expected an array, got a string".
@@ -159,6 +159,12 @@ func friendlyType(msg string) (string, bool) {
 		want, got = m[3], m[4]
 	}
 	words := func(t string) string {
+		switch {
+		case strings.HasPrefix(t, "[]"):
+			return "an array"
+		case strings.HasPrefix(t, "map["):
+			return "a table"
+		}
 		switch t {
 		case "slice", "array", "[]interface {}":
 			return "an array"

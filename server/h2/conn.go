@@ -37,17 +37,17 @@ type conn struct {
 	fr     *http2.Framer
 
 	// Reader-goroutine state.
-	maxStreamID   uint32       // highest client-initiated stream id seen
-	peerMaxFrame  uint32       // SETTINGS_MAX_FRAME_SIZE of the peer
-	peerWindow    int32        // SETTINGS_INITIAL_WINDOW_SIZE of the peer
-	recvConn      atomic.Int32 // connection receive window left
-	sawSettings   bool
-	goAwaySent    bool
+	maxStreamID  uint32       // highest client-initiated stream id seen
+	peerMaxFrame uint32       // SETTINGS_MAX_FRAME_SIZE of the peer
+	peerWindow   int32        // SETTINGS_INITIAL_WINDOW_SIZE of the peer
+	recvConn     atomic.Int32 // connection receive window left
+	sawSettings  bool
+	goAwaySent   bool
 	// resetIDs holds the last streams this side reset (under wmu): frames
 	// the peer sent before it saw the RST_STREAM are ignored, not errors
 	// (RFC 9113 section 5.1, "closed").
-	resetIDs [32]uint32
-	resetPos int
+	resetIDs      [32]uint32
+	resetPos      int
 	lastStreamsAt time.Time
 	resets        int // streams the client reset while we still worked on them
 
