@@ -106,6 +106,8 @@ func TestErrorsAreLocated(t *testing.T) {
 			`:1:10: listen: expected an array, got a string`},
 		{"wrong type in an inline table", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = \"127.0.0.1:80\" }\n",
 			`:3:29: upstreams: expected an array, got a string`},
+		{"array for a string in a handler", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = [\"WWW\"] }\n",
+			`:3:30: root: expected a string, got an array`},
 		{"wrong type under a quoted key", "php = { fpm = \"/bin/sh\", ini = { \"date.timezone\" = 5 } }\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:52: php.ini."date.timezone": expected a string, got an integer`},
 		{"missing root", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW/nope\" }\n",
