@@ -436,7 +436,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		// The handler is done: discard, keep the connection window open,
 		// and ask a client still sending to stop (RFC 9113 section 8.1).
 		c.credit(nil, int32(len(data)))
-		if !f.StreamEnded() && st.localClosed.Load() {
+		if !f.StreamEnded() && st.localClosed.Load() && !st.drains() {
 			c.resetStream(id, http2.ErrCodeNo)
 			return nil
 		}

@@ -232,3 +232,86 @@ func TestFramesAfterOurResetIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyAnswerDuringUpload: a handler that answers (413) without reading
+// the body. A body that fits the stream window is let in and dropped, so
+// the response is not followed by a RST_STREAM (curl 7.88 reports one as a
+// failure); a larger one gets RST_STREAM NO_ERROR (RFC 9113 section 8.1)
+// and the DATA still in flight is ignored. The connection goes on.
+func TestEarlyAnswerDuringUpload(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			return
+		}
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	}))
+	for _, tc := range []struct {
+		size int
+		rst  bool
+	}{
+		{100 << 10, false},
+		{1 << 20, true},
+	} {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(http2.ClientPreface))
+		fr := http2.NewFramer(c, c)
+		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+		fr.WriteSettings()
+		fr.WriteWindowUpdate(0, 1<<30)
+		req := func(id uint32, path string, size int) {
+			var b bytes.Buffer
+			enc := hpack.NewEncoder(&b)
+			for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", path}, {"content-length", fmt.Sprint(size)}} {
+				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b.Bytes(), EndHeaders: true, EndStream: size == 0})
+		}
+		req(1, "/upload", tc.size)
+		// Send what the windows allow (the server's stream window is
+		// 256 KiB): the rest of a larger body would wait for window.
+		chunk := make([]byte, 16<<10)
+		for sent, limit := 0, min(tc.size, 256<<10); sent < limit; {
+			n := min(len(chunk), limit-sent)
+			sent += n
+			fr.WriteData(1, sent == tc.size, chunk[:n])
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		status := map[uint32]string{}
+		rst := map[uint32]http2.ErrCode{}
+		req(3, "/ok", 0)
+		// Read until stream 1 is answered and a request sent after that
+		// (stream 5) is answered too: by then stream 1's end is decided.
+		sent5 := false
+		for gotRST := false; status[5] == "" || tc.rst && !gotRST; _, gotRST = rst[1] {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("size %d: %v (status %v, resets %v)", tc.size, err, status, rst)
+			}
+			switch f := f.(type) {
+			case *http2.MetaHeadersFrame:
+				status[f.StreamID] = f.PseudoValue("status")
+			case *http2.RSTStreamFrame:
+				rst[f.StreamID] = f.ErrCode
+			case *http2.GoAwayFrame:
+				t.Fatalf("size %d: GOAWAY %v", tc.size, f.ErrCode)
+			}
+			if !sent5 && status[1] != "" && status[3] != "" {
+				sent5 = true
+				req(5, "/ok", 0)
+			}
+		}
+		if status[1] != "413" || status[3] != "200" || status[5] != "200" {
+			t.Errorf("size %d: statuses %v", tc.size, status)
+		}
+		if code, ok := rst[1]; ok != tc.rst || ok && code != http2.ErrCodeNo {
+			t.Errorf("size %d: resets %v, want a RST_STREAM NO_ERROR for stream 1: %v", tc.size, rst, tc.rst)
+		}
+		if len(rst) > 1 || len(rst) == 1 && !tc.rst {
+			t.Errorf("size %d: resets %v", tc.size, rst)
+		}
+		c.Close()
+	}
+}

@@ -108,9 +108,17 @@ func (st *stream) afterHandler() {
 		if !st.body.sent() && !many {
 			return
 		}
+		if st.drains() && !many {
+			// A body that fits the stream's window is let in and dropped
+			// (onData returns its connection window) rather than reset:
+			// some clients (curl 7.88) report a RST_STREAM after a
+			// complete response, a 413 for instance, as a failure.
+			return
+		}
 		c.wmu.Lock()
 		if !c.dead {
 			c.fw.WriteRSTStream(st.id, http2.ErrCodeNo)
+			c.noteReset(st.id)
 		}
 		c.wmu.Unlock()
 		c.kickWriter()
@@ -118,6 +126,14 @@ func (st *stream) afterHandler() {
 		return
 	}
 	c.closeStream(st)
+}
+
+// drains reports whether the rest of a request body the handler left
+// unread is read and dropped rather than refused with RST_STREAM: its
+// declared length fits the stream's initial window, so the client never
+// waits for a WINDOW_UPDATE that will not come.
+func (st *stream) drains() bool {
+	return st.declaredCL >= 0 && st.declaredCL <= streamWindow
 }
 
 // resetLocal sends RST_STREAM for a stream whose handler failed.
