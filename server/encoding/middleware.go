@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Options configure the Middleware.
@@ -141,7 +143,7 @@ func (e *encWriter) decideFromHeaders() {
 	case e.status == http.StatusNoContent, e.status == http.StatusNotModified,
 		e.status == http.StatusPartialContent,
 		h.Get("Content-Encoding") != "", h.Get("Content-Range") != "",
-		hasToken(h["Cache-Control"], "no-transform"):
+		wire.HasToken(h["Cache-Control"], "no-transform"):
 		e.pass()
 		return
 	}
@@ -205,7 +207,7 @@ var codingHeader = [NumCodings][]string{nil, {"zstd"}, {"br"}, {"gzip"}}
 // addVary adds Accept-Encoding to Vary unless it (or "*") is there already.
 func addVary(h http.Header) {
 	for _, v := range h["Vary"] {
-		if hasToken([]string{v}, "accept-encoding") || strings.TrimSpace(v) == "*" {
+		if wire.HasToken([]string{v}, "accept-encoding") || strings.TrimSpace(v) == "*" {
 			return
 		}
 	}
@@ -217,23 +219,6 @@ func addVary(h http.Header) {
 }
 
 var varyAE = []string{"Accept-Encoding"}
-
-// hasToken reports whether a comma-separated field contains token
-// (case-insensitive), ignoring parameters such as "max-age=0".
-func hasToken(lines []string, token string) bool {
-	for _, line := range lines {
-		for _, part := range strings.Split(line, ",") {
-			p := trimOWS(part)
-			if i := strings.IndexByte(p, '='); i >= 0 {
-				p = trimOWS(p[:i])
-			}
-			if eqFold(p, token) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 func (e *encWriter) Write(p []byte) (int, error) {
 	if e.status == 0 && !e.sent {
@@ -356,7 +341,7 @@ func (v *varyWriter) WriteHeader(code int) {
 		h := v.Header()
 		if code != http.StatusNoContent && code != http.StatusNotModified && code != http.StatusPartialContent &&
 			h.Get("Content-Encoding") == "" && Compressible(h.Get("Content-Type")) &&
-			!hasToken(h["Cache-Control"], "no-transform") {
+			!wire.HasToken(h["Cache-Control"], "no-transform") {
 			if cl := h.Get("Content-Length"); cl == "" || longEnough(cl, v.minSize) {
 				addVary(h)
 			}

@@ -2,6 +2,8 @@ package fastcgi
 
 import (
 	"strings"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // What a request path maps to under the document root.
@@ -40,7 +42,7 @@ const (
 // version-control data, never pages. "/.well-known/" (RFC 8615) is the
 // exception, below it no dot segment is.
 func (h *Handler) resolve(p string, t *target) resolution {
-	if !cleanPath(p) || hasDotSegment(p) {
+	if !cleanPath(p) || wire.HasDotSegment(p) {
 		return resNotFound
 	}
 	if script, info, ok := h.splitScript(p); ok {
@@ -139,20 +141,6 @@ func cleanPath(p string) bool {
 			return false
 		}
 		i += j + 1
-	}
-	return true
-}
-
-// hasDotSegment reports whether a path has a segment starting with "."
-// other than a leading "/.well-known" (RFC 8615), which ACME and others
-// need. Same rule as the static handler's.
-func hasDotSegment(p string) bool {
-	i := strings.Index(p, "/.")
-	if i < 0 {
-		return false
-	}
-	if i == 0 && (p == "/.well-known" || strings.HasPrefix(p, "/.well-known/")) {
-		return strings.Contains(p[len("/.well-known"):], "/.")
 	}
 	return true
 }

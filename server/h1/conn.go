@@ -527,16 +527,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 	r.ContentLength = n
 	if chunked {
 		r.TransferEncoding = chunkedTE
-		if t := h["Trailer"]; len(t) > 0 {
-			r.Trailer = http.Header{}
-			for _, line := range t {
-				for _, k := range strings.Split(line, ",") {
-					if k = strings.TrimSpace(k); k != "" {
-						r.Trailer[http.CanonicalHeaderKey(k)] = nil
-					}
-				}
-			}
-		}
+		r.Trailer = wire.DeclaredTrailer(h["Trailer"])
 	}
 	if n == 0 && !chunked {
 		r.Body = http.NoBody

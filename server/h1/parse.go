@@ -137,21 +137,11 @@ func cutScheme(t string) (string, bool) {
 	return "", false
 }
 
-// setPath fills u.Path (decoded) and u.RawPath (the encoded form, only when
-// it differs from the default encoding of Path), as net/url does.
+// setPath is wire.SetPath with the engine's 400 for a malformed
+// percent-encoding.
 func setPath(u *url.URL, escaped string) error {
-	if strings.IndexByte(escaped, '%') < 0 {
-		u.Path, u.RawPath = escaped, ""
-		return nil
-	}
-	p, err := url.PathUnescape(escaped)
-	if err != nil {
+	if wire.SetPath(u, escaped) != nil {
 		return badRequest("malformed percent-encoding in path")
-	}
-	u.Path = p
-	u.RawPath = ""
-	if u.EscapedPath() != escaped {
-		u.RawPath = escaped
 	}
 	return nil
 }

@@ -148,13 +148,7 @@ func (w *response) sendHeader(final bool) {
 	}
 	h := w.header
 	if t := h["Trailer"]; len(t) > 0 {
-		for _, line := range t {
-			for _, k := range strings.Split(line, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					w.trailers = append(w.trailers, http.CanonicalHeaderKey(k))
-				}
-			}
-		}
+		w.trailers = wire.AppendTrailerNames(w.trailers, t)
 	}
 	delete(h, "Transfer-Encoding")
 	if wire.HasToken(h["Connection"], "close") {

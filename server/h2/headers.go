@@ -2,7 +2,6 @@ package h2
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -226,7 +225,7 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		u.RawQuery = q
 		if p == "*" {
 			u.Path = "*"
-		} else if err := setPath(u, p); err != nil {
+		} else if err := wire.SetPath(u, p); err != nil {
 			return nil, perr()
 		}
 	}
@@ -249,16 +248,7 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	} else {
 		r.ContentLength = st.declaredCL
 		r.Body = &st.body
-		if t := h["Trailer"]; len(t) > 0 {
-			r.Trailer = http.Header{}
-			for _, line := range t {
-				for _, k := range strings.Split(line, ",") {
-					if k = strings.TrimSpace(k); k != "" {
-						r.Trailer[http.CanonicalHeaderKey(k)] = nil
-					}
-				}
-			}
-		}
+		r.Trailer = wire.DeclaredTrailer(h["Trailer"])
 	}
 	return r, nil
 }
@@ -302,21 +292,6 @@ func parseContentLength(vals []string) (int64, bool) {
 
 // setPath fills u.Path and, when the encoding is not the default one,
 // u.RawPath, as net/url does.
-func setPath(u *url.URL, escaped string) error {
-	if strings.IndexByte(escaped, '%') < 0 {
-		u.Path, u.RawPath = escaped, ""
-		return nil
-	}
-	p, err := url.PathUnescape(escaped)
-	if err != nil {
-		return err
-	}
-	u.Path, u.RawPath = p, ""
-	if u.EscapedPath() != escaped {
-		u.RawPath = escaped
-	}
-	return nil
-}
 
 func isToken(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||

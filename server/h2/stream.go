@@ -445,13 +445,7 @@ func (w *responseWriter) sendHeader(final bool) error {
 	}
 	h := w.header
 	if t := h["Trailer"]; len(t) > 0 {
-		for _, line := range t {
-			for _, k := range strings.Split(line, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					w.trailers = append(w.trailers, http.CanonicalHeaderKey(k))
-				}
-			}
-		}
+		w.trailers = wire.AppendTrailerNames(w.trailers, t)
 	}
 	// A handler that sets the field to nil (as net/http allows) wants none.
 	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {

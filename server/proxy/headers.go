@@ -62,25 +62,6 @@ func (t *connTokens) has(k string) bool {
 	return false
 }
 
-// hasToken reports whether a comma-separated field contains tok,
-// case-insensitively.
-func hasToken(vv []string, tok string) bool {
-	for _, v := range vv {
-		for v != "" {
-			var t string
-			if i := strings.IndexByte(v, ','); i >= 0 {
-				t, v = v[:i], v[i+1:]
-			} else {
-				t, v = v, ""
-			}
-			if strings.EqualFold(strings.TrimSpace(t), tok) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Field classes of a request header, decided by canonical name.
 const (
 	fieldCopy   = iota

@@ -64,6 +64,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Options carry what the server knows and the site file does not say.
@@ -328,7 +329,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var upgrade string
-	if r.ProtoMajor == 1 && hasToken(r.Header["Connection"], "upgrade") {
+	if r.ProtoMajor == 1 && wire.HasToken(r.Header["Connection"], "upgrade") {
 		if v := r.Header["Upgrade"]; len(v) > 0 {
 			upgrade = v[0]
 		}
@@ -790,7 +791,7 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 				writeField(bw, k, v)
 			}
 		case fieldTE:
-			if hasToken(vv, "trailers") {
+			if wire.HasToken(vv, "trailers") {
 				bw.WriteString("Te: trailers\r\n")
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Options are what a static handler receives from the server.
@@ -131,7 +132,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusBadRequest)
 		return
 	}
-	if !h.dotfiles && hasDotSegment(p) {
+	if !h.dotfiles && wire.HasDotSegment(p) {
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	}
@@ -174,19 +175,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	errpage.Write(w, r, http.StatusNotFound)
-}
-
-// hasDotSegment reports whether a path has a segment starting with "."
-// other than a leading /.well-known/ (RFC 8615), which ACME and others need.
-func hasDotSegment(p string) bool {
-	i := strings.Index(p, "/.")
-	if i < 0 {
-		return false
-	}
-	if i == 0 && (p == "/.well-known" || strings.HasPrefix(p, "/.well-known/")) {
-		return strings.Contains(p[len("/.well-known"):], "/.")
-	}
-	return true
 }
 
 // redirectSlash answers 301 to the directory's slash form, keeping the
