@@ -72,24 +72,19 @@ func (s *Server) maxHeaderBytes() int {
 	return 32 << 10
 }
 
-func (s *Server) bodyReadTimeout() time.Duration {
-	switch {
-	case s.BodyReadTimeout < 0:
-		return 0
-	case s.BodyReadTimeout == 0:
-		return 60 * time.Second
-	}
-	return s.BodyReadTimeout
-}
+func (s *Server) bodyReadTimeout() time.Duration { return orDefault(s.BodyReadTimeout, time.Minute) }
 
-func (s *Server) writeTimeout() time.Duration {
+func (s *Server) writeTimeout() time.Duration { return orDefault(s.WriteTimeout, time.Minute) }
+
+// orDefault reads a timeout field: zero means def, negative means none (0).
+func orDefault(d, def time.Duration) time.Duration {
 	switch {
-	case s.WriteTimeout < 0:
+	case d < 0:
 		return 0
-	case s.WriteTimeout == 0:
-		return 60 * time.Second
+	case d == 0:
+		return def
 	}
-	return s.WriteTimeout
+	return d
 }
 
 func (s *Server) logger() *slog.Logger {
