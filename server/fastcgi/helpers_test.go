@@ -81,17 +81,14 @@ usleep((int)($_GET['ms'] ?? 20) * 1000);
 echo "slept\n";
 `,
 	"app/flush.php": `<?php
-echo "first\n";
-flush();
-usleep(600000);
-echo "second\n";
-`,
-	"app/flushbig.php": `<?php
 header('Content-Type: application/octet-stream');
 echo str_repeat('b', (int)$_GET['n']);
 flush();
-sleep(2);
-echo "END";
+// Wait (10 s at most) until the client says it has the flushed bytes.
+for ($i = 0; $i < 1000 && !file_exists($_GET['f']); $i++) {
+  usleep(10000);
+}
+echo file_exists($_GET['f']) ? "seen" : "timeout";
 `,
 	"app/stream.php": `<?php
 for ($i = 0; $i < 200; $i++) {
