@@ -177,11 +177,12 @@ func (c *conn) serve() {
 		}
 		c.w.finish()
 		c.stopWatch()
-		// The handler and its body reads may have set the read deadline
-		// directly: the next setReadDeadline must not trust the cache.
-		c.rmu.Lock()
-		c.deadline = unknownDeadline
-		c.rmu.Unlock()
+		// A handler deadline or a body read set the read deadline directly:
+		// the next setReadDeadline must not trust the cache. (Their
+		// goroutines have ended with the handler: no lock needed.)
+		if c.rfixed || !c.bodyArmed.IsZero() {
+			c.deadline = unknownDeadline
+		}
 		if c.wfixed {
 			c.wfixed = false
 			c.wdeadline = time.Time{}
