@@ -13,26 +13,48 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// rawRequest sends one HEADERS frame (END_STREAM) with fields in this order
-// on a new connection and returns the response's :status and body, or the
-// code of the RST_STREAM or GOAWAY the server answered with.
-func rawRequest(t *testing.T, addr string, fields [][2]string) (status, body string, code http2.ErrCode) {
+// rawConn opens a TLS connection speaking h2 with a bare framer: preface
+// and SETTINGS sent, header blocks decoded when read. Closed at cleanup.
+func rawConn(t *testing.T, addr string) (*tls.Conn, *http2.Framer) {
 	t.Helper()
 	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.Write([]byte(http2.ClientPreface))
 	fr := http2.NewFramer(c, c)
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	fr.WriteSettings()
+	return c, fr
+}
+
+// writeHeaders sends fields, in this order, as one header block on stream
+// id: a HEADERS frame and CONTINUATION frames of at most 16 KiB.
+func writeHeaders(fr *http2.Framer, id uint32, end bool, fields ...[2]string) {
 	var b bytes.Buffer
 	enc := hpack.NewEncoder(&b)
 	for _, f := range fields {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b.Bytes(), EndHeaders: true, EndStream: true})
+	block := b.Bytes()
+	const max = 16 << 10
+	first := block[:min(len(block), max)]
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(first) == len(block), EndStream: end})
+	for rest := block[len(first):]; len(rest) > 0; {
+		n := min(len(rest), max)
+		fr.WriteContinuation(id, n == len(rest), rest[:n])
+		rest = rest[n:]
+	}
+}
+
+// rawRequest sends one HEADERS frame (END_STREAM) with fields in this order
+// on a new connection and returns the response's :status and body, or the
+// code of the RST_STREAM or GOAWAY the server answered with.
+func rawRequest(t *testing.T, addr string, fields [][2]string) (status, body string, code http2.ErrCode) {
+	t.Helper()
+	c, fr := rawConn(t, addr)
+	writeHeaders(fr, 1, true, fields...)
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
 		f, err := fr.ReadFrame()
@@ -102,30 +124,9 @@ func TestRequestTarget(t *testing.T) {
 // (RFC 9113 section 10.5.1 leaves the choice; 431 is what clients show).
 func TestLargeHeaderField(t *testing.T) {
 	addr, _ := start(t, echo)
-	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write([]byte(http2.ClientPreface))
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	fr.WriteSettings()
+	c, fr := rawConn(t, addr)
 	send := func(id uint32, cookie string) {
-		var b bytes.Buffer
-		enc := hpack.NewEncoder(&b)
-		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/p"}, {"cookie", cookie}} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		block := b.Bytes()
-		const max = 16 << 10
-		first := block[:min(len(block), max)]
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(block) <= max, EndStream: true})
-		for rest := block[len(first):]; len(rest) > 0; {
-			n := min(len(rest), max)
-			fr.WriteContinuation(id, n == len(rest), rest[:n])
-			rest = rest[n:]
-		}
+		writeHeaders(fr, id, true, [2]string{":method", "GET"}, [2]string{":scheme", "https"}, [2]string{":authority", "a.example"}, [2]string{":path", "/p"}, [2]string{"cookie", cookie})
 	}
 	statusOf := func(id uint32) string {
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -177,29 +178,9 @@ func TestNilContentTypeNotSniffed(t *testing.T) {
 // "closed"), and the connection goes on.
 func TestFramesAfterOurResetIgnored(t *testing.T) {
 	addr, _ := start(t, echo)
-	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write([]byte(http2.ClientPreface))
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	fr.WriteSettings()
+	c, fr := rawConn(t, addr)
 	headers := func(id uint32, cookie string, end bool) {
-		var b bytes.Buffer
-		enc := hpack.NewEncoder(&b)
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/p"}, {"cookie", cookie}} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		block := b.Bytes()
-		first := block[:min(len(block), 16<<10)]
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(first) == len(block), EndStream: end})
-		for rest := block[len(first):]; len(rest) > 0; {
-			n := min(len(rest), 16<<10)
-			fr.WriteContinuation(id, n == len(rest), rest[:n])
-			rest = rest[n:]
-		}
+		writeHeaders(fr, id, end, [2]string{":method", "POST"}, [2]string{":scheme", "https"}, [2]string{":authority", "a.example"}, [2]string{":path", "/p"}, [2]string{"cookie", cookie})
 	}
 	headers(1, strings.Repeat("a", 40000), false)
 	chunk := make([]byte, 8<<10)
@@ -252,22 +233,10 @@ func TestEarlyAnswerDuringUpload(t *testing.T) {
 		{100 << 10, false},
 		{1 << 20, true},
 	} {
-		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Write([]byte(http2.ClientPreface))
-		fr := http2.NewFramer(c, c)
-		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		fr.WriteSettings()
+		c, fr := rawConn(t, addr)
 		fr.WriteWindowUpdate(0, 1<<30)
 		req := func(id uint32, path string, size int) {
-			var b bytes.Buffer
-			enc := hpack.NewEncoder(&b)
-			for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", path}, {"content-length", fmt.Sprint(size)}} {
-				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-			}
-			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: b.Bytes(), EndHeaders: true, EndStream: size == 0})
+			writeHeaders(fr, id, size == 0, [2]string{":method", "POST"}, [2]string{":scheme", "https"}, [2]string{":authority", "a.example"}, [2]string{":path", path}, [2]string{"content-length", fmt.Sprint(size)})
 		}
 		req(1, "/upload", tc.size)
 		// Send what the windows allow (the server's stream window is
