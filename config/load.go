@@ -575,18 +575,28 @@ func normalizeName(n string) (string, error) {
 	if strings.Contains(host, "*") {
 		return "", errors.New("a wildcard is only allowed as the first label, as in \"*.example.org\"")
 	}
+	if err := checkHostName(host); err != nil {
+		return "", err
+	}
+	return n, nil
+}
+
+// checkHostName checks a lower-case DNS name: dot-separated labels of
+// letters, digits, hyphens and underscores (RFC 1123 section 2.1, with the
+// underscore some local names use), at most 63 bytes each.
+func checkHostName(host string) error {
 	for _, label := range strings.Split(host, ".") {
 		if label == "" || len(label) > 63 {
-			return "", errors.New("not a valid host name")
+			return errors.New("not a valid host name")
 		}
 		for i := 0; i < len(label); i++ {
 			c := label[i]
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", fmt.Errorf("character %q is not allowed in a host name", c)
+				return fmt.Errorf("character %q is not allowed in a host name", c)
 			}
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // writable reports why a log file could not be opened for appending: the
@@ -745,32 +755,10 @@ func ParseUpstream(s string) (Upstream, error) {
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 		return Upstream{}, fmt.Errorf("port %q is not a number from 1 to 65535", port)
 	}
-	if _, err := netip.ParseAddr(host); err != nil && !validHostName(host) {
+	if _, err := netip.ParseAddr(host); err != nil && checkHostName(strings.ToLower(strings.TrimSuffix(host, "."))) != nil {
 		return Upstream{}, fmt.Errorf("host %q is neither an IP address nor a host name", host)
 	}
 	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port)}, nil
-}
-
-// validHostName reports whether s is a DNS name: labels of letters, digits,
-// hyphens and underscores (RFC 1123 section 2.1, with the underscore some
-// local names use), separated by dots.
-func validHostName(s string) bool {
-	s = strings.TrimSuffix(s, ".")
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address.
