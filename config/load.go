@@ -27,6 +27,15 @@ var HandlerTypes = []string{"static", "proxy", "fastcgi", "status"}
 // subdirectories are ignored). It returns every mistake at once as Errors,
 // each located "file:line:col", and no sites unless all are valid.
 func Load(path string) ([]*Site, error) {
+	files, err := siteFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	return LoadFiles(files)
+}
+
+// siteFiles lists the site files Load reads for path.
+func siteFiles(path string) ([]string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, Errors{{File: path, Msg: errText(err)}}
@@ -42,14 +51,32 @@ func Load(path string) ([]*Site, error) {
 			return nil, Errors{{File: path, Msg: "no *.toml site files in this directory"}}
 		}
 	}
-	return LoadFiles(files)
+	return files, nil
+}
+
+// ReadFiles reads the site files Load would read for path, without
+// validating them (see ParseFiles).
+func ReadFiles(path string) ([]File, error) {
+	names, err := siteFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, f := range names {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, Errors{{File: f, Msg: errText(err)}}
+		}
+		files = append(files, File{Name: f, Data: string(data)})
+	}
+	return files, nil
 }
 
 // LoadFiles reads and validates the given site files (see Load).
 func LoadFiles(files []string) ([]*Site, error) {
 	var (
-		sites []*Site
-		errs  Errors
+		read []File
+		errs Errors
 	)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -57,7 +84,38 @@ func LoadFiles(files []string) ([]*Site, error) {
 			errs = append(errs, &Error{File: f, Msg: errText(err)})
 			continue
 		}
-		s, err := Parse(f, data)
+		read = append(read, File{Name: f, Data: string(data)})
+	}
+	sites, err := ParseFiles(read)
+	if err != nil {
+		errs = append(errs, err.(Errors)...)
+	} else {
+		errs = append(errs, CheckCertificates(sites)...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return sites, nil
+}
+
+// File is a site file's name (its path: relative paths inside it are
+// relative to its directory) and content.
+type File struct {
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+// ParseFiles validates site files already read, together, as LoadFiles
+// does except for loading their certificates (CheckCertificates): cmd/arka
+// -appliance serves a site whose certificate does not load with a
+// self-signed one instead.
+func ParseFiles(files []File) ([]*Site, error) {
+	var (
+		sites []*Site
+		errs  Errors
+	)
+	for _, f := range files {
+		s, err := Parse(f.Name, []byte(f.Data))
 		if err != nil {
 			errs = append(errs, err.(Errors)...)
 			continue
@@ -489,10 +547,6 @@ func (v *validator) site(s *Site) {
 		v.errAt("tls", "tls needs both cert and key (or neither, for a generated self-signed certificate)")
 	case s.TLS.Cert != "" && len(s.TLS.Listen) == 0:
 		v.errAt("tls", "tls has a certificate but no listen address (for example listen = [\":443\"])")
-	case s.TLS.Cert != "":
-		if _, err := tls.LoadX509KeyPair(s.TLS.Cert, s.TLS.Key); err != nil {
-			v.errAt("tls.cert", "cannot load certificate %s with key %s: %s", s.TLS.Cert, s.TLS.Key, errText(err))
-		}
 	}
 	switch s.Log.Format {
 	case "":
@@ -995,4 +1049,22 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// CheckCertificates loads every site's TLS certificate and key (LoadFiles
+// does, ParseFiles does not) and locates those that do not load at their
+// tls.cert key.
+func CheckCertificates(sites []*Site) Errors {
+	var errs Errors
+	for _, s := range sites {
+		if s.TLS.Cert == "" {
+			continue
+		}
+		if _, err := tls.LoadX509KeyPair(s.TLS.Cert, s.TLS.Key); err != nil {
+			line, col := s.Position("tls.cert")
+			errs = append(errs, &Error{File: s.File, Line: line, Col: col,
+				Msg: fmt.Sprintf("cannot load certificate %s with key %s: %s", s.TLS.Cert, s.TLS.Key, errText(err))})
+		}
+	}
+	return errs
 }

@@ -17,7 +17,7 @@ import (
 // generated when dryRun is false), handlers constructed, middleware applied.
 // Errors are config.Errors located at the offending route or key.
 func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
-	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}}
+	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}, sites: sites}
 	var errs config.Errors
 	fail := func(cs *config.Site, line, col int, format string, args ...any) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
@@ -31,6 +31,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			switch {
 			case cs.TLS.Cert != "":
 				c, err := loadCert(cs.TLS.Cert, cs.TLS.Key)
+				if err != nil && s.o.KeepServing && !dryRun {
+					c, err = s.tlsFallback(t, cs, err)
+				}
 				if err != nil {
 					fail(cs, 0, 0, "tls: %v", err)
 				}
@@ -138,6 +141,8 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		return s.dynamic(cs, h), nil
 	case "fastcgi":
 		return s.fastcgiHandler(cs, cr, t)
+	case problemsHandlerType:
+		return problemsPage{s}, nil
 	case "proxy":
 		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
 			Logger:    s.log,

@@ -80,6 +80,12 @@ type Options struct {
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
 	PHP PHP
+	// KeepServing serves what can be served instead of failing Apply: a
+	// site whose certificate or key does not load gets a self-signed one,
+	// an address that cannot be bound is retried with backoff (see
+	// degrade.go); both are reported by Problems and Readiness. cmd/arka
+	// sets it with -appliance.
+	KeepServing bool
 }
 
 // PHP is the php-fpm pool Arka runs itself, as the server sees it.
@@ -117,6 +123,12 @@ type Server struct {
 	statsMu   sync.Mutex
 	done      chan struct{}
 	closed    bool
+	pending   map[string]bool // addresses to bind again (KeepServing); under mu
+	retrying  bool            // retryBinds runs; under mu
+
+	probMu   sync.Mutex
+	problems map[string]string // see SetProblem
+	serving  string            // see SetServing
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -202,6 +214,10 @@ func (s *Server) Apply(sites []*config.Site) error {
 			delete(s.listeners, addr)
 		}
 		l, err := s.listen(addr, vh.tls)
+		if err != nil && s.o.KeepServing {
+			defer s.bindLater(addr, listenError(sites, addr, vh.tls, err))
+			continue
+		}
 		if err != nil {
 			for _, b := range bound {
 				b.ln.Close()
@@ -226,6 +242,13 @@ func (s *Server) Apply(sites []*config.Site) error {
 	old := s.table
 	s.table, s.listeners = t, next
 	s.served.Store(t)
+	s.applyProblems(t)
+	for addr := range s.pending {
+		if t.vhosts[addr] == nil || s.listeners[addr] != nil {
+			delete(s.pending, addr)
+			s.SetProblem("listen "+addr, "")
+		}
+	}
 	s.retireSinks(t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still

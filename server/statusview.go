@@ -34,7 +34,11 @@ func (s *Server) Snapshot() status.Snapshot {
 		Board:     status.BoardInfoFrom(s.o.Board),
 		Sensors:   board.ReadSensors("/", s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
+		Problems:  s.Problems(),
 	}
+	s.probMu.Lock()
+	snap.Serving = s.serving
+	s.probMu.Unlock()
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()
 	}

@@ -3,6 +3,7 @@
 //	arka                  serve the embedded demo site (http://127.0.0.1:8080, https://127.0.0.1:8443)
 //	arka -c PATH          serve a site file, or a directory of *.toml site files
 //	arka -t -c PATH       check the configuration and exit (0 when valid)
+//	arka -appliance -c PATH   never exit because of the configuration (see appliance.go)
 //	arka -version         print the version
 //
 // Signals: SIGHUP re-reads the configuration (the old one keeps serving if
@@ -37,6 +38,9 @@ func run(args []string) int {
 	confPath := fl.String("c", "", "site file, or directory of *.toml site files (default: the embedded demo site)")
 	check := fl.Bool("t", false, "check the configuration and exit")
 	version := fl.Bool("version", false, "print the version and exit")
+	appliance := fl.Bool("appliance", false, "run under a supervisor: never exit because of the configuration; serve the last configuration that loaded, or a page saying what is wrong (needs -c)")
+	fbListen := fl.String("fallback-listen", ":80", "with -appliance: comma-separated plain HTTP addresses of the page shown when no configuration loads")
+	fbTLSListen := fl.String("fallback-tls-listen", ":443", "with -appliance: comma-separated HTTPS addresses of that page (self-signed certificate)")
 	stateDir := fl.String("state", "", "state directory for generated certificates and the demo site (default $ARKA_STATE, else $XDG_STATE_HOME/arka or ~/.local/state/arka)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -64,6 +68,15 @@ func run(args []string) int {
 	}
 
 	sites, err := load()
+	var keep *keeper
+	if *appliance && !*check {
+		if *confPath == "" {
+			fmt.Fprintln(os.Stderr, "arka: -appliance needs -c PATH")
+			return 2
+		}
+		keep = &keeper{conf: *confPath, state: state, log: logger, listen: splitList(*fbListen), tlsListen: splitList(*fbTLSListen)}
+		sites, err = keep.sitesForBudget(sites, err), nil
+	}
 	if err != nil {
 		printConfigError(err)
 		if *check {
@@ -80,7 +93,7 @@ func run(args []string) int {
 	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
 	php := &phpRunner{log: logger, budget: budget, state: state}
 	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
-		MaxConns: maxConns(budget)})
+		MaxConns: maxConns(budget), KeepServing: keep != nil})
 	if *check {
 		err := php.prepareCheck(sites)
 		if err == nil {
@@ -114,14 +127,26 @@ func run(args []string) int {
 			defer stop()
 		}
 	}
-	if _, err := php.apply(sites); err != nil {
-		fmt.Fprintln(os.Stderr, "arka: php-fpm:", err)
-		return 1
-	}
-	if err := srv.Apply(sites); err != nil {
-		printConfigError(err)
-		php.stop()
-		return 1
+	if keep != nil {
+		keep.srv, keep.php = srv, php
+		if err := keep.load(); err != nil {
+			printConfigError(err)
+			php.stop()
+			return 1
+		}
+		done := make(chan struct{})
+		defer close(done)
+		go keep.watchReadiness(done)
+	} else {
+		if _, err := php.apply(sites); err != nil {
+			fmt.Fprintln(os.Stderr, "arka: php-fpm:", err)
+			return 1
+		}
+		if err := srv.Apply(sites); err != nil {
+			printConfigError(err)
+			php.stop()
+			return 1
+		}
 	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
 		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
@@ -133,6 +158,12 @@ func run(args []string) int {
 	for s := range sig {
 		switch s {
 		case syscall.SIGHUP:
+			if keep != nil {
+				keep.load()
+				srv.ReopenLogs()
+				logger.Info("configuration reloaded", "config", name, "serving", keep.serving, "listen", listenList(srv))
+				continue
+			}
 			sites, err := load()
 			var undo func()
 			if err == nil {
@@ -205,4 +236,15 @@ func resolveState(flagVal string) string {
 		return filepath.Join(h, ".local", "state", "arka")
 	}
 	return "/var/lib/arka"
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
