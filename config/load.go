@@ -511,6 +511,7 @@ func stripTOML(err error) string {
 }
 
 func (v *validator) site(s *Site) {
+	v.healthPath(s)
 	for i, n := range s.ServerNames {
 		norm, err := normalizeName(n)
 		if err != nil {

@@ -43,6 +43,10 @@ type Site struct {
 	Compression Compression `toml:"compression"`
 	Limits      Limits      `toml:"limits"`
 	Routes      []Route     `toml:"-"` // decoded from rawRoute
+	// HealthPath is the path (with an optional query) an appliance's
+	// update checks on this site before it confirms a new build; the
+	// answer must be 2xx or 3xx. Default "/" (see health.go).
+	HealthPath string `toml:"health_path"`
 
 	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
 	// see PHP for how it combines with [global] php.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // BootPartition is partition 1, open for reading and in-place writing.
@@ -52,6 +54,11 @@ type Agent struct {
 	// confirmed nor failed by then (something hangs), it fails and the
 	// device reboots into the old root. Default 5 minutes.
 	TrialDeadline time.Duration
+	// Evidence, if set, says what the trial saw of Arka; called when a
+	// trial fails, its answer kept with the attempt.
+	Evidence func() *Evidence
+	// Arka, if set, returns Arka's supervisor state for Status.
+	Arka func() *supervise.State
 
 	mu       sync.Mutex
 	last     *Attempt
@@ -139,6 +146,9 @@ func (a *Agent) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := Status{BootID: a.BootID, Build: a.Build, Running: a.Running, KernelRoot: a.KernelRoot, TrialBoot: a.TrialBoot()}
+	if a.Arka != nil {
+		st.Arka = a.Arka()
+	}
 	if a.last != nil {
 		c := *a.last
 		st.Last = &c
@@ -326,13 +336,13 @@ func (a *Agent) RunTrial(ctx context.Context, h Health) {
 	if !a.TrialBoot() {
 		return
 	}
-	a.logf("update: checking Arka on %s (answer within %s, then stay up for %s)", describeTargets(h.Targets), h.withDefaults().StartTimeout, h.withDefaults().Stable)
+	a.logf("update: checking Arka on %s (ready and 2xx/3xx within %s, then for %s)", describeTargets(h.Targets), h.withDefaults().StartTimeout, h.withDefaults().Stable)
 	took, err := h.Run(ctx)
 	if err != nil {
 		a.fail(err.Error())
 		return
 	}
-	if err := a.confirm(took); err != nil {
+	if err := a.confirm(took, h.Targets); err != nil {
 		a.fail("could not make the new root permanent: " + err.Error())
 	}
 }
@@ -345,11 +355,7 @@ func (h Health) withDefaults() Health {
 func describeTargets(ts []Target) string {
 	var s []string
 	for _, t := range ts {
-		if t.TLS {
-			s = append(s, "https://"+t.Addr)
-		} else {
-			s = append(s, "http://"+t.Addr)
-		}
+		s = append(s, t.String())
 	}
 	if len(s) == 0 {
 		return "no address"
@@ -359,7 +365,7 @@ func describeTargets(ts []Target) string {
 
 // confirm makes the running root permanent: root= in cmdline.txt and
 // gokrazy.conf names it (PointRootAt).
-func (a *Agent) confirm(took time.Duration) error {
+func (a *Agent) confirm(took time.Duration, checked []Target) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.decided {
@@ -377,6 +383,10 @@ func (a *Agent) confirm(took time.Duration) error {
 	if a.last != nil {
 		a.last.State, a.last.Finished, a.last.Reason = Confirmed, time.Now().UTC(), ""
 		a.last.HealthySeconds = took.Seconds()
+		a.last.Checked = nil
+		for _, t := range checked {
+			a.last.Checked = append(a.last.Checked, t.String())
+		}
 		if err := a.save(a.last); err != nil {
 			a.logf("update: %v", err)
 		}
@@ -395,6 +405,9 @@ func (a *Agent) fail(reason string) {
 	a.decided = true
 	if a.last != nil {
 		a.last.State, a.last.Finished, a.last.Reason = Failed, time.Now().UTC(), reason
+		if a.Evidence != nil {
+			a.last.Evidence = a.Evidence()
+		}
 		if err := a.save(a.last); err != nil {
 			a.logf("update: %v", err)
 		}

@@ -134,7 +134,7 @@ func TestUpdateConfirmed(t *testing.T) {
 	if at := readAttempt(t, status); at.State != Trial || at.Started.IsZero() {
 		t.Errorf("on the trial boot: %+v", at)
 	}
-	up := httptest.NewServer(http.NotFoundHandler())
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer up.Close()
 	trial.RunTrial(context.Background(), fast(Health{Targets: []Target{{Addr: up.Listener.Addr().String()}}}))
 	at := readAttempt(t, status)
@@ -194,7 +194,7 @@ func TestUpdateRolledBack(t *testing.T) {
 		t.Fatal("no reboot after a failed check")
 	}
 	at := readAttempt(t, status)
-	if at.State != Failed || !strings.Contains(at.Reason, "did not answer") {
+	if at.State != Failed || !strings.Contains(at.Reason, "not healthy within") {
 		t.Errorf("after the failed check: %+v", at)
 	}
 	if n, trial := d.nextBoot(t); n != 3 || trial {
@@ -203,7 +203,7 @@ func TestUpdateRolledBack(t *testing.T) {
 	back := newAgent(t, d, status, 3, 3)
 	back.Start()
 	at = readAttempt(t, status)
-	if at.State != RolledBack || !strings.Contains(at.Reason, "did not answer") || at.Finished.IsZero() {
+	if at.State != RolledBack || !strings.Contains(at.Reason, "not healthy within") || at.Finished.IsZero() {
 		t.Errorf("after the rollback: %+v", at)
 	}
 	if st := back.Status(); st.Last == nil || st.Last.State != RolledBack || st.Running != 3 || st.TrialBoot {

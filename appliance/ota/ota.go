@@ -37,6 +37,8 @@ package ota
 
 import (
 	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // StatusFile is where the Agent keeps the last update attempt: on /perm,
@@ -79,6 +81,17 @@ type Attempt struct {
 	// started Arka answered on every address (the stable period not
 	// included).
 	HealthySeconds float64 `json:"healthy_seconds,omitempty"`
+	// Checked are the health URLs the trial checked before it confirmed.
+	Checked []string `json:"checked,omitempty"`
+	// Evidence is what the trial boot saw of Arka when it failed.
+	Evidence *Evidence `json:"evidence,omitempty"`
+}
+
+// Evidence of a failed trial, kept on /perm with the attempt.
+type Evidence struct {
+	Starts   int             `json:"starts"`              // Arka processes started during the trial
+	LastExit *supervise.Exit `json:"last_exit,omitempty"` // how the last one ended: status or signal, last lines of output
+	Problems []string        `json:"problems,omitempty"`  // what Arka reported about itself (its readiness file)
 }
 
 // Status is what GET /arka/update returns.
@@ -96,6 +109,8 @@ type Status struct {
 	NextBoot    int      `json:"next_boot_partition"`
 	NextIsTrial bool     `json:"next_boot_trial"`
 	Last        *Attempt `json:"last,omitempty"` // the last update attempt
+	// Arka is its supervisor's record of this boot: restarts, last exit.
+	Arka *supervise.State `json:"arka,omitempty"`
 }
 
 // TestbootRequest is the body of POST /arka/update/testboot.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/ota"
 	"github.com/arkaweb/arka/appliance/ota/updater"
 )
 
@@ -21,7 +23,7 @@ func cmdUpdate(args []string) error {
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")
 	img := fs.String("image", "", "image to send (default: build it, with --board)")
 	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI and update API on the device (when --host has none)")
-	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer after the update (default http://HOST/; "-" skips)`)
+	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer 2xx or 3xx after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
 	var b buildFlags
@@ -74,6 +76,10 @@ func cmdUpdate(args []string) error {
 		Progress: bar,
 	})
 	if err != nil {
+		var rb *updater.RolledBackError
+		if errors.As(err, &rb) && rb.Device.Last != nil {
+			printEvidence(os.Stderr, rb.Device.Last.Evidence)
+		}
 		return err
 	}
 	if res.UpToDate {
@@ -82,6 +88,9 @@ func cmdUpdate(args []string) error {
 	}
 	fmt.Printf("\nUpdated %s from Arka %s (sbom %.12s) to Arka %s (build %s, sbom %.12s), now on root partition %d.\n",
 		*host, res.From.Version, res.From.SBOMHash, res.To.Version, res.To.BuildTimestamp, res.To.SBOMHash, res.Device.Running)
+	if at := res.Device.Last; at != nil && len(at.Checked) > 0 {
+		fmt.Printf("Verdict: Arka reported itself ready and these answered 2xx/3xx: %s.\n", strings.Join(at.Checked, ", "))
+	}
 	fmt.Printf("Sent root %.1f MiB and boot %.1f MiB in %s; reboot to confirmed %s (Arka answered %s after it was started, then stayed up); total %s.\n",
 		float64(res.RootBytes)/(1<<20), float64(res.BootBytes)/(1<<20), res.Transfer.Round(100*time.Millisecond),
 		res.RebootToOK.Round(100*time.Millisecond), res.HealthyTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
@@ -133,8 +142,38 @@ func cmdStatus(args []string) error {
 		if at.Reason != "" {
 			fmt.Printf("           %s\n", at.Reason)
 		}
+		printEvidence(os.Stdout, at.Evidence)
 	} else {
 		fmt.Println("Last update  none recorded")
 	}
+	if a := st.Arka; a != nil {
+		fmt.Printf("Arka       started %d time(s) this boot", a.Starts)
+		if a.PID != 0 {
+			fmt.Printf(", running (pid %d)", a.PID)
+		} else if !a.NextStart.IsZero() {
+			fmt.Printf(", restarting at %s", a.NextStart.Format(time.RFC3339))
+		}
+		fmt.Println()
+		if ex := a.LastExit; ex != nil {
+			fmt.Printf("           last exit %s at %s (%d in a row)\n", ex, ex.Time.Format(time.RFC3339), a.InARow)
+		}
+	}
 	return nil
+}
+
+// printEvidence prints what a failed trial saw of Arka.
+func printEvidence(w io.Writer, ev *ota.Evidence) {
+	if ev == nil {
+		return
+	}
+	fmt.Fprintf(w, "Evidence   Arka was started %d time(s) during the trial\n", ev.Starts)
+	for _, p := range ev.Problems {
+		fmt.Fprintf(w, "           problem: %s\n", p)
+	}
+	if ex := ev.LastExit; ex != nil {
+		fmt.Fprintf(w, "           its last process ended: %s; its last lines:\n", ex)
+		for _, l := range ex.Tail {
+			fmt.Fprintf(w, "             | %s\n", l)
+		}
+	}
 }

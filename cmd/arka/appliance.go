@@ -30,13 +30,9 @@ import (
 // A certificate or key that does not load gives its site a self-signed
 // certificate; an address that cannot be bound is retried with backoff
 // (server.Options.KeepServing). Every such problem is logged, shown on the
-// status page and written to STATE/ReadyFile; SIGHUP tries the site files
+// status page and written to STATE/ready.json (status.ReadyFile); SIGHUP tries the site files
 // again. Without -appliance, Arka keeps its behaviour for a person at a
 // terminal: a mistake is printed and Arka exits with status 1.
-
-// ReadyFile is the readiness file in the state directory (JSON,
-// status.Readiness), rewritten whenever it changes.
-const ReadyFile = "ready.json"
 
 // lastGood is the file in STATE/last-good/ with the last site files that
 // loaded.
@@ -222,7 +218,7 @@ func (k *keeper) writeReadiness() {
 	}
 	r.Time = t
 	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := writeFileAtomic(filepath.Join(k.state, ReadyFile), append(b, '\n'), false); err != nil {
+	if err := writeFileAtomic(filepath.Join(k.state, status.ReadyFile), append(b, '\n'), false); err != nil {
 		k.log.Warn("cannot write the readiness file", "err", err)
 		return
 	}

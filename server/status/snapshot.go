@@ -177,6 +177,11 @@ const (
 	ServingFallback  = "fallback"   // none loaded: Arka's built-in page saying what is wrong
 )
 
+// ReadyFile is the name of the readiness file (Readiness as JSON) that
+// cmd/arka -appliance keeps in its state directory, rewritten whenever it
+// changes.
+const ReadyFile = "ready.json"
+
 // Readiness is what Arka reports about itself when it runs supervised
 // (cmd/arka -appliance writes it as JSON to a file in its state directory,
 // which the appliance's init reads to decide an update's trial). Ready is

@@ -33,8 +33,8 @@ type Options struct {
 	UIPort       int    // port when Host has none; default 8080
 	Password     string // gokrazy's web UI password
 	PasswordFile string // where Password came from (for messages)
-	// CheckURL must answer (any HTTP status) once the device has confirmed
-	// the update; default http://<host>/. "-" skips this check.
+	// CheckURL must answer 2xx or 3xx once the device has confirmed the
+	// update; default http://<host>/. "-" skips this check.
 	CheckURL string
 	MaxRate  int64         // bytes per second while sending; 0: no limit
 	Timeout  time.Duration // bound from the reboot to the device's verdict; default 10 minutes
@@ -490,12 +490,15 @@ func (r *run) checkArka(ctx context.Context) error {
 		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			return nil
+			if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+				return nil
+			}
+			err = fmt.Errorf("it answered %s (want 2xx or 3xx)", resp.Status)
 		}
 		last = err
 		time.Sleep(time.Second)
 	}
-	return fmt.Errorf("the device runs the new build and reports Arka healthy, but %s does not answer: %v", r.o.CheckURL, last)
+	return fmt.Errorf("the device runs the new build and reports Arka healthy, but %s does not answer well: %v", r.o.CheckURL, last)
 }
 
 // meter reads the body of an upload, reports progress and keeps to a rate.
