@@ -102,11 +102,11 @@ type Health struct {
 	// Ready returns nil when Arka reports itself ready, else why not (one
 	// line); a Final error fails the check at once. nil: not asked.
 	Ready        func() error
-	ConfigErr    error // Arka's configuration did not load; part of a failure's reason
-	StartTimeout time.Duration                          // default 2 minutes
-	Stable       time.Duration                          // default 10 s
-	MaxRestarts  int                                    // default 5
-	Interval     time.Duration                          // between probes, default 1 s
+	ConfigErr    error         // Arka's configuration did not load; part of a failure's reason
+	StartTimeout time.Duration // default 2 minutes
+	Stable       time.Duration // default 10 s
+	MaxRestarts  int           // default 5
+	Interval     time.Duration // between probes, default 1 s
 }
 
 func (h *Health) defaults() {
