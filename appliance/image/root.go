@@ -151,8 +151,9 @@ func (c *Config) buildRoot(work string, bins map[string]string, kernelDir, pw, o
 		return "", err
 	}
 	files = append(files, sbom)
-	// Kernel module metadata, if the kernel package ships it.
-	if mods := filepath.Join(kernelDir, "lib", "modules"); dirExists(mods) {
+	// Kernel modules, if the kernel package ships them and they match the
+	// kernel (kernelDir "" otherwise: checkKernelModules).
+	if mods := filepath.Join(kernelDir, "lib", "modules"); kernelDir != "" && dirExists(mods) {
 		err := filepath.WalkDir(mods, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
