@@ -59,6 +59,11 @@ type Agent struct {
 	Evidence func() *Evidence
 	// Arka, if set, returns Arka's supervisor state for Status.
 	Arka func() *supervise.State
+	// Perm is the permanent partition's mount point (default /perm);
+	// PermOnRootOK lets Preflight accept one that is not a mount of its
+	// own (tests).
+	Perm         string
+	PermOnRootOK bool
 
 	mu       sync.Mutex
 	last     *Attempt
@@ -170,6 +175,7 @@ func (a *Agent) Status() Status {
 func (a *Agent) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /arka/update", a.serveStatus)
 	mux.HandleFunc("POST /arka/update/testboot", a.serveTestboot)
+	mux.HandleFunc("POST /arka/update/preflight", a.servePreflight)
 	if !a.TrialBoot() {
 		return
 	}
@@ -205,6 +211,30 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string { return e.msg }
+
+func (a *Agent) servePreflight(w http.ResponseWriter, r *http.Request) {
+	var req PreflightRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		http.Error(w, "preflight request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := a.Preflight(req); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, a.Status())
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var he *httpError
+	if errors.As(err, &he) {
+		code = he.code
+	}
+	http.Error(w, err.Error(), code)
+}
 
 func (a *Agent) serveTestboot(w http.ResponseWriter, r *http.Request) {
 	var req TestbootRequest

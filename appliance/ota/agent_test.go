@@ -301,3 +301,36 @@ func TestTrialGuards(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflight: the checks before anything is written, each refusal one
+// line and nothing left behind.
+func TestPreflight(t *testing.T) {
+	d := newFileDevice(t)
+	dir := t.TempDir()
+	a := newAgent(t, d, filepath.Join(dir, "arka", "update-status.json"), 2, 2)
+	a.Build.Board, a.Perm, a.PermOnRootOK = "amd64", dir, true
+	if err := a.Preflight(PreflightRequest{To: Build{Board: "amd64"}, RootSize: 1 << 20}); err != nil {
+		t.Fatalf("healthy /perm: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "arka")); len(ents) != 0 {
+		t.Errorf("preflight left files: %v", ents)
+	}
+	a.PermOnRootOK = false
+	for name, c := range map[string]struct {
+		a    func(*Agent)
+		want string
+	}{
+		"board":       {func(*Agent) {}, "the image is for board rpi, this device runs a amd64 image"},
+		"not mounted": {func(a *Agent) { a.Build.Board = "" }, "is not mounted"},
+		"missing":     {func(a *Agent) { a.Build.Board, a.Perm = "", filepath.Join(dir, "nope") }, "no such file"},
+		"trial":       {func(a *Agent) { a.Running = 3 }, "trial boot"},
+	} {
+		b := newAgent(t, d, a.StatusFile, 2, 2)
+		b.Build.Board, b.Perm = "amd64", dir
+		c.a(b)
+		err := b.Preflight(PreflightRequest{To: Build{Board: "rpi"}, RootSize: 1 << 20})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", name, err, c.want)
+		}
+	}
+}

@@ -32,6 +32,7 @@
 // The Agent serves its state on gokrazy's web UI (behind its password):
 //
 //	GET  /arka/update            Status (JSON)
+//	POST /arka/update/preflight  PreflightRequest (JSON) -> Status: checks before anything is written
 //	POST /arka/update/testboot   TestbootRequest (JSON) -> Status
 package ota
 

@@ -65,6 +65,7 @@ var (
 	ErrWrongPassword = errors.New("wrong password")
 	ErrUnreachable   = errors.New("device unreachable")
 	ErrHashMismatch  = errors.New("hash mismatch")
+	ErrRefused       = errors.New("the device refused the update")
 )
 
 // RolledBackError says the new build did not pass on the device, which
@@ -160,6 +161,20 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
+	// Preflight: the device checks /perm and the board before anything
+	// is written.
+	body, _ := json.Marshal(ota.PreflightRequest{To: to, RootSize: res.RootBytes})
+	code, msg, err := r.request(ctx, "POST", "/arka/update/preflight", strings.NewReader(string(body)), int64(len(body)),
+		map[string]string{"Content-Type": "application/json"}, time.Minute)
+	switch {
+	case err != nil:
+		return nil, err
+	case code == http.StatusNotFound:
+		r.note("the device's update agent predates preflight checks; sending without them")
+	case code != http.StatusOK:
+		return nil, fmt.Errorf("%w: %s", ErrRefused, oneLine(string(msg)))
+	}
+
 	t0 := time.Now()
 	r.stage(1, fmt.Sprintf("sending the root file system (%.1f MiB) to root partition %d", mib(res.RootBytes), 5-st.Running))
 	rootSum, err := r.put(ctx, "/update/root", r.img.Root)
@@ -178,7 +193,7 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("sending the boot file system: %w. Nothing switched, but the boot partition may be damaged: do not reboot the device; run the update again", bootErr)
 	}
 	r.stage(3, "checking the new root on the device and asking for a trial boot")
-	body, _ := json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes})
+	body, _ = json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes})
 	var prepared ota.Status
 	if err := r.call(ctx, "POST", "/arka/update/testboot", body, &prepared, time.Minute); err != nil {
 		return nil, fmt.Errorf("preparing the trial boot: %w (nothing switched)", err)
