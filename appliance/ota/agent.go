@@ -64,10 +64,14 @@ type Agent struct {
 	// own (tests).
 	Perm         string
 	PermOnRootOK bool
+	// CrashLoop, if set, says whether Arka crash-loops (a reason, and the
+	// evidence), for probation (RunProbation).
+	CrashLoop func() (string, *Evidence)
 
 	mu       sync.Mutex
 	last     *Attempt
-	decided  bool // the trial was confirmed or failed
+	decided  bool   // the trial was confirmed or failed
+	other    *otherRoot // the other root partition's build, once read
 	requests sync.Mutex
 }
 
@@ -154,6 +158,9 @@ func (a *Agent) Status() Status {
 	if a.Arka != nil {
 		st.Arka = a.Arka()
 	}
+	if b, err := a.otherBuildLocked(); err == nil {
+		st.Other = &b
+	}
 	if a.last != nil {
 		c := *a.last
 		st.Last = &c
@@ -176,6 +183,13 @@ func (a *Agent) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /arka/update", a.serveStatus)
 	mux.HandleFunc("POST /arka/update/testboot", a.serveTestboot)
 	mux.HandleFunc("POST /arka/update/preflight", a.servePreflight)
+	mux.HandleFunc("POST /arka/update/rollback", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.Rollback(); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, a.Status())
+	})
 	if !a.TrialBoot() {
 		return
 	}
@@ -295,11 +309,18 @@ func (a *Agent) PrepareTrial(ctx context.Context, req TestbootRequest) error {
 	if err := a.checkRoot(target, req); err != nil {
 		return err
 	}
+	a.mu.Lock()
+	a.other = nil // written anew
+	a.mu.Unlock()
 
 	a.mu.Lock()
 	prev := a.last
+	probation := req.ProbationSeconds
+	if probation == 0 {
+		probation = DefaultProbation.Seconds()
+	}
 	at := &Attempt{Partition: target, From: a.Build, To: req.To, RootSHA256: req.RootSHA256, RootSize: req.RootSize,
-		State: Pending, Requested: time.Now().UTC()}
+		State: Pending, Requested: time.Now().UTC(), ProbationSeconds: max(probation, 0)}
 	err = a.save(at)
 	if err == nil {
 		a.last = at
@@ -374,7 +395,9 @@ func (a *Agent) RunTrial(ctx context.Context, h Health) {
 	}
 	if err := a.confirm(took, h.Targets); err != nil {
 		a.fail("could not make the new root permanent: " + err.Error())
+		return
 	}
+	a.RunProbation(ctx)
 }
 
 func (h Health) withDefaults() Health {
@@ -413,6 +436,9 @@ func (a *Agent) confirm(took time.Duration, checked []Target) error {
 	if a.last != nil {
 		a.last.State, a.last.Finished, a.last.Reason = Confirmed, time.Now().UTC(), ""
 		a.last.HealthySeconds = took.Seconds()
+		if a.last.ProbationSeconds > 0 {
+			a.last.ProbationEnds = time.Now().UTC().Add(time.Duration(a.last.ProbationSeconds * float64(time.Second)))
+		}
 		a.last.Checked = nil
 		for _, t := range checked {
 			a.last.Checked = append(a.last.Checked, t.String())

@@ -14,8 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // fileDevice is a Device made of files: a boot FAT16 written like the image
@@ -42,6 +45,9 @@ func (d *fileDevice) OpenRoot(n int) (io.ReadCloser, error) {
 	return os.Open(d.roots[n])
 }
 func (d *fileDevice) Testboot(context.Context) error { return gokrazyTestboot(d.boot) }
+func (d *fileDevice) RootBuild(n int) (Build, error) {
+	return Build{Version: "on-" + string(rune('0'+n))}, nil
+}
 func (d *fileDevice) Reboot()                        { d.once.Do(func() { close(d.rebooted) }) }
 
 func (d *fileDevice) nextBoot(t *testing.T) (int, bool) {
@@ -332,5 +338,93 @@ func TestPreflight(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", name, err, c.want)
 		}
+	}
+}
+
+// TestProbationRollsBack: a build confirmed by its trial that then
+// crash-loops within its probation is rolled back by the device: root=
+// names the old partition again, the attempt says why, with the evidence.
+func TestProbationRollsBack(t *testing.T) {
+	probationPoll = 20 * time.Millisecond
+	defer func() { probationPoll = 2 * time.Second }()
+	d := newFileDevice(t)
+	status := filepath.Join(t.TempDir(), "update-status.json")
+	old := newAgent(t, d, status, 2, 2)
+	req := d.writeRoot(t, 3)
+	req.ProbationSeconds = 60
+	if err := old.PrepareTrial(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := gokrazyPivot(d.boot); err != nil {
+		t.Fatal(err)
+	}
+	trial := newAgent(t, d, status, 3, 2)
+	var loops atomic.Int32
+	trial.CrashLoop = func() (string, *Evidence) {
+		if loops.Add(1) < 5 {
+			return "", nil
+		}
+		return "Arka exited 3 times in a row", &Evidence{Starts: 4, LastExit: &supervise.Exit{Status: "exit status 2", Code: 2, Tail: []string{"panic: boom"}}}
+	}
+	trial.Start()
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		trial.RunTrial(context.Background(), fast(Health{Targets: []Target{{Addr: up.Listener.Addr().String()}}}))
+		close(done)
+	}()
+	select {
+	case <-d.rebooted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reboot after a crash loop on probation")
+	}
+	<-done
+	at := readAttempt(t, status)
+	if at.State != RolledBack || !strings.Contains(at.Reason, "on probation: Arka exited 3 times") || at.Evidence == nil || at.Evidence.LastExit.Tail[0] != "panic: boom" || at.HealthySeconds <= 0 {
+		t.Errorf("attempt %+v", at)
+	}
+	if n, trial := d.nextBoot(t); n != 2 || trial {
+		t.Errorf("next boot %d (trial %v), want 2", n, trial)
+	}
+	// The old build boots and keeps the record.
+	back := newAgent(t, d, status, 2, 2)
+	back.Start()
+	if st := back.Status(); st.Last.State != RolledBack || st.Other == nil || st.Other.Version != "on-3" {
+		t.Errorf("status after the rollback: %+v", st)
+	}
+}
+
+// TestRollbackOnRequest: rollback returns to the other partition and the
+// status says so on the next boot; a second rollback returns again.
+func TestRollbackOnRequest(t *testing.T) {
+	d := newFileDevice(t)
+	status := filepath.Join(t.TempDir(), "update-status.json")
+	a := newAgent(t, d, status, 2, 2)
+	a.Start()
+	if err := a.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.rebooted
+	if n, trial := d.nextBoot(t); n != 3 || trial {
+		t.Fatalf("next boot %d (trial %v), want 3", n, trial)
+	}
+	b := newAgent(t, d, status, 3, 3)
+	b.Start()
+	st := b.Status()
+	if st.Running != 3 || st.NextBoot != 3 || st.Last == nil || st.Last.State != Confirmed || st.Last.Partition != 3 ||
+		st.Last.Reason != "switched to on request" || st.Other == nil || st.Other.Version != "on-2" {
+		t.Errorf("after the rollback: %+v %+v", st, st.Last)
+	}
+	if err := b.Rollback(); err != nil { // (its reboot: d.rebooted is closed already)
+		t.Fatal(err)
+	}
+	c := newAgent(t, d, status, 2, 2)
+	c.Start()
+	if st := c.Status(); st.Running != 2 || st.NextBoot != 2 || st.Last.State != RolledBack || st.Last.Reason != "rollback on request" {
+		t.Errorf("after the second rollback: %+v %+v", st, st.Last)
+	}
+	if err := c.Rollback(); err != nil {
+		t.Fatal(err)
 	}
 }

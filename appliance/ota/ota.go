@@ -34,6 +34,7 @@
 //	GET  /arka/update            Status (JSON)
 //	POST /arka/update/preflight  PreflightRequest (JSON) -> Status: checks before anything is written
 //	POST /arka/update/testboot   TestbootRequest (JSON) -> Status
+//	POST /arka/update/rollback   -> Status: return to the other root partition (reboots)
 package ota
 
 import (
@@ -82,6 +83,11 @@ type Attempt struct {
 	// started Arka answered on every address (the stable period not
 	// included).
 	HealthySeconds float64 `json:"healthy_seconds,omitempty"`
+	// ProbationSeconds is how long after confirmation a crash loop still
+	// returns to the old build (negative: none); ProbationEnds is when
+	// that ends (wall clock), zero once it ended or was cut short.
+	ProbationSeconds float64   `json:"probation_seconds,omitempty"`
+	ProbationEnds    time.Time `json:"probation_ends,omitzero"`
 	// Checked are the health URLs the trial checked before it confirmed.
 	Checked []string `json:"checked,omitempty"`
 	// Evidence is what the trial boot saw of Arka when it failed.
@@ -110,6 +116,9 @@ type Status struct {
 	NextBoot    int      `json:"next_boot_partition"`
 	NextIsTrial bool     `json:"next_boot_trial"`
 	Last        *Attempt `json:"last,omitempty"` // the last update attempt
+	// Other is the build on the other root partition (5-Running), when it
+	// holds one.
+	Other *Build `json:"other_build,omitempty"`
 	// Arka is its supervisor's record of this boot: restarts, last exit.
 	Arka *supervise.State `json:"arka,omitempty"`
 }
@@ -119,4 +128,6 @@ type TestbootRequest struct {
 	To         Build  `json:"to"`
 	RootSHA256 string `json:"root_sha256"` // hex SHA-256 of the root file system sent to /update/root
 	RootSize   int64  `json:"root_size"`
+	// ProbationSeconds: see Attempt; 0 is DefaultProbation, negative none.
+	ProbationSeconds float64 `json:"probation_seconds,omitempty"`
 }

@@ -6,6 +6,7 @@
 //	arka-appliance vm    --board amd64 [--image …]
 //	arka-appliance update --host HOST (--image IMG | --board BOARD)   (over the air, rolls back by itself)
 //	arka-appliance status --host HOST --board BOARD                   (the device's last update)
+//	arka-appliance rollback --host HOST --board BOARD                 (return to the other root partition)
 package main
 
 import (
@@ -36,6 +37,7 @@ const usage = `usage:
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
   arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
   arka-appliance status --host HOST[:PORT] (--board BOARD | --password-file FILE)
+  arka-appliance rollback --host HOST[:PORT] (--board BOARD | --password-file FILE)
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -58,6 +60,8 @@ func main() {
 		err = cmdUpdate(os.Args[2:])
 	case "status":
 		err = cmdStatus(os.Args[2:])
+	case "rollback":
+		err = cmdRollback(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return

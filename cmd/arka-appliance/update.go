@@ -26,6 +26,7 @@ func cmdUpdate(args []string) error {
 	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer 2xx or 3xx after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
+	probation := fs.Duration("probation", ota.DefaultProbation, "after the verdict, how long the device still returns to the old build by itself if Arka crash-loops (0: no probation)")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -72,7 +73,7 @@ func cmdUpdate(args []string) error {
 	res, err := updater.Update(ctx, updater.Options{
 		Image: *img, Host: *host, UIPort: *uiPort,
 		Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile,
-		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout,
+		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout, Probation: probationOption(*probation),
 		Progress: bar,
 	})
 	if err != nil {
@@ -90,11 +91,68 @@ func cmdUpdate(args []string) error {
 		*host, res.From.Version, res.From.SBOMHash, res.To.Version, res.To.BuildTimestamp, res.To.SBOMHash, res.Device.Running)
 	if at := res.Device.Last; at != nil && len(at.Checked) > 0 {
 		fmt.Printf("Verdict: Arka reported itself ready and these answered 2xx/3xx: %s.\n", strings.Join(at.Checked, ", "))
+		if !at.ProbationEnds.IsZero() {
+			fmt.Printf("Probation: until %s the device returns to Arka %s by itself if Arka crash-loops (or run \"arka-appliance rollback\").\n", at.ProbationEnds.Format(time.RFC3339), res.From.Version)
+		}
 	}
 	fmt.Printf("Sent root %.1f MiB and boot %.1f MiB in %s; reboot to confirmed %s (Arka answered %s after it was started, then stayed up); total %s.\n",
 		float64(res.RootBytes)/(1<<20), float64(res.BootBytes)/(1<<20), res.Transfer.Round(100*time.Millisecond),
 		res.RebootToOK.Round(100*time.Millisecond), res.HealthyTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+func probationOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1 // none
+	}
+	return d
+}
+
+// cmdRollback returns a device to the build on its other root partition.
+func cmdRollback(args []string) error {
+	fs := flag.NewFlagSet("rollback", flag.ExitOnError)
+	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
+	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
+	board := fs.String("board", "", "board whose build-time password file to use (images/out/arka-BOARD.gokr-pw.txt)")
+	pwFile := fs.String("password-file", "", "gokrazy web UI password file")
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the reboot")
+	fs.Parse(args)
+	o, err := deviceOptions("rollback", *host, *uiPort, *board, *pwFile)
+	if err != nil {
+		return err
+	}
+	o.Timeout = *timeout
+	bar := newBar(os.Stderr)
+	bar.lines = true
+	o.Progress = bar
+	st, err := updater.Rollback(context.Background(), o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s runs Arka %s (build %s, sbom %.12s) from root partition %d.\n", *host, st.Build.Version, st.Build.BuildTimestamp, st.Build.SBOMHash, st.Running)
+	if st.Other != nil {
+		fmt.Printf("Root partition %d keeps Arka %s: \"arka-appliance rollback\" returns to it.\n", 5-st.Running, st.Other.Version)
+	}
+	return nil
+}
+
+// deviceOptions are the updater options of a command that only talks to
+// the device.
+func deviceOptions(cmd, host string, uiPort int, board, pwFile string) (updater.Options, error) {
+	if host == "" {
+		return updater.Options{}, fmt.Errorf("%s: --host is required", cmd)
+	}
+	if pwFile == "" {
+		if board == "" {
+			return updater.Options{}, fmt.Errorf("%s: give --board BOARD or --password-file FILE", cmd)
+		}
+		pwFile = filepath.Join("images", "out", "arka-"+board+".gokr-pw.txt")
+	}
+	pw, err := os.ReadFile(pwFile)
+	if err != nil {
+		return updater.Options{}, fmt.Errorf("%s: password: %v", cmd, err)
+	}
+	return updater.Options{Host: host, UIPort: uiPort, Password: strings.TrimSpace(string(pw)), PasswordFile: pwFile}, nil
 }
 
 // cmdStatus prints a device's update state (GET /arka/update): which build
@@ -133,6 +191,11 @@ func cmdStatus(args []string) error {
 		next += " on trial"
 	}
 	fmt.Printf("Next boot  %s\n", next)
+	if st.Other != nil {
+		fmt.Printf("Other root partition %d holds Arka %s (build %s, sbom %.12s)\n", 5-st.Running, st.Other.Version, st.Other.BuildTimestamp, st.Other.SBOMHash)
+	} else {
+		fmt.Printf("Other root partition %d holds no build\n", 5-st.Running)
+	}
 	if at := st.Last; at != nil {
 		fmt.Printf("Last update  %s -> %s (partition %d): %s", at.From.Version, at.To.Version, at.Partition, at.State)
 		if !at.Finished.IsZero() {
@@ -141,6 +204,9 @@ func cmdStatus(args []string) error {
 		fmt.Println()
 		if at.Reason != "" {
 			fmt.Printf("           %s\n", at.Reason)
+		}
+		if at.State == ota.Confirmed && !at.ProbationEnds.IsZero() && time.Until(at.ProbationEnds) > 0 {
+			fmt.Printf("           on probation until %s: a crash loop returns to Arka %s\n", at.ProbationEnds.Format(time.RFC3339), at.From.Version)
 		}
 		printEvidence(os.Stdout, at.Evidence)
 	} else {

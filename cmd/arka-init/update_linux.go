@@ -46,7 +46,7 @@ func startUpdateAgent() *ota.Agent {
 		build.BuildTimestamp = initBuildTimestamp
 	}
 	a := &ota.Agent{Build: build, BootID: ota.BootID(), Running: running, KernelRoot: kernelRoot, Device: dev, Logf: log.Printf,
-		Arka: arkaState}
+		Arka: arkaState, CrashLoop: crashLoop}
 	a.Start()
 	// gokrazy's listeners serve http.DefaultServeMux behind the UI password.
 	a.Register(http.DefaultServeMux)
@@ -62,13 +62,31 @@ func arkaState() *supervise.State {
 	return st
 }
 
+// crashLoopExits is how many exits in a row (each after less than
+// supervise.Stable) make a crash loop for probation.
+const crashLoopExits = 3
+
+// crashLoop says whether Arka crash-loops, with the evidence.
+func crashLoop() (string, *ota.Evidence) {
+	st := arkaState()
+	if st == nil || st.LastExit == nil || st.InARow < crashLoopExits {
+		return "", nil
+	}
+	return fmt.Sprintf("Arka exited %d times in a row, the last time %s", st.InARow, st.LastExit),
+		&ota.Evidence{Starts: st.Starts, LastExit: st.LastExit}
+}
+
 // runTrial checks, on a trial boot, that Arka reports itself ready and
 // that every site answers 2xx or 3xx at its health path on every address
 // it listens on, and keeps doing so without restarting; the agent then
 // makes the update permanent or reboots into the old root, keeping the
 // evidence (Arka's last exit and output, its problems) with the attempt.
 func runTrial(a *ota.Agent, sites, state string) {
-	if a == nil || !a.TrialBoot() {
+	if a == nil {
+		return
+	}
+	if !a.TrialBoot() {
+		go a.RunProbation(context.Background()) // what is left of a probation a reboot interrupted
 		return
 	}
 	g := &ota.Gokrazy{Password: ota.GokrazyPassword()}

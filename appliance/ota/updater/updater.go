@@ -38,6 +38,10 @@ type Options struct {
 	CheckURL string
 	MaxRate  int64         // bytes per second while sending; 0: no limit
 	Timeout  time.Duration // bound from the reboot to the device's verdict; default 10 minutes
+	// Probation is how long after confirmation the device still returns
+	// to the old build by itself if Arka crash-loops; 0 is
+	// ota.DefaultProbation, negative none.
+	Probation time.Duration
 	Progress Progress      // may be nil
 }
 
@@ -193,7 +197,7 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("sending the boot file system: %w. Nothing switched, but the boot partition may be damaged: do not reboot the device; run the update again", bootErr)
 	}
 	r.stage(3, "checking the new root on the device and asking for a trial boot")
-	body, _ = json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes})
+	body, _ = json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes, ProbationSeconds: o.Probation.Seconds()})
 	var prepared ota.Status
 	if err := r.call(ctx, "POST", "/arka/update/testboot", body, &prepared, time.Minute); err != nil {
 		return nil, fmt.Errorf("preparing the trial boot: %w (nothing switched)", err)
@@ -549,4 +553,32 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// Rollback asks the device to return to the build on its other root
+// partition (POST /arka/update/rollback) and waits until it runs it.
+func Rollback(ctx context.Context, o Options) (*ota.Status, error) {
+	r := newRun(o)
+	st, err := r.status(ctx, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	code, b, err := r.request(ctx, "POST", "/arka/update/rollback", nil, 0, nil, time.Minute)
+	switch {
+	case err != nil:
+		return nil, err
+	case code == http.StatusNotFound:
+		return nil, fmt.Errorf("the device at %s has no rollback (it runs an image from before it)", r.base)
+	case code != http.StatusOK:
+		return nil, fmt.Errorf("%w: %s", ErrRefused, oneLine(string(b)))
+	}
+	r.note(fmt.Sprintf("the device reboots into root partition %d", 5-st.Running))
+	next, err := r.waitBoot(ctx, st.BootID, time.Now().Add(r.o.Timeout))
+	if err != nil {
+		return nil, err
+	}
+	if next.Running == st.Running {
+		return next, fmt.Errorf("after the reboot the device still runs root partition %d", next.Running)
+	}
+	return next, nil
 }
