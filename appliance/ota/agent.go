@@ -70,7 +70,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	last     *Attempt
-	decided  bool   // the trial was confirmed or failed
+	decided  bool       // the trial was confirmed or failed
 	other    *otherRoot // the other root partition's build, once read
 	requests sync.Mutex
 }

@@ -48,7 +48,7 @@ func (d *fileDevice) Testboot(context.Context) error { return gokrazyTestboot(d.
 func (d *fileDevice) RootBuild(n int) (Build, error) {
 	return Build{Version: "on-" + string(rune('0'+n))}, nil
 }
-func (d *fileDevice) Reboot()                        { d.once.Do(func() { close(d.rebooted) }) }
+func (d *fileDevice) Reboot() { d.once.Do(func() { close(d.rebooted) }) }
 
 func (d *fileDevice) nextBoot(t *testing.T) (int, bool) {
 	f, _ := d.OpenBoot()

@@ -42,7 +42,7 @@ type Options struct {
 	// to the old build by itself if Arka crash-loops; 0 is
 	// ota.DefaultProbation, negative none.
 	Probation time.Duration
-	Progress Progress      // may be nil
+	Progress  Progress // may be nil
 }
 
 // Progress receives the update's progress.
