@@ -3,9 +3,9 @@ package server
 import (
 	"log/slog"
 	"maps"
-	"slices"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/arkaweb/arka/config"

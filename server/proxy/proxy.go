@@ -63,8 +63,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
