@@ -124,7 +124,7 @@ func (a *Agent) Start() {
 	case last.State == Pending || last.State == Trial || last.State == Failed:
 		if last.Partition != a.Running {
 			last.Reason = rollbackReason(last)
-			last.State, last.Finished = RolledBack, now
+			last.State, last.Finished, last.Faulty = RolledBack, now, true
 			a.logf("update: rolled back to root partition %d: %s", a.Running, last.Reason)
 		} else {
 			last.State, last.Finished = Confirmed, now
@@ -460,7 +460,7 @@ func (a *Agent) fail(reason string) {
 	}
 	a.decided = true
 	if a.last != nil {
-		a.last.State, a.last.Finished, a.last.Reason = Failed, time.Now().UTC(), reason
+		a.last.State, a.last.Finished, a.last.Reason, a.last.Faulty = Failed, time.Now().UTC(), reason, true
 		if a.Evidence != nil {
 			a.last.Evidence = a.Evidence()
 		}

@@ -387,11 +387,15 @@ func TestProbationRollsBack(t *testing.T) {
 	if n, trial := d.nextBoot(t); n != 2 || trial {
 		t.Errorf("next boot %d (trial %v), want 2", n, trial)
 	}
-	// The old build boots and keeps the record.
+	// The old build boots and keeps the record; a rollback on request
+	// does not return to the faulty build.
 	back := newAgent(t, d, status, 2, 2)
 	back.Start()
-	if st := back.Status(); st.Last.State != RolledBack || st.Other == nil || st.Other.Version != "on-3" {
+	if st := back.Status(); st.Last.State != RolledBack || !st.Last.Faulty || st.Other == nil || st.Other.Version != "on-3" {
 		t.Errorf("status after the rollback: %+v", st)
+	}
+	if err := back.Rollback(); httpCode(err) != http.StatusConflict || !strings.Contains(err.Error(), "which failed on this device") {
+		t.Errorf("rollback to the faulty build: %v", err)
 	}
 }
 

@@ -90,6 +90,9 @@ type Attempt struct {
 	ProbationEnds    time.Time `json:"probation_ends,omitzero"`
 	// Checked are the health URLs the trial checked before it confirmed.
 	Checked []string `json:"checked,omitempty"`
+	// Faulty: the new build failed its trial or its probation (rollback
+	// on request does not return to it).
+	Faulty bool `json:"faulty,omitempty"`
 	// Evidence is what the trial boot saw of Arka when it failed.
 	Evidence *Evidence `json:"evidence,omitempty"`
 }

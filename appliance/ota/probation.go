@@ -88,6 +88,19 @@ func (a *Agent) Rollback() error {
 	if _, err := a.otherBuild(); err != nil {
 		return &httpError{http.StatusConflict, fmt.Sprintf("root partition %d holds no Arka build to return to (%v)", other, err)}
 	}
+	// A root an update wrote is checked against what it wrote: an update
+	// interrupted since may have left it half overwritten.
+	a.mu.Lock()
+	last := a.last
+	a.mu.Unlock()
+	if last != nil && last.Partition == other && last.Faulty {
+		return &httpError{http.StatusConflict, fmt.Sprintf("root partition %d holds Arka %s, which failed on this device (%s): not switching to it", other, last.To.Version, last.Reason)}
+	}
+	if last != nil && last.Partition == other && last.RootSHA256 != "" {
+		if err := a.checkRoot(other, TestbootRequest{RootSHA256: last.RootSHA256, RootSize: last.RootSize}); err != nil {
+			return &httpError{http.StatusConflict, fmt.Sprintf("root partition %d no longer holds Arka %s intact (an update was interrupted since?): not switching", other, last.To.Version)}
+		}
+	}
 	if err := a.returnTo(other, "", "rollback on request", nil); err != nil {
 		return err
 	}
@@ -118,7 +131,7 @@ func (a *Agent) returnTo(n int, state State, reason string, ev *Evidence) error 
 	switch {
 	case state != "":
 		if at != nil {
-			at.State, at.Reason, at.Finished, at.Evidence = state, reason, now, ev
+			at.State, at.Reason, at.Finished, at.Evidence, at.Faulty = state, reason, now, ev, true
 		}
 	case at != nil && at.Partition == a.Running:
 		// Back from the last update's build to the one before it.
