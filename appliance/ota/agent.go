@@ -320,7 +320,7 @@ func (a *Agent) PrepareTrial(ctx context.Context, req TestbootRequest) error {
 		probation = DefaultProbation.Seconds()
 	}
 	at := &Attempt{Partition: target, From: a.Build, To: req.To, RootSHA256: req.RootSHA256, RootSize: req.RootSize,
-		State: Pending, Requested: time.Now().UTC(), ProbationSeconds: max(probation, 0)}
+		State: Pending, Requested: time.Now().UTC(), ProbationSeconds: max(probation, 0), StartSeconds: max(req.StartSeconds, 0)}
 	err = a.save(at)
 	if err == nil {
 		a.last = at
@@ -387,6 +387,11 @@ func (a *Agent) RunTrial(ctx context.Context, h Health) {
 	if !a.TrialBoot() {
 		return
 	}
+	a.mu.Lock()
+	if a.last != nil && a.last.StartSeconds > 0 {
+		h.StartTimeout = time.Duration(a.last.StartSeconds * float64(time.Second))
+	}
+	a.mu.Unlock()
 	a.logf("update: checking Arka on %s (ready and 2xx/3xx within %s, then for %s)", describeTargets(h.Targets), h.withDefaults().StartTimeout, h.withDefaults().Stable)
 	took, err := h.Run(ctx)
 	if err != nil {

@@ -88,6 +88,8 @@ type Attempt struct {
 	// that ends (wall clock), zero once it ended or was cut short.
 	ProbationSeconds float64   `json:"probation_seconds,omitempty"`
 	ProbationEnds    time.Time `json:"probation_ends,omitzero"`
+	// StartSeconds: see TestbootRequest.
+	StartSeconds float64 `json:"start_seconds,omitempty"`
 	// Checked are the health URLs the trial checked before it confirmed.
 	Checked []string `json:"checked,omitempty"`
 	// Faulty: the new build failed its trial or its probation (rollback
@@ -133,4 +135,7 @@ type TestbootRequest struct {
 	RootSize   int64  `json:"root_size"`
 	// ProbationSeconds: see Attempt; 0 is DefaultProbation, negative none.
 	ProbationSeconds float64 `json:"probation_seconds,omitempty"`
+	// StartSeconds bounds how long the trial waits for Arka to be healthy
+	// (0: the device's default, Health.StartTimeout).
+	StartSeconds float64 `json:"start_seconds,omitempty"`
 }

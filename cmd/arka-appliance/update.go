@@ -26,6 +26,7 @@ func cmdUpdate(args []string) error {
 	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer 2xx or 3xx after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
+	startTimeout := fs.Duration("start-timeout", 0, "how long the trial boot waits for Arka to be ready and healthy (0: the device's default, 2m)")
 	probation := fs.Duration("probation", ota.DefaultProbation, "after the verdict, how long the device still returns to the old build by itself if Arka crash-loops (0: no probation)")
 	var b buildFlags
 	b.register(fs)
@@ -73,7 +74,7 @@ func cmdUpdate(args []string) error {
 	res, err := updater.Update(ctx, updater.Options{
 		Image: *img, Host: *host, UIPort: *uiPort,
 		Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile,
-		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout, Probation: probationOption(*probation),
+		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout, Probation: probationOption(*probation), StartTimeout: *startTimeout,
 		Progress: bar,
 	})
 	if err != nil {

@@ -42,6 +42,9 @@ type Options struct {
 	// to the old build by itself if Arka crash-loops; 0 is
 	// ota.DefaultProbation, negative none.
 	Probation time.Duration
+	// StartTimeout bounds how long the trial waits for Arka to become
+	// healthy; 0: the device's default (2 minutes).
+	StartTimeout time.Duration
 	Progress  Progress // may be nil
 }
 
@@ -197,7 +200,7 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("sending the boot file system: %w. Nothing switched, but the boot partition may be damaged: do not reboot the device; run the update again", bootErr)
 	}
 	r.stage(3, "checking the new root on the device and asking for a trial boot")
-	body, _ = json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes, ProbationSeconds: o.Probation.Seconds()})
+	body, _ = json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes, ProbationSeconds: o.Probation.Seconds(), StartSeconds: o.StartTimeout.Seconds()})
 	var prepared ota.Status
 	if err := r.call(ctx, "POST", "/arka/update/testboot", body, &prepared, time.Minute); err != nil {
 		return nil, fmt.Errorf("preparing the trial boot: %w (nothing switched)", err)
