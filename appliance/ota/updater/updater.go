@@ -573,7 +573,7 @@ func Rollback(ctx context.Context, o Options) (*ota.Status, error) {
 	case code == http.StatusNotFound:
 		return nil, fmt.Errorf("the device at %s has no rollback (it runs an image from before it)", r.base)
 	case code != http.StatusOK:
-		return nil, fmt.Errorf("%w: %s", ErrRefused, oneLine(string(b)))
+		return nil, fmt.Errorf("the device refused the rollback: %s", oneLine(string(b)))
 	}
 	r.note(fmt.Sprintf("the device reboots into root partition %d", 5-st.Running))
 	next, err := r.waitBoot(ctx, st.BootID, time.Now().Add(r.o.Timeout))
