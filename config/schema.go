@@ -115,12 +115,14 @@ type Limits struct {
 // is set, according to Type.
 type Route struct {
 	Path string // starts with "/"; matched by longest prefix
-	Type string // "static", "proxy", "fastcgi" or "status"
+	Type string // one of HandlerTypes
 
-	Static  *Static
-	Proxy   *Proxy
-	FastCGI *FastCGI
-	Status  *Status
+	Static   *Static
+	Proxy    *Proxy
+	FastCGI  *FastCGI
+	Status   *Status
+	Redirect *Redirect
+	Respond  *Respond
 
 	// Options apply whatever the handler (see RouteOptions).
 	Options RouteOptions

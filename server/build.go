@@ -9,6 +9,7 @@ import (
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
+	"github.com/arkaweb/arka/server/respond"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -140,6 +141,10 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		return s.dynamic(cs, cr, h), nil
 	case "fastcgi":
 		return s.fastcgiHandler(cs, cr, t)
+	case "redirect":
+		return respond.NewRedirect(cr.Path, cr.Redirect), nil
+	case "respond":
+		return respond.New(cr.Respond), nil
 	case "proxy":
 		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
 			Logger:    s.log,

@@ -17,7 +17,10 @@ type page struct {
 
 var pages = func() map[int]page {
 	m := map[int]page{}
-	for _, code := range []int{301, 308, 400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 417, 421, 429, 431, 500, 501, 502, 503, 504, 505} {
+	for code := 300; code < 600; code++ {
+		if wire.StatusText(code) == "" {
+			continue
+		}
 		text := strconv.Itoa(code) + " " + wire.StatusText(code)
 		body := []byte("<!DOCTYPE html>\n<html><head><title>" + text + "</title></head>\n<body><h1>" + text + "</h1><hr><p>arka</p></body></html>\n")
 		m[code] = page{body: body, cl: []string{strconv.Itoa(len(body))}}
