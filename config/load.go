@@ -282,6 +282,7 @@ var knownKeys = []string{
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
 	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
+	"errors", "pages", "intercept_errors",
 }
 
 func editDistance(a, b string) int {

@@ -117,3 +117,17 @@ func TestRedirectRespondErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
 	}
 }
+
+func TestErrorPagesErrors(t *testing.T) {
+	route := "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n"
+	cases := []struct{ name, src, want string }{
+		{"bad status", "[errors]\nroot = \"WWW\"\npages = { \"600\" = \"x.html\" }\n" + route, `:3:11: error page key "600": use a status from 400 to 599`},
+		{"missing file", "[errors]\nroot = \"WWW\"\npages = { \"404\" = \"nope.html\" }\n" + route, `:3:11: error page "nope.html": no such file under root`},
+		{"outside root", "[errors]\nroot = \"WWW\"\npages = { \"5xx\" = \"../x.html\" }\n" + route, `error page "../x.html" must be a file name under root`},
+		{"missing root", "[errors]\nroot = \"nope\"\npages = { \"404\" = \"x.html\" }\n" + route, `:2:1: root "`},
+		{"intercept alone", "[errors]\nintercept_errors = true\n" + route, `intercept_errors needs pages`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
+	}
+}

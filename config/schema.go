@@ -50,7 +50,8 @@ type Site struct {
 	Log            Log            `toml:"log"`
 	Compression    Compression    `toml:"compression"`
 	Limits         Limits         `toml:"limits"`
-	Routes         []Route        `toml:"-"` // decoded from rawRoute
+	Errors         ErrorPages     `toml:"errors"` // custom error pages
+	Routes         []Route        `toml:"-"`      // decoded from rawRoute
 
 	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
 	// see PHP for how it combines with [global] php.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 	"github.com/arkaweb/arka/server/respond"
@@ -44,6 +45,12 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				st.cert = c
 			}
 		}
+		if p, err := errpage.LoadPages(cs.Errors.Root, cs.Errors.Pages); err != nil {
+			line, col := cs.Position("errors")
+			fail(cs, line, col, "errors: %v", err)
+		} else {
+			st.pages = p
+		}
 		if cs.Log.Enabled && !dryRun {
 			sink, err := s.sink(t, cs.Log.Path)
 			if err != nil {
@@ -61,7 +68,8 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			}
 			trusted := trustedFor(cs, cr)
 			h, hdr := s.routeOptions(cs, cr, h, trusted)
-			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted})
+			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted,
+				intercept: cs.Errors.InterceptErrors && (cr.Proxy != nil || cr.FastCGI != nil)})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
