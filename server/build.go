@@ -247,6 +247,7 @@ func (s *Server) dynamic(cs *config.Site, cr *config.Route, h http.Handler) http
 	lv[encoding.Zstd] = c.Level("zstd")
 	lv[encoding.Brotli] = c.Level("br")
 	lv[encoding.Gzip] = c.Level("gzip")
-	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained})
+	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained,
+		CompressCookies: cr.Options.Compression != nil && *cr.Options.Compression})
 	return m.Wrap(h)
 }
