@@ -511,7 +511,8 @@ func (l *listener) serve(log *slog.Logger) {
 }
 
 // acceptTLS accepts TCP connections, completes each TLS handshake, and
-// hands HTTP/2 connections to net/http and the rest to the h1 engine.
+// hands connections that negotiated "h2" to the h2 engine and the rest to
+// the h1 engine.
 func (l *listener) acceptTLS() error {
 	var delay time.Duration
 	for {
