@@ -43,6 +43,7 @@ tool (
 	github.com/gokrazy/gokrazy/cmd/ntp
 	github.com/gokrazy/gokrazy/cmd/randomd
 	github.com/summerwind/h2spec/cmd/h2spec
+	honnef.co/go/tools/cmd/staticcheck
 )
 
 require (
@@ -52,5 +53,9 @@ require (
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/summerwind/h2spec v2.2.1+incompatible // indirect
+	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
+	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	honnef.co/go/tools v0.7.0 // indirect
 )
