@@ -60,17 +60,6 @@ func (s *Server) setProblemLocked(key, msg string) {
 	}
 }
 
-// clearProblems removes the problems whose key starts with prefix.
-func (s *Server) clearProblems(prefix string) {
-	s.probMu.Lock()
-	defer s.probMu.Unlock()
-	for k := range s.problems {
-		if strings.HasPrefix(k, prefix) {
-			delete(s.problems, k)
-		}
-	}
-}
-
 // Problems returns the current problems, one entry per line, the
 // configuration's first, then the others by key.
 func (s *Server) Problems() []string {

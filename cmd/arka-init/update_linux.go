@@ -131,10 +131,10 @@ func readReadiness(state string) (*status.Readiness, error) {
 func arkaReady(state string) error {
 	r, err := readReadiness(state)
 	if err != nil {
-		return fmt.Errorf("Arka has not reported itself ready (%v)", err)
+		return fmt.Errorf("no readiness report from Arka yet (%v)", err)
 	}
 	if st := arkaState(); st != nil && st.PID != r.PID {
-		return fmt.Errorf("Arka (pid %d) has not reported itself ready yet", st.PID)
+		return fmt.Errorf("no readiness report from the running Arka (pid %d) yet", st.PID)
 	}
 	if r.Ready {
 		return nil
