@@ -54,11 +54,17 @@ func (a *Agent) RunProbation(ctx context.Context) {
 			a.logf("update: probation of Arka %s ended without a crash loop", a.Build.Version)
 			return
 		case <-tick.C:
+			a.mu.Lock()
+			current := a.last == at && at.State == Confirmed
+			a.mu.Unlock()
+			if !current {
+				return // another update (or a rollback on request) since: its own rules apply
+			}
 			reason, ev := a.CrashLoop()
 			if reason == "" {
 				continue
 			}
-			if err := a.returnTo(5-a.Running, RolledBack, "on probation: "+reason, ev); err != nil {
+			if err := a.returnTo(at, 5-a.Running, RolledBack, "on probation: "+reason, ev); err != nil {
 				a.logf("update: cannot roll back: %v", err)
 				continue
 			}
@@ -101,7 +107,7 @@ func (a *Agent) Rollback() error {
 			return &httpError{http.StatusConflict, fmt.Sprintf("root partition %d no longer holds Arka %s intact (an update was interrupted since?): not switching", other, last.To.Version)}
 		}
 	}
-	if err := a.returnTo(other, "", "rollback on request", nil); err != nil {
+	if err := a.returnTo(nil, other, "", "rollback on request", nil); err != nil {
 		return err
 	}
 	a.logf("update: rollback on request: rebooting into root partition %d", other)
@@ -111,10 +117,14 @@ func (a *Agent) Rollback() error {
 
 // returnTo points root= at partition n and records it: as state (the last
 // attempt's, when it concerns the running partition), or, for a switch on
-// request, whatever describes the result.
-func (a *Agent) returnTo(n int, state State, reason string, ev *Evidence) error {
+// request, whatever describes the result. With expect set, it does
+// nothing unless expect is still the last attempt.
+func (a *Agent) returnTo(expect *Attempt, n int, state State, reason string, ev *Evidence) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if expect != nil && a.last != expect {
+		return fmt.Errorf("another update was prepared since")
+	}
 	boot, err := a.Device.OpenBoot()
 	if err != nil {
 		return err
