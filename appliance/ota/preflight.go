@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,6 +57,17 @@ func (a *Agent) Preflight(req PreflightRequest) error {
 	probe := filepath.Join(filepath.Dir(a.statusFile()), ".preflight")
 	if err := writeProbe(probe); err != nil {
 		return fail("%s is not writable (%v)", perm, err)
+	}
+	// The other root partition is about to be written: a probation still
+	// running must not return to it.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if at := a.last; at != nil && !at.ProbationEnds.IsZero() {
+		at.ProbationEnds = time.Time{}
+		if err := a.save(at); err != nil {
+			return err
+		}
+		a.logf("update: probation of Arka %s ended: another update is being sent", at.To.Version)
 	}
 	return nil
 }

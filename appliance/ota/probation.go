@@ -55,7 +55,7 @@ func (a *Agent) RunProbation(ctx context.Context) {
 			return
 		case <-tick.C:
 			a.mu.Lock()
-			current := a.last == at && at.State == Confirmed
+			current := a.last == at && at.State == Confirmed && !at.ProbationEnds.IsZero()
 			a.mu.Unlock()
 			if !current {
 				return // another update (or a rollback on request) since: its own rules apply
