@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/supervise"
 	"github.com/arkaweb/arka/server/status"
 	"github.com/arkaweb/arka/tests/integration/harness"
 )
@@ -314,5 +316,51 @@ handler = { type = "static", root = "`+e.www+`" }
 	}
 	if !strings.Contains(p.Output(), "now listening") {
 		t.Errorf("no log line for the late bind")
+	}
+}
+
+// TestSupervisedRestartBackoff: the appliance's supervisor (package
+// appliance/supervise, as arka-init runs it) restarts the real arka when it
+// exits — here because another arka holds its state directory — with a
+// growing delay, and records the exit status and arka's last lines.
+func TestSupervisedRestartBackoff(t *testing.T) {
+	e := newApplianceEnv(t)
+	addr := harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("page\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	harness.Start(t, nil, e.args(t), addr) // holds the state directory
+
+	stateFile := filepath.Join(t.TempDir(), "supervise.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- supervise.Run(ctx, supervise.Options{Path: harness.Binary(t), Args: e.args(t), StateFile: stateFile,
+			Stdout: io.Discard, Stderr: io.Discard, First: 100 * time.Millisecond, Max: 400 * time.Millisecond})
+	}()
+	var st *supervise.State
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if s, err := supervise.ReadState(stateFile); err == nil && s.Exits >= 4 {
+			st = s
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no 4 exits within 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Delays 100, 200, 400 ms between the 4 exits.
+	if took < 700*time.Millisecond {
+		t.Errorf("4 exits in %s: no backoff", took)
+	}
+	ex := st.LastExit
+	if ex == nil || ex.Code != 1 || st.InARow != st.Exits || len(ex.Tail) == 0 || !strings.Contains(strings.Join(ex.Tail, "\n"), "in use by another arka") {
+		t.Errorf("state %+v, last exit %+v", st, ex)
 	}
 }
