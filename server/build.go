@@ -56,7 +56,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			if err != nil {
 				fail(cs, 0, 0, "log: %v", err)
 			} else {
-				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json"}
+				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json", trusted: logTrusted(cs)}
 			}
 		}
 		for i := range cs.Routes {
