@@ -50,4 +50,6 @@ require (
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/summerwind/h2spec v2.2.1+incompatible // indirect
 	golang.org/x/text v0.43.0 // indirect
+	periph.io/x/conn/v3 v3.7.3 // indirect
+	periph.io/x/host/v3 v3.8.5 // indirect
 )
