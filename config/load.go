@@ -278,7 +278,7 @@ var knownKeys = []string{
 	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
-	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
+	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "fan", "pin", "on", "off",
 }
 
 func editDistance(a, b string) int {
@@ -517,6 +517,9 @@ func (v *validator) site(s *Site) {
 		}
 		if g.PHP != nil {
 			v.php("global.php", g.PHP)
+		}
+		if g.Fan != nil {
+			v.fan("global.fan", g.Fan)
 		}
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis
