@@ -345,6 +345,20 @@ func TestArm64Appliance(t *testing.T) {
 	if code != 200 || body != page {
 		t.Errorf("GET /: %d %q, want the page from /perm/arka/www", code, body)
 	}
+	// The activity LED: driven (the state's "led" names it) when the guest's
+	// kernel has one, else a clean "no LED"; either way the state is shown.
+	code, body = get(t, plain, fmt.Sprintf("http://127.0.0.1:%d/status", v.Ports[80]), "", "", map[string]string{"Accept": "application/json"})
+	var st struct {
+		State struct {
+			State string `json:"state"`
+			LED   string `json:"led"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.State.State != "serving" ||
+		(st.State.LED != "" && st.State.LED != "ACT" && st.State.LED != "led0") {
+		t.Errorf("GET /status: %d (%v), want state serving and an LED name or none:\n%.600s", code, err, body)
+	}
+	t.Logf("raspi3b: state %q, activity LED %q", st.State.State, st.State.LED)
 	log, _ := os.ReadFile(v.SerialLog)
 	if !strings.Contains(string(log), `model "Raspberry Pi 3 Model B"`) {
 		t.Errorf("gokrazy did not detect the Pi model")
