@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +31,20 @@ import (
 // no pin name can be checked here.
 var ErrNoGPIO = errors.New("this machine has no GPIO")
 
+// ErrGPIOAccess means the machine has GPIO chips (/dev/gpiochip*) but none
+// could be opened: Arka runs as a user without access to them (not root,
+// not in the gpio group).
+var ErrGPIOAccess = errors.New("the GPIO chips cannot be opened by this user (run as root, or in the gpio group)")
+
+// chips is where Lookup looks for GPIO character devices when periph.io
+// registered no pin, to tell "no GPIO" from "no access".
+var chips = "/dev/gpiochip*"
+
 // Lookup initialises periph.io's host drivers (once per process; later calls
 // reuse the first result) and returns the pin called name. Errors: ErrNoGPIO
-// (wrapped) when the machine has no GPIO at all; otherwise an error naming
-// the pin and some pins this board has, when name is not one of them.
+// (wrapped) when the machine has no GPIO at all; ErrGPIOAccess (wrapped) when
+// it has GPIO chips this process cannot open; otherwise an error naming the
+// pin and some pins this board has, when name is not one of them.
 func Lookup(name string) (gpio.PinIO, error) {
 	if _, err := host.Init(); err != nil {
 		return nil, fmt.Errorf("fan: periph.io host drivers: %w", err)
@@ -45,6 +56,9 @@ func Lookup(name string) (gpio.PinIO, error) {
 func lookup(name string) (gpio.PinIO, error) {
 	all := gpioreg.All()
 	if len(all) == 0 {
+		if found, _ := filepath.Glob(chips); len(found) > 0 {
+			return nil, fmt.Errorf("fan pin %q: %w", name, ErrGPIOAccess)
+		}
 		return nil, fmt.Errorf("fan pin %q: %w", name, ErrNoGPIO)
 	}
 	if p := gpioreg.ByName(name); p != nil {

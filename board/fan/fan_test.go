@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +132,21 @@ func TestLookup(t *testing.T) {
 	if err == nil || errors.Is(err, ErrNoGPIO) || !strings.Contains(err.Error(), `fan pin "GPIO99x" does not exist on this board (it has `) ||
 		!strings.Contains(err.Error(), "GPIO900") {
 		t.Errorf("unknown pin: %v", err)
+	}
+}
+
+// TestLookupNoAccess: GPIO chips exist but periph.io registered no pin (they
+// could not be opened): the error says so rather than "no GPIO".
+func TestLookupNoAccess(t *testing.T) {
+	if len(gpioreg.All()) > 0 {
+		t.Skip("this machine has GPIO pins registered")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "gpiochip0"), nil, 0o600)
+	old := chips
+	chips = filepath.Join(dir, "gpiochip*")
+	t.Cleanup(func() { chips = old })
+	if _, err := lookup("GPIO14"); !errors.Is(err, ErrGPIOAccess) {
+		t.Errorf("chips present, no pins: %v, want ErrGPIOAccess", err)
 	}
 }

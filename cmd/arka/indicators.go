@@ -138,18 +138,21 @@ func fanOf(sites []*config.Site) *config.Fan {
 
 // checkFan is arka -t's check of the fan pin against this board. On a board
 // with GPIO, a pin it does not have is an error at the pin's file:line:col.
-// On a machine without GPIO (a PC checking a Pi's configuration) the pin
-// cannot be checked: that is a note on standard error, not a failure.
+// On a machine without GPIO (a PC checking a Pi's configuration), or as a
+// user who cannot open the GPIO chips, the pin cannot be checked: that is a
+// note on standard error, not a failure.
 func checkFan(sites []*config.Site) error {
 	fc := fanOf(sites)
 	if fc == nil {
 		return nil
 	}
 	_, err := fan.Lookup(fc.Pin)
-	if errors.Is(err, fan.ErrNoGPIO) {
-		file, line, col := fc.PinPosition()
-		fmt.Fprintf(os.Stderr, "%s:%d:%d: note: fan pin %q not checked: %v (it is checked on the board)\n", file, line, col, fc.Pin, fan.ErrNoGPIO)
-		return nil
+	for _, e := range []error{fan.ErrNoGPIO, fan.ErrGPIOAccess} {
+		if errors.Is(err, e) {
+			file, line, col := fc.PinPosition()
+			fmt.Fprintf(os.Stderr, "%s:%d:%d: note: fan pin %q not checked: %v (Arka checks it when it starts on the board)\n", file, line, col, fc.Pin, e)
+			return nil
+		}
 	}
 	if err != nil {
 		return fc.PinError(err.Error())
