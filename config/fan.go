@@ -53,7 +53,7 @@ func (v *validator) fan(at string, f *Fan) {
 	f.line, f.col = v.pos.at(at + ".pin")
 	switch {
 	case f.Pin == "":
-		v.errAt(at, "fan: pin is missing: the GPIO pin that switches the fan, such as pin = \"GPIO14\"")
+		v.errAt(at+".pin", "fan: pin is missing: the GPIO pin that switches the fan, such as pin = \"GPIO14\"")
 	case strings.IndexFunc(f.Pin, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		v.errAt(at+".pin", "fan pin %q: a pin name has no spaces (for example \"GPIO14\" or \"P1_8\")", f.Pin)
 	}

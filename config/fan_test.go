@@ -50,6 +50,7 @@ func TestFan(t *testing.T) {
 		{"off_above_on", "[global.fan]\npin = \"GPIO14\"\non = 50\noff = 60\n", ":8:1: fan off = 60 °C must be below on = 50 °C"},
 		{"only_off_above_default_on", "fan = { pin = \"GPIO14\", off = 70 }\n", ":5:25: fan off = 70 °C must be below on = 65 °C"},
 		{"no_pin", "fan = { on = 60 }\n", ":5:1: fan: pin is missing"},
+		{"empty_pin", "fan = { pin = \"\" }\n", ":5:9: fan: pin is missing"},
 		{"pin_with_space", "fan = { pin = \"GPIO 14\" }\n", ":5:9: fan pin \"GPIO 14\": a pin name has no spaces"},
 		{"on_too_hot", "fan = { pin = \"GPIO14\", on = 200 }\n", ":5:25: fan on = 200 °C: use 20..110"},
 		{"unknown_key", "fan = { pin = \"GPIO14\", speed = 3 }\n", ":5:25: unknown key \"global.fan.speed\""},

@@ -160,6 +160,20 @@ func checkFan(sites []*config.Site) error {
 	return nil
 }
 
+// warnFanChanged logs, after a reload, that a changed [global] fan takes a
+// restart: the fan keeps running with the settings Arka started with.
+func warnFanChanged(now, start *config.Fan, log *slog.Logger) {
+	key := func(f *config.Fan) string {
+		if f == nil {
+			return "none"
+		}
+		return fmt.Sprintf("pin %s, on %g °C, off %g °C", f.Pin, f.On, f.Off)
+	}
+	if key(now) != key(start) {
+		log.Warn("[global] fan changed; restart Arka to apply it", "running", key(start), "configured", key(now))
+	}
+}
+
 // openFan starts the fan of the configuration, or returns nil when there is
 // none or its pin cannot be had. A missing pin on a board with GPIO is a
 // Degraded condition ("fan") and an error log line; a machine without GPIO

@@ -121,6 +121,7 @@ func run(args []string) int {
 	// The board's LED and fan are touched only by the server that holds the
 	// state lock, never by arka -t.
 	srvOpts.Fan = openFan(sites, conds, logger)
+	startFan := fanOf(sites)
 	actLED := takeLED(root, logger)
 	if actLED != nil {
 		srvOpts.LEDName = actLED.Name
@@ -179,6 +180,7 @@ func run(args []string) int {
 				continue
 			}
 			conds.Clear("config")
+			warnFanChanged(fanOf(sites), startFan, logger)
 			srv.ReopenLogs()
 			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
 		case syscall.SIGUSR1:
