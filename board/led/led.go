@@ -16,6 +16,18 @@
 //   - Driver blinks the LED with the pattern of the state Conditions reports
 //     (see Pattern), until its context ends; then it releases the LED.
 //
+// Condition names in use, so that each has one owner: "arka" (Booting until
+// the first configuration serves; cmd/arka), "config" (Degraded while the
+// last reload failed; cmd/arka), "update" (Updating or RolledBack from the
+// update agent's /perm/arka/update-status.json; cmd/arka), "fan" (Degraded
+// when the configured fan pin does not exist; cmd/arka). Suggested for work
+// to come: "deploy" (Updating while a deploy is received), "fallback"
+// (Degraded while Arka serves its fallback configuration), "site:NAME" and
+// "cert:NAME" (Degraded for one site that failed to load or whose
+// certificate does not load). The cmd/arka server holds one Conditions (it
+// is passed to the server as server.Options.Conditions); raise conditions on
+// it from the code that knows, and clear them when the problem is gone.
+//
 // Why not periph.io's sysfs.LED: it only writes brightness (it cannot set the
 // trigger, so the kernel's mmc0/heartbeat trigger would keep overriding it,
 // and it cannot give the LED back), and it discovers LEDs from the fixed
