@@ -20,7 +20,7 @@ import (
 )
 
 // HandlerTypes are the route handler types a site file may name.
-var HandlerTypes = []string{"static", "proxy", "fastcgi", "status"}
+var HandlerTypes = []string{"static", "proxy", "fastcgi", "status", "redirect", "respond"}
 
 // Load reads the site configuration at path: one site file, or a directory
 // whose *.toml files are each one site (read in name order; other files and
@@ -273,6 +273,7 @@ var knownKeys = []string{
 	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
 	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
 	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
+	"fan", "pin", "on", "off", // [global] fan (config/fan.go)
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
@@ -280,8 +281,9 @@ var knownKeys = []string{
 	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
-	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "fan", "pin", "on", "off",
-	"set", "add", "remove", "basic_auth", "realm", "users", "deny",
+	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
+	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
+	"errors", "pages", "intercept_errors",
 }
 
 func editDistance(a, b string) int {
@@ -384,6 +386,12 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	case "status":
 		r.Status = &Status{}
 		target = r.Status
+	case "redirect":
+		r.Redirect = &Redirect{}
+		target = r.Redirect
+	case "respond":
+		r.Respond = &Respond{}
+		target = r.Respond
 	case "":
 		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
 		v.failed = append(v.failed, i)
@@ -407,6 +415,10 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 		v.fastcgi(hp, r.FastCGI)
 	case r.Status != nil:
 		v.status(hp, r.Status)
+	case r.Redirect != nil:
+		v.redirect(hp, r.Redirect)
+	case r.Respond != nil:
+		v.respond(hp, r.Respond)
 	}
 	site.Routes = append(site.Routes, r)
 }
