@@ -168,6 +168,15 @@ type Proxy struct {
 	IdleTimeout           *Duration `toml:"idle_timeout"`
 	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
 	Health                *Health   `toml:"health"`
+
+	// TLS to https:// upstreams: certificates are verified against the
+	// system's roots, or only against TLSCA (a PEM file of CA
+	// certificates) when set, for the name TLSServerName (default: the
+	// upstream's host). TLSInsecureSkipVerify accepts any certificate
+	// (arka -t warns about it).
+	TLSCA                 string `toml:"tls_ca"`
+	TLSServerName         string `toml:"tls_server_name"`
+	TLSInsecureSkipVerify bool   `toml:"tls_insecure_skip_verify"`
 }
 
 // Health is an active upstream health check.
