@@ -273,6 +273,7 @@ var knownKeys = []string{
 	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
 	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
 	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
+	"fan", "pin", "on", "off", // [global] fan (config/fan.go)
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
@@ -532,6 +533,9 @@ func (v *validator) site(s *Site) {
 		}
 		if g.PHP != nil {
 			v.php("global.php", g.PHP)
+		}
+		if g.Fan != nil {
+			v.fan("global.fan", g.Fan)
 		}
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis

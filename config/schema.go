@@ -231,6 +231,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
@@ -52,6 +54,14 @@ type Options struct {
 	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
 	// hot, optional CPU work (brotli, high compression levels) stops.
 	Thermal *board.Thermal
+	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
+	// the same temperature readings as Thermal, and the status page shows it.
+	Fan *fan.Fan
+	// Conditions, when set, are what the appliance is doing and why
+	// (package board/led); the status page shows them as the activity LED
+	// (named LEDName, "" when the board has none) does.
+	Conditions *led.Conditions
+	LEDName    string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string
