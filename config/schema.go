@@ -88,6 +88,9 @@ type TLS struct {
 	// state directory (see cmd/arka -state).
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
+	// MinVersion is the oldest TLS version accepted: "1.2" (default) or
+	// "1.3".
+	MinVersion string `toml:"min_version"`
 }
 
 // Log configures the site's access log.
@@ -232,6 +235,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
 	"github.com/arkaweb/arka/server/status"
@@ -50,6 +51,7 @@ type keeper struct {
 	tlsListen []string
 	srv       *server.Server
 	php       *phpRunner
+	conds     *led.Conditions // "config": Degraded while Arka is not ready
 	log       *slog.Logger
 	serving   string // status.Serving*; "" before the first load
 
@@ -210,6 +212,17 @@ func (k *keeper) writeReadiness() {
 	k.readyMu.Lock()
 	defer k.readyMu.Unlock()
 	r := k.srv.Readiness()
+	if k.conds != nil {
+		if r.Ready {
+			k.conds.Clear("config")
+		} else {
+			msg := "serving " + r.Config
+			if len(r.Problems) > 0 {
+				msg += ": " + r.Problems[0]
+			}
+			k.conds.Set("config", led.Degraded, msg)
+		}
+	}
 	t := r.Time
 	r.Time = time.Time{}
 	cmp, _ := json.Marshal(r)

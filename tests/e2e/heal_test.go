@@ -206,10 +206,10 @@ handler = { type = "static", root = "/perm/arka/www" }
 func port2(v *vm.VM, p int) string { return fmt.Sprintf("127.0.0.1:%d", v.Ports[p]) }
 
 // statusOf is Arka's status page (JSON) on addr.
-func statusOf(t *testing.T, addr string) status.Snapshot {
+func statusOf(t *testing.T, addr string) statusPage {
 	t.Helper()
 	code, body := get(t, plain, "http://"+addr+"/status", "", "", map[string]string{"Accept": "application/json"})
-	var s status.Snapshot
+	var s statusPage
 	if err := json.Unmarshal([]byte(body), &s); code != 200 || err != nil {
 		t.Fatalf("status page: %d %v\n%.300s", code, err, body)
 	}
@@ -229,4 +229,11 @@ func postJSON(t *testing.T, url, pw, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// statusPage is the part of the status page's JSON (status.Snapshot) these
+// tests read.
+type statusPage struct {
+	Serving  string   `json:"serving"`
+	Problems []string `json:"problems"`
 }

@@ -92,7 +92,7 @@ func fetch(t *testing.T, c *http.Client, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func statusJSON(t *testing.T, url string) status.Snapshot {
+func statusJSON(t *testing.T, url string) statusPage {
 	t.Helper()
 	h1, _ := harness.Clients()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -102,7 +102,7 @@ func statusJSON(t *testing.T, url string) status.Snapshot {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var s status.Snapshot
+	var s statusPage
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		t.Fatalf("status JSON: %v", err)
 	}
@@ -363,4 +363,11 @@ func TestSupervisedRestartBackoff(t *testing.T) {
 	if ex == nil || ex.Code != 1 || st.InARow != st.Exits || len(ex.Tail) == 0 || !strings.Contains(strings.Join(ex.Tail, "\n"), "in use by another arka") {
 		t.Errorf("state %+v, last exit %+v", st, ex)
 	}
+}
+
+// statusPage is the part of the status page's JSON (status.Snapshot) these
+// tests read.
+type statusPage struct {
+	Serving  string   `json:"serving"`
+	Problems []string `json:"problems"`
 }
