@@ -45,7 +45,7 @@ type Options struct {
 	// StartTimeout bounds how long the trial waits for Arka to become
 	// healthy; 0: the device's default (2 minutes).
 	StartTimeout time.Duration
-	Progress  Progress // may be nil
+	Progress     Progress // may be nil
 }
 
 // Progress receives the update's progress.
