@@ -447,6 +447,9 @@ type listener struct {
 	h1   *h1.Server   // nil with the net/http engine
 	h2   *h2.Server   // nil with the net/http engine
 	tlsc *tls.Config
+	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
+	// sites that ask for it.
+	tlsc13 *tls.Config
 	hsTO time.Duration
 	vh   atomic.Pointer[vhosts]
 }
@@ -478,6 +481,11 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc
+		l.tlsc.CipherSuites = tls12CipherSuites
+		// Sites with [tls] min_version = "1.3" get this one, by SNI.
+		l.tlsc13 = l.tlsc.Clone()
+		l.tlsc13.MinVersion = tls.VersionTLS13
+		l.tlsc.GetConfigForClient = l.configForClient
 	}
 	if s.o.Engine != "net/http" {
 		l.h1 = &h1.Server{
