@@ -634,8 +634,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusMisdirectedRequest)
 		return
 	}
-	p, ok := cleanPath(r.URL.Path)
-	if !ok {
+	if !normalizeURL(r.URL) {
 		if r.Method == http.MethodOptions && r.RequestURI == "*" {
 			w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
 			w.WriteHeader(http.StatusNoContent)
@@ -644,10 +643,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusBadRequest)
 		return
 	}
-	if p != r.URL.Path {
-		r.URL.Path, r.URL.RawPath = p, ""
-	}
-	rt, redirect := st.matchRoute(p)
+	rt, redirect := st.matchRoute(r.URL.Path)
 	if redirect != "" {
 		loc := redirect
 		if r.URL.RawQuery != "" {

@@ -37,6 +37,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // DefaultMaxSpool is the largest request body of unknown length (chunked)
@@ -428,12 +429,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.putReqBuf(rb)
 	x := &rb.x
 	*x = exchange{h: h, w: w, r: r, rb: rb}
-	switch h.resolve(r.URL.Path, &x.t) {
+	switch h.resolve(r.URL.Path, wire.EncodedSlashAt(r.URL), &x.t) {
 	case resNotFound:
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	case resSlash:
-		u := r.URL.EscapedPath() + "/"
+		u := wire.ClientPath(r.URL) + "/"
 		if r.URL.RawQuery != "" {
 			u += "?" + r.URL.RawQuery
 		}

@@ -73,7 +73,7 @@ func TestResolveFiles(t *testing.T) {
 		{"/dir.php/../real/x.php", resNotFound, ""},
 	} {
 		var tg target
-		got := h.resolve(tc.p, &tg)
+		got := h.resolve(tc.p, -1, &tg)
 		file := ""
 		if got == resScript {
 			file = h.root + tg.scriptName

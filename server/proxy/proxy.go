@@ -53,7 +53,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -724,10 +723,11 @@ func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*ht
 	}
 }
 
-// target returns the request target sent upstream: the client's encoded
-// path (less the route prefix when stripping) and query, byte for byte.
+// target returns the request target's path sent upstream: the client's
+// encoded path (wire.ClientPath: encoded slashes and the client's other
+// escapes kept), less the route prefix when stripping.
 func (h *Handler) target(r *http.Request) string {
-	p := r.URL.EscapedPath()
+	p := wire.ClientPath(r.URL)
 	if !h.strip || h.route == "/" {
 		return p
 	}
@@ -738,13 +738,22 @@ func (h *Handler) target(r *http.Request) string {
 		}
 		return p
 	}
-	// The client encoded part of the prefix ("/pr%6Fxy/a"): strip from the
-	// decoded path, which routing matched, and encode the rest again.
-	rest := strings.TrimPrefix(r.URL.Path, pre)
-	if rest == "" {
-		rest = "/"
+	// The client encoded part of the prefix ("/pr%6Fxy/a"): skip as many
+	// bytes of the encoded path as the prefix has decoded (routing matched
+	// the decoded path), keeping the rest as the client wrote it.
+	i := 0
+	for n := 0; n < len(pre) && i < len(p); n++ {
+		if p[i] == '%' && i+2 < len(p) {
+			i += 3
+		} else {
+			i++
+		}
 	}
-	return (&url.URL{Path: rest}).EscapedPath()
+	rest := p[i:]
+	if rest == "" || rest[0] != '/' {
+		rest = "/" + rest
+	}
+	return rest
 }
 
 // writeHead writes the request line and header fields: the client's fields
