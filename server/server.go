@@ -478,6 +478,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			MaxHeaderBytes:    s.o.MaxHeaderBytes,
 			Logger:            s.log,
 		}
+		l.h1.Rejected = l.rejected
 		if limited != nil {
 			limited.closeIdle = l.h1.CloseIdle
 		}
@@ -487,6 +488,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 				MaxHeaderBytes: s.o.MaxHeaderBytes,
 				IdleTimeout:    s.o.IdleTimeout,
 				Logger:         s.log,
+				Rejected:       l.rejected,
 			}
 		}
 	}
@@ -540,10 +542,12 @@ func (l *listener) handshake(c net.Conn) {
 		// do, instead of closing without a word.
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
+			const body = "Client sent an HTTP request to an HTTPS server.\n"
 			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+
-				"Client sent an HTTP request to an HTTPS server.\n")
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"+body)
 			re.Conn.Close()
+			method, _, _ := strings.Cut(string(re.RecordHeader[:]), " ")
+			l.rejected(&http.Request{Method: method, RemoteAddr: c.RemoteAddr().String(), Header: http.Header{}}, http.StatusBadRequest, int64(len(body)))
 		}
 		tc.Close()
 		return
@@ -612,11 +616,66 @@ const StatusClientClosedRequest = 499
 
 // ServeHTTP dispatches one request: virtual host, path normalization, route,
 // then the route's handler wrapped in request id, counters and access log.
+// Every response is counted and logged with the status the client saw,
+// whoever made it: the route's handler, or this dispatch itself (no site,
+// a path refused, a slash redirect, no route, a body too large), the
+// latter counted on the site's "-" row (see site.stats).
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	vh := l.vh.Load()
 	w.Header()["Server"] = serverHeader
+	rec := recorders.Get().(*recorder)
+	rec.w, rec.status, rec.bytes = w, 0, 0
 	st := vh.match(r.Host)
+	var rt *route
+	var reqID string
+	defer func() {
+		// Count and log the request even when the handler aborted it
+		// (panic(http.ErrAbortHandler) for a response cut short); the
+		// panic goes on to the engine, which closes the connection.
+		p := recover()
+		status, n := rec.status, rec.bytes
+		switch {
+		case (status == 0 || status == http.StatusContinue || status == http.StatusEarlyHints) &&
+			(p == http.ErrAbortHandler || p == nil && r.Context().Err() != nil):
+			// The client went away before any response was written, and
+			// the handler saw it (it waited on the request's context, or
+			// its body read failed and it aborted with
+			// http.ErrAbortHandler): nobody received a response. Logged
+			// 499, as nginx does.
+			status = StatusClientClosedRequest
+		case p != nil && status == 0:
+			status = http.StatusInternalServerError
+		case status == 0:
+			status = http.StatusOK
+		}
+		rec.w = nil
+		recorders.Put(rec)
+		ls := st
+		if ls == nil {
+			ls = vh.first // no site for this Host: the address's first site logs it
+		}
+		d := time.Since(start)
+		switch {
+		case rt != nil:
+			rt.stats.observe(status, d, n)
+		case ls != nil:
+			ls.stats.observe(status, d, n)
+		}
+		if ls != nil && ls.log != nil {
+			ls.log.log(r, status, n, start, d, reqID)
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
+	l.dispatch(rec, r, vh, st, &rt, &reqID)
+}
+
+// dispatch is ServeHTTP's choice of the response: it sets *rt to the route
+// that serves r (nil when dispatch answers itself) and *reqID to its
+// request id.
+func (l *listener) dispatch(w http.ResponseWriter, r *http.Request, vh *vhosts, st *site, rt **route, reqID *string) {
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
 		// connection was made for another name (RFC 9110 section 15.5.20),
@@ -643,8 +702,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusBadRequest)
 		return
 	}
-	rt, redirect := st.matchRoute(r.URL.Path)
+	route, redirect := st.matchRoute(r.URL.Path)
 	if redirect != "" {
+		*rt = st.route(redirect)
 		loc := redirect
 		if r.URL.RawQuery != "" {
 			loc += "?" + r.URL.RawQuery
@@ -657,10 +717,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, code)
 		return
 	}
-	if rt == nil {
+	if route == nil {
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	}
+	*rt = route
 	if st.maxBody > 0 && r.Body != nil && r.Body != http.NoBody {
 		// RFC 9110 section 15.5.14: refuse a declared length at once; cap
 		// a streamed (chunked) body as it is read.
@@ -671,42 +732,37 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, st.maxBody)
 	}
-	var reqID string
 	if st.reqID {
-		reqID = requestID(r)
-		w.Header()["X-Request-Id"] = []string{reqID}
+		*reqID = requestID(r)
+		w.Header()["X-Request-Id"] = []string{*reqID}
 	}
-	rec := recorders.Get().(*recorder)
-	rec.w, rec.status, rec.bytes = w, 0, 0
-	defer func() {
-		// Count and log the request even when the handler aborted it
-		// (panic(http.ErrAbortHandler) for a response cut short); the
-		// panic goes on to the engine, which closes the connection.
-		p := recover()
-		status, n := rec.status, rec.bytes
-		switch {
-		case status == 0 && (p == nil || p == http.ErrAbortHandler) && r.Context().Err() != nil:
-			// The client went away before any response was written, and
-			// the handler saw it (it waited on the request's context):
-			// nobody received anything. Logged 499, as nginx does.
-			status = StatusClientClosedRequest
-		case p != nil && status == 0:
-			status = http.StatusInternalServerError
-		case status == 0:
-			status = http.StatusOK
-		}
-		rec.w = nil
-		recorders.Put(rec)
-		d := time.Since(start)
-		rt.stats.observe(status, d, n)
-		if st.log != nil {
-			st.log.log(r, status, n, start, d, reqID)
-		}
-		if p != nil {
-			panic(p)
-		}
-	}()
-	rt.h.ServeHTTP(rec, r)
+	route.h.ServeHTTP(w, r)
+}
+
+// rejected counts and logs a response an engine wrote itself, for a
+// request it could not parse (400, 408, 414, 431, 505...; h1.Server and
+// h2.Server's Rejected), or the listener's answer to plain HTTP on a TLS
+// port. r holds what is known: the client's address and, when the request
+// line was read, method, target and protocol. The site is the one its Host
+// names if known, else the address's default or first site; the
+// response is counted on that site's "-" row.
+func (l *listener) rejected(r *http.Request, status int, n int64) {
+	vh := l.vh.Load()
+	if vh == nil {
+		return
+	}
+	st := vh.match(r.Host)
+	if st == nil {
+		st = vh.first
+	}
+	if st == nil {
+		return
+	}
+	now := time.Now()
+	st.stats.observe(status, 0, n)
+	if st.log != nil {
+		st.log.log(r, status, n, now, 0, "")
+	}
 }
 
 // engineLog routes net/http's own messages to the error log, dropping the

@@ -514,8 +514,10 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 	switch {
 	case errors.As(err, &mbe) || err == errBodyTooLarge:
 		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
-	case r.Context().Err() != nil:
+	case r.Context().Err() != nil || wire.ClientGone(err):
+		// The client left mid-upload: nobody to answer (logged 499).
 		h.aborted.Add(1)
+		panic(http.ErrAbortHandler)
 	case os.IsTimeout(err):
 		// The client stopped sending its body (the engine's body read
 		// timeout, like nginx's client_body_timeout).
@@ -525,7 +527,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusInternalServerError)
 	default:
-		// The client sent a broken body (or vanished mid-way).
+		// The client sent a broken body (malformed chunked framing).
 		errpage.Write(w, r, http.StatusBadRequest)
 	}
 }

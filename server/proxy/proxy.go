@@ -281,9 +281,15 @@ type failure struct {
 	stale   bool   // a reused connection failed before any response byte
 	gone    bool   // the client went away, or the response had started: say nothing
 	client  bool   // the client's request was at fault (bad or too large body)
+	aborted bool   // the client left while sending its body: abort, logged 499
 }
 
-var clientGone = &failure{gone: true}
+var (
+	clientGone = &failure{gone: true}
+	// clientAborted: the client ended its connection (or stream) while
+	// sending the request body; nothing was answered (logged 499).
+	clientAborted = &failure{gone: true, aborted: true}
+)
 
 // clientBodyFailure answers a failure to read the client's body: 413 when
 // it is over the site's max_body_size (RFC 9110 section 15.5.14), nothing
@@ -294,8 +300,8 @@ func clientBodyFailure(r *http.Request, err error) *failure {
 	switch {
 	case errors.As(err, &mbe):
 		return &failure{status: http.StatusRequestEntityTooLarge, cause: "request body over max_body_size", client: true}
-	case r.Context().Err() != nil:
-		return clientGone
+	case r.Context().Err() != nil || wire.ClientGone(err):
+		return clientAborted
 	case os.IsTimeout(err):
 		// The client stopped sending (the engine's body read timeout).
 		return &failure{status: http.StatusRequestTimeout, cause: "the client stopped sending its request body", client: true}
@@ -338,6 +344,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for attempt := 0; ; attempt++ {
 		u := h.pick(prev)
 		f := h.exchange(w, r, u, upgrade, attempt > 0, replay)
+		if f != nil && f.aborted {
+			// No one to answer: the server logs 499 for a handler that
+			// aborts having written nothing, as nginx does.
+			panic(http.ErrAbortHandler)
+		}
 		if f == nil || f.gone {
 			return
 		}

@@ -126,7 +126,7 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 func (h *Handler) Close() error { return h.root.Close() }
 
 var (
-	missing      = &entry{kind: kMissing}
+	missing       = &entry{kind: kMissing}
 	allowGetHead  = []string{"GET, HEAD, OPTIONS"} // the methods answered (RFC 9110 section 10.2.1)
 	acceptRanges  = []string{"bytes"}
 	varyAE        = []string{"Accept-Encoding"}

@@ -1,9 +1,14 @@
 package wire
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 )
 
 // SetPath fills u.Path (decoded) and u.RawPath (the encoded form, only when
@@ -119,4 +124,13 @@ func ClientPath(u *url.URL) string {
 		return u.RawPath
 	}
 	return u.EscapedPath()
+}
+
+// ClientGone reports whether an error reading a request body means the
+// client's connection ended mid-body (it closed or reset the connection,
+// or the stream was cancelled), rather than a malformed body: handlers
+// then answer nothing and the request is logged 499.
+func ClientGone(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)
 }
