@@ -406,12 +406,17 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 }
 
 // RouteStats returns the counters of every route seen, sorted by site and
-// route.
+// route. A site's "-" row (responses no route made: a path refused, no
+// route, requests the engines could not parse) is there once it counted
+// one.
 func (s *Server) RouteStats() []*RouteStats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
 	out := make([]*RouteStats, 0, len(s.stats))
 	for _, st := range s.stats {
+		if st.Route == siteRoute.Path && st.Requests.Load() == 0 {
+			continue
+		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool {

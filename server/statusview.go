@@ -48,9 +48,6 @@ func (s *Server) Snapshot() status.Snapshot {
 			cls[i] = rs.Classes[i].Load()
 		}
 		req := rs.Requests.Load()
-		if req == 0 && rs.Route == siteRoute.Path {
-			continue // a site's "-" row appears with its first response
-		}
 		h := rs.Latency.Snapshot()
 		out := status.RouteStats{Site: rs.Site, Route: rs.Route, Handler: rs.Handler, Requests: req, Status: cls}
 		if p, ok := prev[rs]; ok && dt > 0 {
