@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
 	"github.com/arkaweb/arka/server/servertest"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -380,11 +381,15 @@ func h2BigHeader(t *testing.T, addr, path string) string {
 	}
 }
 
-// A client that aborts its upload on a proxy route is logged 499 (as
-// nginx does), not 400, over HTTP/1.1 (connection closed mid-body), TLS
-// and HTTP/2 (RST_STREAM), and the upstream's side is ended too.
+// A client that aborts its upload on a proxy or FastCGI route is logged
+// 499 (as nginx does), not 400, over HTTP/1.1 (connection closed
+// mid-body), TLS and HTTP/2 (RST_STREAM), and the upstream's side is
+// ended too.
 func TestAbortedUpload499(t *testing.T) {
+	fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
 	dir := t.TempDir()
+	php := filepath.Join(dir, "php")
+	fpmtest.WriteFiles(t, php, map[string]string{"app/up.php": `<?php echo strlen(file_get_contents("php://input"));`})
 	upErr := make(chan error, 3)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.Copy(io.Discard, r.Body)
@@ -403,8 +408,19 @@ format = "json"
 [[routes]]
 path = "/api/"
 handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
+[[routes]]
+path = "/app/"
+handler = { type = "fastcgi", address = "`+fpm.Address+`", root = "`+php+`" }
 `)
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for _, length := range []int64{-1, 1 << 20} { // chunked (spooled), and streamed as it comes
+			req, _ := http.NewRequest("POST", c.Base+"/app/up.php", &abortingBody{left: 256 << 10})
+			req.ContentLength = length
+			if resp, err := c.HTTP.Do(req); err == nil {
+				resp.Body.Close()
+				t.Errorf("FastCGI upload (length %d) aborted by the client: answered %d", length, resp.StatusCode)
+			}
+		}
 		req, _ := http.NewRequest("POST", c.Base+"/api/upload", &abortingBody{left: 256 << 10})
 		if resp, err := c.HTTP.Do(req); err == nil {
 			resp.Body.Close()
@@ -419,7 +435,7 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 			t.Errorf("the upstream still waits for the body")
 		}
 	})
-	for _, l := range readLog(t, e, logPath, 3) {
+	for _, l := range readLog(t, e, logPath, 9) {
 		if !strings.Contains(l, `"status":499`) {
 			t.Errorf("aborted upload logged as %s", l)
 		}
