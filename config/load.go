@@ -20,7 +20,7 @@ import (
 )
 
 // HandlerTypes are the route handler types a site file may name.
-var HandlerTypes = []string{"static", "proxy", "fastcgi", "status"}
+var HandlerTypes = []string{"static", "proxy", "fastcgi", "status", "redirect", "respond"}
 
 // Load reads the site configuration at path: one site file, or a directory
 // whose *.toml files are each one site (read in name order; other files and
@@ -83,6 +83,7 @@ type rawSite struct {
 type rawRoute struct {
 	Path    string         `toml:"path"`
 	Handler toml.Primitive `toml:"handler"`
+	RouteOptions
 }
 
 // Parse decodes and validates one site file. name is used in messages and
@@ -135,6 +136,7 @@ outer:
 			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
 	}
 	v.site(site)
+	v.siteOptions(site)
 	if len(v.errs) > 0 {
 		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
 		return nil, v.errs
@@ -279,6 +281,8 @@ var knownKeys = []string{
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
+	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
+	"errors", "pages", "intercept_errors",
 }
 
 func editDistance(a, b string) int {
@@ -341,7 +345,8 @@ func (v *validator) abs(p string) string {
 func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	at := fmt.Sprintf("routes[%d]", i)
 	line, col := v.pos.at(at)
-	r := Route{Path: rr.Path, Line: line, Col: col}
+	r := Route{Path: rr.Path, Line: line, Col: col, Options: rr.RouteOptions}
+	v.routeOptions(at, &r.Options)
 	switch {
 	case rr.Path == "":
 		v.errAt(at, "route has no path (for example path = \"/\")")
@@ -380,6 +385,12 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	case "status":
 		r.Status = &Status{}
 		target = r.Status
+	case "redirect":
+		r.Redirect = &Redirect{}
+		target = r.Redirect
+	case "respond":
+		r.Respond = &Respond{}
+		target = r.Respond
 	case "":
 		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
 		v.failed = append(v.failed, i)
@@ -403,6 +414,10 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 		v.fastcgi(hp, r.FastCGI)
 	case r.Status != nil:
 		v.status(hp, r.Status)
+	case r.Redirect != nil:
+		v.redirect(hp, r.Redirect)
+	case r.Respond != nil:
+		v.respond(hp, r.Respond)
 	}
 	site.Routes = append(site.Routes, r)
 }

@@ -7,8 +7,10 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
+	"github.com/arkaweb/arka/server/respond"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -43,6 +45,12 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				st.cert = c
 			}
 		}
+		if p, err := errpage.LoadPages(cs.Errors.Root, cs.Errors.Pages); err != nil {
+			line, col := cs.Position("errors")
+			fail(cs, line, col, "errors: %v", err)
+		} else {
+			st.pages = p
+		}
 		if cs.Log.Enabled && !dryRun {
 			sink, err := s.sink(t, cs.Log.Path)
 			if err != nil {
@@ -58,7 +66,10 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Type, err)
 				continue
 			}
-			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr)})
+			trusted := trustedFor(cs, cr)
+			h, hdr := s.routeOptions(cs, cr, h, trusted)
+			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted,
+				intercept: cs.Errors.InterceptErrors && (cr.Proxy != nil || cr.FastCGI != nil)})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -117,7 +128,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 	case "static":
 		h, err := static.New(cr.Static, static.Options{
 			Cache:       s.cache,
-			Compress:    comp.CompressionEnabled(),
+			Compress:    compresses(cs, cr),
 			MinSize:     comp.MinSizeBytes(),
 			Constrained: s.constrained,
 		})
@@ -139,21 +150,26 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		if err != nil {
 			return nil, err
 		}
-		return s.dynamic(cs, h), nil
+		return s.dynamic(cs, cr, h), nil
 	case "fastcgi":
 		return s.fastcgiHandler(cs, cr, t)
+	case "redirect":
+		return respond.NewRedirect(cr.Path, cr.Redirect), nil
+	case "respond":
+		return respond.New(cr.Respond), nil
 	case "proxy":
 		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
 			Logger:    s.log,
 			Site:      cs.File,
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
+			Trusted:   cs.TrustedNets,
 		})
 		if err != nil {
 			return nil, err
 		}
 		t.closers = append(t.closers, ph)
 		t.proxies = append(t.proxies, ph)
-		return noCodingForTunnels(ph, s.dynamic(cs, ph)), nil
+		return noCodingForTunnels(ph, s.dynamic(cs, cr, ph)), nil
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
 }
@@ -181,7 +197,7 @@ func noCodingForTunnels(h, coded http.Handler) http.Handler {
 func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
 	files, err := static.New(&config.Static{Root: cr.FastCGI.Root}, static.Options{
 		Cache:       s.cache,
-		Compress:    cs.Compression.CompressionEnabled(),
+		Compress:    compresses(cs, cr),
 		MinSize:     cs.Compression.MinSizeBytes(),
 		Constrained: s.constrained,
 	})
@@ -215,20 +231,27 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 	// some of which the file handler may be serving.
 	t.closers = append(t.closers, h, files)
 	t.fastcgi = append(t.fastcgi, h)
-	return s.dynamic(cs, h), nil
+	return s.dynamic(cs, cr, h), nil
+}
+
+// compresses reports whether Arka content-codes the route's responses:
+// the site's [compression] enabled, unless the route says compression = false.
+func compresses(cs *config.Site, cr *config.Route) bool {
+	return cs.Compression.CompressionEnabled() && (cr.Options.Compression == nil || *cr.Options.Compression)
 }
 
 // dynamic wraps a handler of responses made per request with content
-// coding, when the site enables compression.
-func (s *Server) dynamic(cs *config.Site, h http.Handler) http.Handler {
+// coding, when the site and route enable compression.
+func (s *Server) dynamic(cs *config.Site, cr *config.Route, h http.Handler) http.Handler {
 	c := cs.Compression
-	if !c.CompressionEnabled() {
+	if !compresses(cs, cr) {
 		return h
 	}
 	var lv [encoding.NumCodings]int
 	lv[encoding.Zstd] = c.Level("zstd")
 	lv[encoding.Brotli] = c.Level("br")
 	lv[encoding.Gzip] = c.Level("gzip")
-	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained})
+	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained,
+		CompressCookies: cr.Options.Compression != nil && *cr.Options.Compression})
 	return m.Wrap(h)
 }

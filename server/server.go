@@ -518,7 +518,8 @@ func (l *listener) serve(log *slog.Logger) {
 }
 
 // acceptTLS accepts TCP connections, completes each TLS handshake, and
-// hands HTTP/2 connections to net/http and the rest to the h1 engine.
+// hands connections that negotiated "h2" to the h2 engine and the rest to
+// the h1 engine.
 func (l *listener) acceptTLS() error {
 	var delay time.Duration
 	for {
@@ -631,7 +632,12 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header()["Server"] = serverHeader
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
+	rec.req, rec.hdr, rec.applied = r, nil, false
+	rec.pages, rec.intercept, rec.swallow = nil, false, false
 	st := vh.match(r.Host)
+	if st != nil {
+		rec.pages = st.pages // dispatch's own errors get the site's pages too
+	}
 	var rt *route
 	var reqID string
 	defer func() {
@@ -654,7 +660,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w = nil
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
 		recorders.Put(rec)
 		ls := st
 		if ls == nil {
@@ -680,7 +686,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // dispatch is ServeHTTP's choice of the response: it sets *rt to the route
 // that serves r (nil when dispatch answers itself) and *reqID to its
 // request id.
-func (l *listener) dispatch(w http.ResponseWriter, r *http.Request, vh *vhosts, st *site, rt **route, reqID *string) {
+func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, rt **route, reqID *string) {
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
 		// connection was made for another name (RFC 9110 section 15.5.20),
@@ -741,6 +747,7 @@ func (l *listener) dispatch(w http.ResponseWriter, r *http.Request, vh *vhosts, 
 		*reqID = requestID(r)
 		w.Header()["X-Request-Id"] = []string{*reqID}
 	}
+	w.hdr, w.intercept = route.hdr, route.intercept
 	route.h.ServeHTTP(w, r)
 }
 

@@ -3,10 +3,12 @@ package server
 import (
 	"crypto/tls"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 )
@@ -45,6 +47,8 @@ type site struct {
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
 	cert    *tls.Certificate
+	// pages are the site's own error pages, nil without any.
+	pages *errpage.Pages
 	// stats counts the responses no route made: a path refused, no route,
 	// no site for the Host (counted on the address's first site), and the
 	// engines' answers to requests they could not parse. The status page
@@ -67,6 +71,14 @@ type route struct {
 	prefix string
 	h      http.Handler
 	stats  *RouteStats
+	// hdr are the route's response field changes (nil without any),
+	// applied by the recorder when the response head is written.
+	hdr *headerOps
+	// trusted are the networks whose forwarding fields name the client.
+	trusted []netip.Prefix
+	// intercept: the site's error pages replace the handler's own error
+	// bodies (intercept_errors, proxy and fastcgi routes).
+	intercept bool
 }
 
 // match finds the site for a Host value (or SNI name): exact name, then the
