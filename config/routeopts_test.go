@@ -131,3 +131,24 @@ func TestErrorPagesErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
 	}
 }
+
+func TestProxyTLSErrors(t *testing.T) {
+	at := func(h string) string { return "[[routes]]\npath = \"/\"\nhandler = " + h + "\n" }
+	cases := []struct{ name, src, want string }{
+		{"unreadable CA", at(`{ type = "proxy", upstreams = ["https://10.0.0.5"], tls_ca = "nope.pem" }`), `:3:63: tls_ca: cannot read `},
+		{"CA not PEM", at(`{ type = "proxy", upstreams = ["https://10.0.0.5"], tls_ca = "site.toml" }`), `holds no PEM certificate`},
+		{"tls keys without https upstream", at(`{ type = "proxy", upstreams = ["10.0.0.5:80"], tls_server_name = "a.lan" }`), `:3:58: tls_server_name applies to https:// upstreams, and this route has none`},
+		{"bad server name", at(`{ type = "proxy", upstreams = ["https://10.0.0.5"], tls_server_name = "a b" }`), `tls_server_name "a b" is not a host name`},
+	}
+	for _, c := range cases[:4] {
+		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
+	}
+	s := loadOK(t, at(`{ type = "proxy", upstreams = ["https://pve.lan", "http://10.0.0.6"] }`))
+	if a, err := ParseUpstream(s.Routes[0].Proxy.Upstreams[0]); err != nil || !a.TLS || a.Address != "pve.lan:443" {
+		t.Errorf("https upstream: %+v %v", a, err)
+	}
+}
+
+func TestTLSMinVersionErrors(t *testing.T) {
+	locatedErr(t, "[tls]\nlisten = [\":8443\"]\nmin_version = \"1.1\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n", `:3:1: min_version "1.1": use "1.2" or "1.3"`)
+}

@@ -84,6 +84,9 @@ type TLS struct {
 	// state directory (see cmd/arka -state).
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
+	// MinVersion is the oldest TLS version accepted: "1.2" (default) or
+	// "1.3".
+	MinVersion string `toml:"min_version"`
 }
 
 // Log configures the site's access log.
@@ -168,6 +171,15 @@ type Proxy struct {
 	IdleTimeout           *Duration `toml:"idle_timeout"`
 	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
 	Health                *Health   `toml:"health"`
+
+	// TLS to https:// upstreams: certificates are verified against the
+	// system's roots, or only against TLSCA (a PEM file of CA
+	// certificates) when set, for the name TLSServerName (default: the
+	// upstream's host). TLSInsecureSkipVerify accepts any certificate
+	// (arka -t warns about it).
+	TLSCA                 string `toml:"tls_ca"`
+	TLSServerName         string `toml:"tls_server_name"`
+	TLSInsecureSkipVerify bool   `toml:"tls_insecure_skip_verify"`
 }
 
 // Health is an active upstream health check.
@@ -219,6 +231,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

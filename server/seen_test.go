@@ -242,7 +242,7 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 	}
 	upMu.Unlock()
 
-	lines := readLog(t, e, logPath, len(want))
+	lines := flushedLog(t, e, logPath, len(want))
 	got := map[logged]int{}
 	for _, l := range lines {
 		var m struct {
@@ -284,8 +284,8 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 	}
 }
 
-// readLog flushes the access log and returns its lines once it has n.
-func readLog(t *testing.T, e *servertest.Env, path string, n int) []string {
+// flushedLog flushes the access log and returns its lines once it has n.
+func flushedLog(t *testing.T, e *servertest.Env, path string, n int) []string {
 	t.Helper()
 	var lines []string
 	deadline := time.Now().Add(5 * time.Second)
@@ -435,7 +435,7 @@ handler = { type = "fastcgi", address = "`+fpm.Address+`", root = "`+php+`" }
 			t.Errorf("the upstream still waits for the body")
 		}
 	})
-	for _, l := range readLog(t, e, logPath, 9) {
+	for _, l := range flushedLog(t, e, logPath, 9) {
 		if !strings.Contains(l, `"status":499`) {
 			t.Errorf("aborted upload logged as %s", l)
 		}

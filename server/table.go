@@ -49,6 +49,8 @@ type site struct {
 	cert    *tls.Certificate
 	// pages are the site's own error pages, nil without any.
 	pages *errpage.Pages
+	// tls13 is [tls] min_version = "1.3".
+	tls13 bool
 	// stats counts the responses no route made: a path refused, no route,
 	// no site for the Host (counted on the address's first site), and the
 	// engines' answers to requests they could not parse. The status page
