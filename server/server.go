@@ -455,8 +455,8 @@ type listener struct {
 	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
 	// sites that ask for it.
 	tlsc13 *tls.Config
-	hsTO time.Duration
-	vh   atomic.Pointer[vhosts]
+	hsTO   time.Duration
+	vh     atomic.Pointer[vhosts]
 }
 
 func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
