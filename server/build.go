@@ -17,7 +17,7 @@ import (
 // generated when dryRun is false), handlers constructed, middleware applied.
 // Errors are config.Errors located at the offending route or key.
 func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
-	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}}
+	t := newTable()
 	var errs config.Errors
 	fail := func(cs *config.Site, line, col int, format string, args ...any) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
@@ -66,7 +66,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		add := func(addr string, isTLS bool) {
 			v := t.vhosts[addr]
 			if v == nil {
-				v = &vhosts{tls: isTLS, exact: map[string]*site{}}
+				v = &vhosts{t: t, tls: isTLS, exact: map[string]*site{}}
 				t.vhosts[addr] = v
 			}
 			if v.first == nil {

@@ -102,9 +102,6 @@ func (s *Server) sampleLoop() {
 		cancel()
 	}()
 	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
-		if s.o.Thermal != nil && snap.Sensors.TempC != nil {
-			s.o.Thermal.Update(*snap.Sensors.TempC)
-		}
 		m := map[*RouteStats]routeSample{}
 		for _, rs := range s.RouteStats() {
 			m[rs] = routeSample{requests: rs.Requests.Load(), hist: rs.Latency.Snapshot()}
