@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/arkaweb/arka/board"
 	"golang.org/x/sys/unix"
 )
 
@@ -525,10 +526,10 @@ func (v *validator) site(s *Site) {
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis
 		if limit == 0 {
-			limit = 80
+			limit = board.DefaultHotC
 		}
 		if hyst == 0 {
-			hyst = 5
+			hyst = board.DefaultHysteresisC
 		}
 		if t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || hyst >= limit {
 			v.errAt("global.thermal", "thermal limit must be 1..150 °C and hysteresis smaller than it (work resumes at limit - hysteresis)")

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/config"
@@ -75,22 +73,9 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	brd, err := board.Detect("/")
-	if err != nil {
-		logger.Warn("board detection failed; using generic budgets", "err", err)
-	}
-	global := config.GlobalOf(sites)
-	budget := budgetFor(brd, global)
-	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
-	php := &phpRunner{log: logger, budget: budget, state: state}
-	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
-		MaxConns: maxConns(budget)})
+	a := newApp(logger, state, load, sites)
 	if *check {
-		err := php.prepareCheck(sites)
-		if err == nil {
-			err = srv.Check(sites)
-		}
-		if err != nil {
+		if err := a.check(sites); err != nil {
 			printConfigError(err)
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
@@ -109,7 +94,6 @@ func run(args []string) int {
 	default:
 		defer lock.Close()
 	}
-	applyRuntime(budget, logger)
 	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
 		// A debugging aid: a CPU profile of the whole run, written on exit.
 		if stop, err := startCPUProfile(path); err != nil {
@@ -118,55 +102,32 @@ func run(args []string) int {
 			defer stop()
 		}
 	}
-	if _, err := php.apply(sites); err != nil {
-		fmt.Fprintln(os.Stderr, "arka: php-fpm:", err)
-		return 1
-	}
-	if err := srv.Apply(sites); err != nil {
+	if err := a.start(sites); err != nil {
 		printConfigError(err)
-		php.stop()
 		return 1
 	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
-		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
-		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
-	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
+		"board", a.board.Model, "cores", a.board.Cores, "gomaxprocs", a.budget.GOMAXPROCS,
+		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(a.srv))
+	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(a.srv.URLs(), " "))
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 	for s := range sig {
 		switch s {
 		case syscall.SIGHUP:
-			sites, err := load()
-			var undo func()
-			if err == nil {
-				undo, err = php.apply(sites)
-			}
-			if err == nil {
-				if err = srv.Apply(sites); err != nil {
-					undo()
-				} else {
-					php.retire(sites)
-				}
-			}
-			if err != nil {
+			if err := a.reload(); err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
 				printConfigError(err)
 				continue
 			}
-			srv.ReopenLogs()
-			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
+			a.srv.ReopenLogs()
+			logger.Info("configuration reloaded", "config", name, "listen", listenList(a.srv))
 		case syscall.SIGUSR1:
-			srv.ReopenLogs()
+			a.srv.ReopenLogs()
 		default:
 			logger.Info("shutting down", "signal", s.String())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := srv.Shutdown(ctx)
-			cancel()
-			if err != nil {
-				logger.Warn("shutdown did not finish cleanly", "err", err)
-			}
-			php.stop() // after the server: its connections to php-fpm are closed
+			a.shutdown()
 			return 0
 		}
 	}
