@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -122,8 +123,6 @@ func TestErrorsAreLocated(t *testing.T) {
 			`:2:13: compression.min_size: size "12 parsecs": unknown unit`},
 		{"bad duration", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", queue = { timeout = \"30\" } }\n",
 			`duration "30" needs a unit`},
-		{"unreadable cert", "[tls]\nlisten = [\":8443\"]\ncert = \"/nonexistent/c.pem\"\nkey = \"/nonexistent/k.pem\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
-			`:3:1: cannot load certificate /nonexistent/c.pem`},
 		{"syntax", "listen = [\":80\"\n", `:1:16: listen: expected a comma`},
 		{"bad listen", "listen = [\"80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:11: listen "80": expected host:port`},
@@ -150,7 +149,7 @@ func TestErrorsAreLocated(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := filepath.Join(root, strings.ReplaceAll(c.name, " ", "_")+".toml")
 			os.WriteFile(f, []byte(strings.ReplaceAll(c.src, "WWW", "www")), 0o644)
-			_, err := Load(f)
+			_, err := loadChecked(f)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -158,6 +157,62 @@ func TestErrorsAreLocated(t *testing.T) {
 				t.Errorf("error %q\nwant it to start with %s: and contain %q", err, f, c.want)
 			}
 		})
+	}
+}
+
+// loadChecked is what arka does: Load, then CheckEnvironment.
+func loadChecked(path string) ([]*Site, error) {
+	sites, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return sites, CheckEnvironment(sites)
+}
+
+// Load reads the site files and nothing else: a missing root, a missing
+// php-fpm and a log directory that does not exist are found by
+// CheckEnvironment (located like any other mistake), and a listen host
+// name is not resolved (a board may boot before its network is up).
+func TestLoadDoesNoIO(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "site.toml")
+	src := `listen = ["arka-test-name.invalid:8080"]
+php = { fpm = "/nonexistent/php-fpm" }
+[log]
+enabled = true
+path = "/nonexistent/dir/access.log"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "/nonexistent/www", fallback = "/index.html" }
+[[routes]]
+path = "/app/"
+handler = { type = "fastcgi", root = "/nonexistent/app" }
+`
+	os.WriteFile(f, []byte(src), 0o644)
+	sites, err := Load(f)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := sites[0].Listen[0]; got != "arka-test-name.invalid:8080" {
+		t.Errorf("listen %q", got)
+	}
+	err = CheckEnvironment(sites)
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("CheckEnvironment: %v", err)
+	}
+	want := []string{
+		f + `:2:9: fpm "/nonexistent/php-fpm": no such file or directory`,
+		f + `:5:1: log path /nonexistent/dir/access.log: directory /nonexistent/dir: no such file or directory`,
+		f + `:8:30: root "/nonexistent/www": no such file or directory`,
+		f + `:11:31: root "/nonexistent/app": no such file or directory`,
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CheckEnvironment:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -30,9 +30,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":
-				c, err := loadCert(cs.TLS.Cert, cs.TLS.Key)
+				c, err := LoadCertificate(cs)
 				if err != nil {
-					fail(cs, 0, 0, "tls: %v", err)
+					errs = append(errs, err.(config.Errors)...)
 				}
 				st.cert = c
 			case !dryRun:

@@ -531,3 +531,14 @@ handler = { type = "proxy", upstreams = ["`+strings.TrimPrefix(up.URL, "http://"
 		t.Errorf("stalled body: %.60q, want 408", b)
 	}
 }
+
+// The certificate is read when the server builds the sites (arka -t too),
+// and a failure is located at tls.cert.
+func TestCertificateErrorLocated(t *testing.T) {
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, t.TempDir(), "a", "a"), true))
+	src := strings.Replace(siteFor(`"a.example"`, "{{DIR}}", true), "[tls]\n", "[tls]\ncert = \"/nonexistent/c.pem\"\nkey = \"/nonexistent/k.pem\"\n", 1)
+	err := e.Reload(0, src)
+	if err == nil || !strings.Contains(err.Error(), "site0.toml:5:1: cannot load certificate /nonexistent/c.pem with key /nonexistent/k.pem: /nonexistent/c.pem: no such file or directory") {
+		t.Fatalf("reload with a missing certificate: %v", err)
+	}
+}

@@ -55,7 +55,13 @@ handler = { type = "static", root = "` + dir + `" }
 		}
 	}
 	write("[global]\nthermal = { limit = 75 }\n")
-	load := func() ([]*config.Site, error) { return config.Load(file) }
+	load := func() ([]*config.Site, error) {
+		sites, err := config.Load(file)
+		if err != nil {
+			return nil, err
+		}
+		return sites, config.CheckEnvironment(sites)
+	}
 	sites, err := load()
 	if err != nil {
 		t.Fatal(err)

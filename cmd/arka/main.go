@@ -54,11 +54,21 @@ func run(args []string) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	state := resolveState(*stateDir)
 
+	// Loading is pure validation of the site files; the environment check
+	// (roots, log files, php-fpm) is the step after it, at start, on
+	// reload and for -t.
 	load := func() ([]*config.Site, error) {
+		var sites []*config.Site
+		var err error
 		if *confPath == "" {
-			return demoSite(state)
+			sites, err = demoSite(state)
+		} else {
+			sites, err = config.Load(*confPath)
 		}
-		return config.Load(*confPath)
+		if err != nil {
+			return nil, err
+		}
+		return sites, config.CheckEnvironment(sites)
 	}
 	name := *confPath
 	if name == "" {

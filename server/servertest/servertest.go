@@ -68,6 +68,9 @@ func StartWith(t testing.TB, o server.Options, sites ...string) *Env {
 		e.files = append(e.files, f)
 	}
 	loaded, err := config.LoadFiles(e.files)
+	if err == nil {
+		err = config.CheckEnvironment(loaded)
+	}
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -97,14 +100,18 @@ func (e *Env) Expand(s string) string {
 	return strings.NewReplacer("{{HTTP}}", e.HTTP, "{{HTTPS}}", e.HTTPS, "{{DIR}}", e.Dir).Replace(s)
 }
 
-// Reload rewrites site file i and applies all files again, returning the
-// error from loading or applying.
+// Reload rewrites site file i and applies all files again, as arka does
+// on SIGHUP, returning the error from loading, checking the environment or
+// applying.
 func (e *Env) Reload(i int, src string) error {
 	if err := os.WriteFile(e.files[i], []byte(e.Expand(src)), 0o644); err != nil {
 		return err
 	}
 	loaded, err := config.LoadFiles(e.files)
 	if err != nil {
+		return err
+	}
+	if err := config.CheckEnvironment(loaded); err != nil {
 		return err
 	}
 	return e.Server.Apply(loaded)
