@@ -142,6 +142,12 @@ func TestErrorsAreLocated(t *testing.T) {
 			`cache_control "max-age=60\nX: y" has a control character`},
 		{"host_header not a host", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"127.0.0.1:1\"], host_header = \"a\\r\\nX: y\" }\n",
 			`host_header "a\r\nX: y" must be a host name`},
+		{"NUL in split_path", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", split_path = [\".php\\u0000\"] }\n",
+			`:3:59: split_path ".php\x00" must be an extension like ".php"`},
+		{"fallback not a script", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", fallback = \"/index.html\" }\n",
+			`:3:45: fallback "/index.html" must be the path of a script under the root`},
+		{"fallback with a dot segment", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", fallback = \"/../index.php\" }\n",
+			`fallback "/../index.php" must be the path of a script under the root`},
 		{"bad name", "server_names = [\"example.org:80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:17: server name "example.org:80": a server name has no port`},
 	}

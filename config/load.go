@@ -410,6 +410,11 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 
 func (v *validator) has(path string) bool { _, ok := v.pos.indexed[path]; return ok }
 
+// hasControl reports whether s has a NUL or another control character.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
 func hasDotSegment(p string) bool {
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "." || seg == ".." {
@@ -776,12 +781,23 @@ func (v *validator) fastcgi(at string, f *FastCGI) {
 		}
 	}
 	for i, s := range f.SplitPath {
-		if !strings.HasPrefix(s, ".") || len(s) < 2 || strings.Contains(s, "/") {
+		if !strings.HasPrefix(s, ".") || len(s) < 2 || strings.Contains(s, "/") || hasControl(s) {
 			v.errAt(fmt.Sprintf("%s.split_path[%d]", at, i), "split_path %q must be an extension like \".php\"", s)
 		}
 	}
-	if f.Fallback != "" && !strings.HasPrefix(f.Fallback, "/") {
-		v.errAt(at+".fallback", "fallback %q must be a path starting with \"/\"", f.Fallback)
+	if fb := f.Fallback; fb != "" {
+		exts := f.SplitPath
+		if len(exts) == 0 {
+			exts = []string{DefaultSplitPath}
+		}
+		script := false
+		for _, e := range exts {
+			script = script || len(fb) > len(e) && strings.EqualFold(fb[len(fb)-len(e):], e)
+		}
+		if !strings.HasPrefix(fb, "/") || strings.HasSuffix(fb, "/") || strings.Contains(fb, "//") ||
+			hasDotSegment(fb) || hasControl(fb) || !script {
+			v.errAt(at+".fallback", "fallback %q must be the path of a script under the root, like \"/index.php\"", fb)
+		}
 	}
 	for k := range f.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -633,8 +633,6 @@ func TestNewErrors(t *testing.T) {
 		{config.FastCGI{Address: "localhost", Root: root}, Options{}, "host:port"},
 		{config.FastCGI{Address: "127.0.0.1:9000", Root: root + "/missing"}, Options{}, "not a directory"},
 		{config.FastCGI{Address: "127.0.0.1:9000", Root: "rel"}, Options{}, "absolute"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, Fallback: "/index.html"}, Options{}, "fallback"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, SplitPath: config.StringList{"php"}}, Options{}, "split_path"},
 	} {
 		_, err := New("/x/", &tc.cfg, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "/x/") {
