@@ -30,6 +30,7 @@ import (
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
 	"github.com/arkaweb/arka/server/h2"
+	"github.com/arkaweb/arka/server/internal/wire"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -132,7 +133,7 @@ func New(o Options) *Server {
 		o.IdleTimeout = 75 * time.Second
 	}
 	if o.MaxHeaderBytes == 0 {
-		o.MaxHeaderBytes = 32 << 10
+		o.MaxHeaderBytes = wire.DefaultMaxHeaderBytes
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second

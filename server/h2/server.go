@@ -26,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Server serves HTTP/2 connections.
@@ -70,7 +72,7 @@ func (s *Server) maxHeaderBytes() uint32 {
 	if s.MaxHeaderBytes > 0 {
 		return uint32(s.MaxHeaderBytes)
 	}
-	return 32 << 10
+	return wire.DefaultMaxHeaderBytes
 }
 
 func (s *Server) logger() *slog.Logger {
