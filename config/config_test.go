@@ -1,40 +1,15 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// writeCert writes a throwaway self-signed certificate and key into dir.
-func writeCert(t *testing.T, dir string) (string, string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench.local"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"bench.local"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(k)
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	return cert, key
-}
+	"github.com/arkaweb/arka/tests/testkit"
+)
 
 // seedTree lays out the seed's /srv/bench under a temp dir and returns the
 // seed site file with paths rewritten.
@@ -43,7 +18,7 @@ func seedTree(t *testing.T) (root, file string) {
 	root = t.TempDir()
 	os.MkdirAll(filepath.Join(root, "www"), 0o755)
 	os.MkdirAll(filepath.Join(root, "tls"), 0o755)
-	writeCert(t, filepath.Join(root, "tls"))
+	testkit.WriteCert(t, filepath.Join(root, "tls"))
 	src, err := os.ReadFile("testdata/seed.toml")
 	if err != nil {
 		t.Fatal(err)

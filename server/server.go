@@ -78,6 +78,9 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
+	// Listen binds a listen address (default net.Listen), for tests that
+	// hand over sockets they bound themselves.
+	Listen func(network, address string) (net.Listener, error)
 	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
@@ -140,6 +143,9 @@ func New(o Options) *Server {
 	}
 	if o.DiskPath == "" {
 		o.DiskPath = o.StateDir
+	}
+	if o.Listen == nil {
+		o.Listen = net.Listen
 	}
 	if b := o.Budget; b.OpenFileCacheBytes > 0 && o.Cache.FileBytes == 0 {
 		o.Cache.FileBytes = b.OpenFileCacheBytes + b.ContentCacheBytes
@@ -211,7 +217,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 			switched = append(switched, l)
 			next[addr] = l
 		default:
-			raw, err := net.Listen("tcp", addr)
+			raw, err := s.o.Listen("tcp", addr)
 			if err != nil {
 				for _, l := range fresh {
 					l.sock.raw.Close()

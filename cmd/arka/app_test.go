@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net"
@@ -9,28 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/tests/testkit"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // [global] on reload: thermal limits are applied, a budget change is
 // reported (and kept for the next start), never silently ignored.
@@ -66,7 +48,7 @@ handler = { type = "static", root = "` + dir + `" }
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	a := newApp(slog.New(slog.NewTextHandler(&logs, nil)), filepath.Join(dir, "state"), load, sites)
 	if err := a.start(sites); err != nil {
 		t.Fatal(err)

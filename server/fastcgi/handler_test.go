@@ -21,6 +21,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 func TestHello(t *testing.T) {
@@ -662,7 +663,7 @@ func TestFastCGIServerDown(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	log := &logBuffer{}
+	log := &testkit.LogBuffer{}
 	h, err := New("/app/", &config.FastCGI{Address: addr, Root: root}, Options{Logger: newTestLogger(log)})
 	if err != nil {
 		t.Fatal(err)

@@ -111,6 +111,7 @@ func (s *Server) ServeConn(rw net.Conn, state *tls.ConnectionState) {
 // waits for the connections to close until ctx is done, then closes them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.pool.stop()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.goAwayGraceful()
@@ -133,6 +134,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every connection at once.
 func (s *Server) Close() error {
 	s.closing.Store(true)
+	s.pool.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
@@ -145,8 +147,20 @@ func (s *Server) Close() error {
 // keeps their grown stacks, which a goroutine per stream would allocate and
 // copy again for every request.
 type workers struct {
-	mu   sync.Mutex
-	idle []chan func()
+	mu     sync.Mutex
+	idle   []chan func()
+	closed bool // the server shut down: workers end after their handler
+}
+
+// stop ends the idle workers; busy ones end when their handler returns.
+func (p *workers) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, ch := range p.idle {
+		close(ch)
+	}
+	p.idle = nil
 }
 
 const maxIdleWorkers = 256
@@ -170,7 +184,7 @@ func (p *workers) loop(ch chan func()) {
 	for f := range ch {
 		f()
 		p.mu.Lock()
-		if len(p.idle) >= maxIdleWorkers {
+		if p.closed || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
 			return
 		}
