@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
@@ -54,6 +56,14 @@ type Options struct {
 	// (brotli, high compression levels) then stops, and the status page
 	// shows its state. Its owner feeds it readings (board.Thermal.Run).
 	Thermal *board.Thermal
+	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
+	// the same temperature readings as Thermal, and the status page shows it.
+	Fan *fan.Fan
+	// Conditions, when set, are what the appliance is doing and why
+	// (package board/led); the status page shows them as the activity LED
+	// (named LEDName, "" when the board has none) does.
+	Conditions *led.Conditions
+	LEDName    string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string
@@ -499,8 +509,11 @@ type listener struct {
 	h1      *h1.Server   // nil with the net/http engine
 	h2      *h2.Server   // nil with the net/http engine
 	tlsc    *tls.Config
-	hsTO    time.Duration
-	vh      atomic.Pointer[vhosts]
+	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
+	// sites that ask for it.
+	tlsc13 *tls.Config
+	hsTO   time.Duration
+	vh     atomic.Pointer[vhosts]
 }
 
 // newListener sets up the engines for a bound socket; start serves it.
@@ -528,6 +541,11 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc
+		l.tlsc.CipherSuites = tls12CipherSuites
+		// Sites with [tls] min_version = "1.3" get this one, by SNI.
+		l.tlsc13 = l.tlsc.Clone()
+		l.tlsc13.MinVersion = tls.VersionTLS13
+		l.tlsc.GetConfigForClient = l.configForClient
 	}
 	if s.o.Engine != "net/http" {
 		l.h1 = &h1.Server{
@@ -806,7 +824,8 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
-	rec.hdr, rec.applied = rt.hdr, false
+	rec.req, rec.hdr, rec.applied = r, rt.hdr, false
+	rec.pages, rec.intercept, rec.swallow = st.pages, rt.intercept, false
 	defer func() {
 		// Count and log the request even when the handler aborted it
 		// (panic(http.ErrAbortHandler) for a response cut short); the
@@ -824,7 +843,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w, rec.hdr = nil, nil
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
 		recorders.Put(rec)
 		d := time.Since(start)
 		rt.stats.observe(status, d, n)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
 )
@@ -20,6 +21,7 @@ import (
 type app struct {
 	log   *slog.Logger
 	state string
+	root  string // "/" but for tests: where board files and sensors are read
 	load  func() ([]*config.Site, error)
 
 	board   board.Board
@@ -27,25 +29,38 @@ type app struct {
 	budget  board.Budget
 	thermal *board.Thermal
 	php     *phpRunner
-	srv     *server.Server
+	// conds is what the appliance is doing and why: the activity LED and
+	// the status page show it (package board/led says how to raise one).
+	conds *led.Conditions
+	opts  server.Options // the server's, until server() creates it
+	srv   *server.Server
 
 	stopThermal context.CancelFunc
 }
 
 // newApp sets up the parts for sites (the first configuration) without
 // starting anything.
-func newApp(log *slog.Logger, state string, load func() ([]*config.Site, error), sites []*config.Site) *app {
-	brd, err := board.Detect("/")
+func newApp(log *slog.Logger, state, root string, load func() ([]*config.Site, error), sites []*config.Site) *app {
+	brd, err := board.Detect(root)
 	if err != nil {
 		log.Warn("board detection failed; using generic budgets", "err", err)
 	}
-	a := &app{log: log, state: state, load: load, board: brd, global: config.GlobalOf(sites)}
+	a := &app{log: log, state: state, root: root, load: load, board: brd, global: config.GlobalOf(sites)}
 	a.budget = budgetFor(brd, a.global)
 	a.thermal = board.NewThermal(a.global.Thermal.Limit, a.global.Thermal.Hysteresis, log)
 	a.php = &phpRunner{log: log, budget: a.budget, state: state}
-	a.srv = server.New(server.Options{StateDir: state, Logger: log, Board: brd, Budget: a.budget,
-		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget)})
+	a.conds = led.NewConditions()
+	a.opts = server.Options{StateDir: state, Logger: log, Board: brd, Budget: a.budget,
+		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds}
 	return a
+}
+
+// server returns the server, creating it from opts the first time.
+func (a *app) server() *server.Server {
+	if a.srv == nil {
+		a.srv = server.New(a.opts)
+	}
+	return a.srv
 }
 
 // check is `arka -t`: the configuration as the server would build it, with
@@ -54,7 +69,10 @@ func (a *app) check(sites []*config.Site) error {
 	if err := a.php.prepareCheck(sites); err != nil {
 		return err
 	}
-	return a.srv.Check(sites)
+	if err := a.server().Check(sites); err != nil {
+		return err
+	}
+	return checkFan(sites)
 }
 
 // start applies the budget to the runtime, starts php-fpm, the server and
@@ -64,13 +82,13 @@ func (a *app) start(sites []*config.Site) error {
 	if _, err := a.php.apply(sites); err != nil {
 		return fmt.Errorf("php-fpm: %w", err)
 	}
-	if err := a.srv.Apply(sites); err != nil {
+	if err := a.server().Apply(sites); err != nil {
 		a.php.stop()
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopThermal = cancel
-	go a.thermal.Run(ctx, "/")
+	go a.thermal.Run(ctx, a.root)
 	return nil
 }
 
@@ -79,22 +97,22 @@ func (a *app) start(sites []*config.Site) error {
 // and php are applied; a changed budget is reported and kept as it was
 // until the next start (GOMAXPROCS, the memory limit and the cache sizes
 // are fixed for the life of the process).
-func (a *app) reload() error {
+func (a *app) reload() ([]*config.Site, error) {
 	sites, err := a.load()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	undo, err := a.php.apply(sites)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := a.srv.Apply(sites); err != nil {
+	if err := a.server().Apply(sites); err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	a.php.retire(sites)
 	a.applyGlobal(config.GlobalOf(sites))
-	return nil
+	return sites, nil
 }
 
 // applyGlobal applies what of g can change while running, and logs what
@@ -130,7 +148,7 @@ func changedKeys(a, b config.BudgetConfig) []string {
 // php-fpm, whose connections the server has closed, then thermal control.
 func (a *app) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := a.srv.Shutdown(ctx)
+	err := a.server().Shutdown(ctx)
 	cancel()
 	if err != nil {
 		a.log.Warn("shutdown did not finish cleanly", "err", err)

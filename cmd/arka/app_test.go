@@ -49,7 +49,7 @@ handler = { type = "static", root = "` + dir + `" }
 		t.Fatal(err)
 	}
 	var logs testkit.LogBuffer
-	a := newApp(slog.New(slog.NewTextHandler(&logs, nil)), filepath.Join(dir, "state"), load, sites)
+	a := newApp(slog.New(slog.NewTextHandler(&logs, nil)), filepath.Join(dir, "state"), dir, load, sites)
 	if err := a.start(sites); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ handler = { type = "static", root = "` + dir + `" }
 	}
 
 	write("[global]\nthermal = { limit = 70, hysteresis = 10 }\n")
-	if err := a.reload(); err != nil {
+	if _, err := a.reload(); err != nil {
 		t.Fatal(err)
 	}
 	if st := a.thermal.State(); st.LimitC != 70 || st.ResumeC != 60 {
@@ -71,7 +71,7 @@ handler = { type = "static", root = "` + dir + `" }
 
 	before := a.budget
 	write("[global]\nthermal = { limit = 70, hysteresis = 10 }\nbudget = { memory_limit = \"300MiB\", fastcgi_queue = 7 }\n")
-	if err := a.reload(); err != nil {
+	if _, err := a.reload(); err != nil {
 		t.Fatal(err)
 	}
 	if a.budget != before {

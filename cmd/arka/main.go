@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
 )
@@ -83,12 +85,17 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	a := newApp(logger, state, load, sites)
+	root := boardRoot()
+	a := newApp(logger, state, root, load, sites)
+	conds := a.conds
 	if *check {
 		if err := a.check(sites); err != nil {
 			printConfigError(err)
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
+		}
+		for _, w := range config.Warnings(sites) {
+			fmt.Fprintln(os.Stderr, w)
 		}
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
@@ -104,6 +111,20 @@ func run(args []string) int {
 	default:
 		defer lock.Close()
 	}
+	// The board's LED and fan are touched only by the server that holds the
+	// state lock, never by arka -t.
+	a.opts.Fan = openFan(sites, conds, logger)
+	startFan := fanOf(sites)
+	actLED := takeLED(root, logger)
+	if actLED != nil {
+		a.opts.LEDName = actLED.Name
+	}
+	srv := a.server()
+	stopLED := runLED(actLED, conds, srv.Requests, logger)
+	defer stopLED() // every return below gives the LED back to the kernel
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go watchUpdateStatus(watchCtx, root, conds, logger)
 	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
 		// A debugging aid: a CPU profile of the whole run, written on exit.
 		if stop, err := startCPUProfile(path); err != nil {
@@ -116,32 +137,53 @@ func run(args []string) int {
 		printConfigError(err)
 		return 1
 	}
+	conds.Started()
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
 		"board", a.board.Model, "cores", a.board.Cores, "gomaxprocs", a.budget.GOMAXPROCS,
-		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(a.srv))
-	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(a.srv.URLs(), " "))
+		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(srv))
+	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 	for s := range sig {
 		switch s {
 		case syscall.SIGHUP:
-			if err := a.reload(); err != nil {
+			sites, err := a.reload()
+			if err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
 				printConfigError(err)
+				conds.Set("config", led.Degraded, "reload failed, the previous configuration keeps serving: "+firstLine(err))
 				continue
 			}
-			a.srv.ReopenLogs()
-			logger.Info("configuration reloaded", "config", name, "listen", listenList(a.srv))
+			conds.Clear("config")
+			warnFanChanged(fanOf(sites), startFan, logger)
+			srv.ReopenLogs()
+			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
 		case syscall.SIGUSR1:
-			a.srv.ReopenLogs()
+			srv.ReopenLogs()
 		default:
 			logger.Info("shutting down", "signal", s.String())
 			a.shutdown()
+			stopLED()
+			logger.Info("stopped")
 			return 0
 		}
 	}
 	return 0
+}
+
+// firstLine is the first line of err's message (config.Errors have one per
+// mistake), with the count of the others, for the status page.
+func firstLine(err error) string {
+	var ce config.Errors
+	if errors.As(err, &ce) && len(ce) > 0 {
+		if len(ce) > 1 {
+			return fmt.Sprintf("%s (and %d more)", ce[0].Error(), len(ce)-1)
+		}
+		return ce[0].Error()
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 // printConfigError prints config.Errors one per line, "file:line:col: msg".
