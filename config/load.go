@@ -280,7 +280,7 @@ var knownKeys = []string{
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
 	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
-	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version",
+	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version", "browse",
 }
 
 func editDistance(a, b string) int {

@@ -51,7 +51,7 @@ func newApp(log *slog.Logger, state, root string, load func() ([]*config.Site, e
 	a.php = &phpRunner{log: log, budget: a.budget, state: state}
 	a.conds = led.NewConditions()
 	a.opts = server.Options{StateDir: state, Logger: log, Board: brd, Budget: a.budget,
-		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds}
+		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds, BoardRoot: root}
 	return a
 }
 

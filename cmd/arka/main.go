@@ -138,8 +138,12 @@ func run(args []string) int {
 		return 1
 	}
 	conds.Started()
+	ledName := "none"
+	if actLED != nil {
+		ledName = actLED.Name + " (default trigger " + actLED.DefaultTrigger() + ")"
+	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
-		"board", a.board.Model, "cores", a.board.Cores, "gomaxprocs", a.budget.GOMAXPROCS,
+		"board", a.board.Model, "cores", a.board.Cores, "led", ledName, "gomaxprocs", a.budget.GOMAXPROCS,
 		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(srv))
 	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
