@@ -104,13 +104,11 @@ func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certi
 	if err != nil {
 		return nil, err
 	}
-	line, col := cs.Position("tls.cert")
-	e := &config.Error{File: cs.File, Line: line, Col: col,
-		Msg: fmt.Sprintf("cannot load certificate %s with key %s: %v; serving a self-signed certificate for this site instead", cs.TLS.Cert, cs.TLS.Key, cause)}
+	// cause is LoadCertificate's, located at the site's tls.cert.
 	if t.problems == nil {
 		t.problems = map[string]string{}
 	}
-	t.problems["tls "+cs.File] = e.Error()
+	t.problems["tls "+cs.File] = cause.Error() + "; serving a self-signed certificate for this site instead"
 	s.log.Error("certificate did not load; serving a self-signed one instead", "site", cs.File, "err", cause)
 	return c, nil
 }
@@ -174,15 +172,16 @@ func (s *Server) retryBinds() {
 				s.SetProblem("listen "+addr, "")
 				continue
 			}
-			l, err := s.listen(addr, vh.tls)
+			raw, err := s.o.Listen("tcp", addr)
 			if err != nil {
-				s.SetProblem("listen "+addr, listenError(s.table.sites, addr, vh.tls, err).Error()+
+				s.SetProblem("listen "+addr, listenError(s.table.sites, addr, vh.tls, fmt.Errorf("listen %s: %w", addr, err)).Error()+
 					fmt.Sprintf(" (other addresses serve; retrying every %s)", min(2*delay, bindRetryMax)))
 				continue
 			}
+			l := s.newListener(addr, raw, vh.tls)
 			l.vh.Store(vh)
 			s.listeners[addr] = l
-			go l.serve(s.log)
+			l.start(s.log)
 			delete(s.pending, addr)
 			s.SetProblem("listen "+addr, "")
 			s.log.Info("now listening", "addr", addr)

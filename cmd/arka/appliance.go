@@ -99,7 +99,7 @@ func (k *keeper) load() error {
 	files, err := config.ReadFiles(k.conf)
 	var sites []*config.Site
 	if err == nil {
-		sites, err = config.ParseFiles(files)
+		sites, err = parse(files)
 	}
 	if err == nil {
 		err = k.apply(sites)
@@ -122,7 +122,7 @@ func (k *keeper) load() error {
 	lg, lgErr := k.readLastGood()
 	if lgErr == nil {
 		var sites []*config.Site
-		if sites, lgErr = config.ParseFiles(lg.Files); lgErr == nil {
+		if sites, lgErr = parse(lg.Files); lgErr == nil {
 			lgErr = k.apply(sites)
 		}
 		if lgErr == nil {
@@ -152,6 +152,16 @@ func (k *keeper) load() error {
 func (k *keeper) setServing(mode string) {
 	k.serving = mode
 	k.srv.SetServing(mode)
+}
+
+// parse validates site files and checks what they need from the machine
+// (config.CheckEnvironment), as arka's load does.
+func parse(files []config.File) ([]*config.Site, error) {
+	sites, err := config.ParseFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	return sites, config.CheckEnvironment(sites)
 }
 
 // errorLines is err as the lines printConfigError prints.
