@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/devices"
 	"github.com/arkaweb/arka/appliance/flash"
 	"github.com/arkaweb/arka/appliance/image"
 	"github.com/arkaweb/arka/appliance/image/partition"
@@ -76,6 +77,9 @@ type buildFlags struct {
 	httpPort, httpsPort                                                 int
 	php                                                                 bool
 	phpExt, debCache                                                    string
+	site                                                                string
+	settings                                                            settingsFlags
+	fs                                                                  *flag.FlagSet
 }
 
 func (b *buildFlags) register(fs *flag.FlagSet) {
@@ -84,7 +88,7 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.hostname, "hostname", "arka", "hostname (partition GUIDs derive from it)")
 	fs.StringVar(&b.arkaPkg, "arka-pkg", "./cmd/arka", "Go package built as /user/arka")
 	fs.StringVar(&b.version, "version", "dev", "Arka version recorded in the image")
-	fs.StringVar(&b.pwFile, "password-file", "", "gokrazy UI/update password file: reused if present, else generated (default next to the image)")
+	fs.StringVar(&b.pwFile, "password-file", "", "device password file (gokrazy UI, updates, deploys): reused if present, else generated (default: the device's file in the user's configuration directory, see images/README.md)")
 	fs.StringVar(&b.size, "size", "1200M", "image size")
 	fs.StringVar(&b.extraArgs, "kernel-args", "", "extra kernel command line arguments")
 	fs.StringVar(&b.tz, "timezone", "UTC", "time zone for /etc/localtime")
@@ -93,6 +97,9 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.php, "php", false, "include php-fpm from Debian's packages (see images/README.md)")
 	fs.StringVar(&b.phpExt, "php-extensions", strings.Join(phpimage.DefaultExtensions, ","), "PHP extensions to include, comma-separated (with --php)")
 	fs.StringVar(&b.debCache, "deb-cache", filepath.Join("images", "out", "debs"), "cache of downloaded Debian packages (with --php)")
+	fs.StringVar(&b.site, "site", "", "bake this site into the image: a directory with sites/*.toml and the content they point at (relative paths); a deployed site wins over it")
+	b.settings.register(fs)
+	b.fs = fs
 }
 
 func (b *buildFlags) build() (*image.Summary, error) {
@@ -116,6 +123,22 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		if _, err := fmt.Sscan(s, &epoch); err != nil {
 			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %v", s, err)
 		}
+	}
+	set := map[string]bool{}
+	if b.fs != nil {
+		b.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	settingsTxt, settingsGiven, err := b.settings.settings(b.hostname, b.tz, set)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %v", err)
+	}
+	site, err := siteFS(b.site)
+	if err != nil {
+		return nil, err
+	}
+	pwFile, newPassword, err := buildPasswordFile(b.pwFile, b.hostname)
+	if err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "Building the Arka appliance image for %s (%s)\n", board.Name, board.Description)
 	var php *phpimage.Result
@@ -144,7 +167,10 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		Hostname:        b.hostname,
 		ArkaPkg:         b.arkaPkg,
 		Version:         b.version,
-		PasswordFile:    b.pwFile,
+		PasswordFile:    pwFile,
+		Settings:        settingsTxt,
+		SettingsGiven:   settingsGiven,
+		Site:            site,
 		HTTPPort:        b.httpPort,
 		HTTPSPort:       b.httpsPort,
 		SourceDateEpoch: epoch,
@@ -159,6 +185,9 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		return nil, err
 	}
 	printSummary(os.Stdout, sum)
+	if newPassword {
+		printNewPassword(os.Stdout, b.hostname, pwFile)
+	}
 	if php != nil {
 		printPHP(os.Stdout, php)
 	}
@@ -288,7 +317,8 @@ func cmdVM(args []string) error {
 	defer v.Stop()
 	fmt.Printf("QEMU started (%s); console log: %s\n", *board, v.SerialLog)
 	fmt.Printf("  Arka          http://127.0.0.1:%d/   https://127.0.0.1:%d/\n", v.Ports[80], v.Ports[443])
-	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   (user gokrazy, password in %s)\n", v.Ports[8080], strings.TrimSuffix(*img, ".img")+".gokr-pw.txt")
+	pwFile, _ := devices.PasswordFile("arka")
+	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   (user gokrazy, password in %s for an image built with the default hostname)\n", v.Ports[8080], pwFile)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

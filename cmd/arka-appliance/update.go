@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +22,7 @@ func cmdUpdate(args []string) error {
 	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
+	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -55,13 +54,11 @@ func cmdUpdate(args []string) error {
 			*pwFile = sum.PasswordFile
 		}
 	}
-	if *pwFile == "" {
-		*pwFile = strings.TrimSuffix(*img, filepath.Ext(*img)) + ".gokr-pw.txt"
-	}
-	pw, err := os.ReadFile(*pwFile)
+	pw, file, err := devicePassword(*host, *name, *pwFile)
 	if err != nil {
-		return fmt.Errorf("update: password: %v (the build writes it next to the image)", err)
+		return fmt.Errorf("update: %v", err)
 	}
+	*pwFile = file
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bar := newBar(os.Stderr)
@@ -69,7 +66,7 @@ func cmdUpdate(args []string) error {
 	start := time.Now()
 	res, err := updater.Update(ctx, updater.Options{
 		Image: *img, Host: *host, UIPort: *uiPort,
-		Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile,
+		Password: pw, PasswordFile: *pwFile,
 		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout,
 		Progress: bar,
 	})
@@ -95,23 +92,17 @@ func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
 	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
-	board := fs.String("board", "", "board whose build-time password file to use (images/out/arka-BOARD.gokr-pw.txt)")
-	pwFile := fs.String("password-file", "", "gokrazy web UI password file")
+	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
+	pwFile := fs.String("password-file", "", "device password file (default: the device's, see images/README.md)")
 	fs.Parse(args)
 	if *host == "" {
 		return errors.New("status: --host is required")
 	}
-	if *pwFile == "" {
-		if *board == "" {
-			return errors.New("status: give --board BOARD or --password-file FILE")
-		}
-		*pwFile = filepath.Join("images", "out", "arka-"+*board+".gokr-pw.txt")
-	}
-	pw, err := os.ReadFile(*pwFile)
+	pw, file, err := devicePassword(*host, *name, *pwFile)
 	if err != nil {
-		return fmt.Errorf("status: password: %v", err)
+		return fmt.Errorf("status: %v", err)
 	}
-	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: *host, UIPort: *uiPort, Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile})
+	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: *host, UIPort: *uiPort, Password: pw, PasswordFile: file})
 	if err != nil {
 		return err
 	}
