@@ -1,9 +1,7 @@
 package image
 
 import (
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +11,7 @@ import (
 )
 
 // SettingsBuildPath is a root file naming the settings.txt this build put
-// into the boot partition (SettingsBuild as JSON). arka-init compares it
+// into the boot partition (settings.Build as JSON). arka-init compares it
 // with the boot partition's file after an over-the-air update (which
 // rewrites the boot partition): a file the update brought that nobody gave
 // on purpose is replaced by the device's own settings from before.
@@ -24,12 +22,6 @@ const SettingsBuildPath = "/etc/arka/settings-build.json"
 // file's time zone works without /usr/share/zoneinfo).
 const ZoneinfoPath = "/etc/arka/zoneinfo.zip"
 
-// SettingsBuild is the content of SettingsBuildPath.
-type SettingsBuild struct {
-	SHA256 string `json:"sha256"` // of the boot partition's settings.txt as built
-	Given  bool   `json:"given"`  // the settings were given at build time
-}
-
 func (c *Config) settingsFile() []byte {
 	if c.Settings != nil {
 		return c.Settings
@@ -38,7 +30,7 @@ func (c *Config) settingsFile() []byte {
 }
 
 func (c *Config) settingsBuild() []byte {
-	b, _ := json.Marshal(SettingsBuild{SHA256: fmt.Sprintf("%x", sha256.Sum256(c.settingsFile())), Given: c.SettingsGiven})
+	b, _ := json.Marshal(settings.NewBuild(c.settingsFile(), c.SettingsGiven))
 	return append(b, '\n')
 }
 

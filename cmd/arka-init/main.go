@@ -58,6 +58,9 @@ func main() {
 	}
 	log.Printf("perm: %s", describePerm())
 
+	netif := cmdlineValue("arka.netif", "eth0")
+	sets := loadSettings(netif) // settings.txt on the boot partition: settings_linux.go
+
 	sites, state := arkaDirs()
 	log.Printf("arka: sites %s, state %s", sites, state)
 
@@ -68,7 +71,7 @@ func main() {
 	vars := map[string]string{
 		initcfg.Sites: sites,
 		initcfg.State: state,
-		initcfg.Netif: cmdlineValue("arka.netif", "eth0"),
+		initcfg.Netif: netif,
 	}
 	var services []*gokrazy.Service
 	for _, s := range cfg.Services {
@@ -76,8 +79,11 @@ func main() {
 			log.Printf("service %s: %v (skipped)", s.Path, err)
 			continue
 		}
+		if sets.skip(s, netif) {
+			continue
+		}
 		cmd := exec.Command(s.Path, initcfg.Expand(s.Args, vars)...)
-		cmd.Env = append(os.Environ(), initcfg.Expand(s.Env, vars)...)
+		cmd.Env = append(append(os.Environ(), initcfg.Expand(s.Env, vars)...), sets.env...)
 		switch {
 		case s.DontStart:
 			services = append(services, gokrazy.NewStoppedService(cmd))
@@ -87,6 +93,7 @@ func main() {
 			services = append(services, gokrazy.NewService(cmd))
 		}
 	}
+	services = append(services, sets.wifiServices()...)
 	if err := gokrazy.SuperviseServices(services); err != nil {
 		log.Fatal(err)
 	}
