@@ -472,4 +472,3 @@ func syncDir(dir string) error {
 func SortFiles(fs []File) {
 	sort.Slice(fs, func(i, j int) bool { return fs[i].Path < fs[j].Path })
 }
-

@@ -5,7 +5,9 @@
 //	arka-appliance flash --image images/out/arka-rpi.img /dev/sdX   (or --board rpi: build first)
 //	arka-appliance vm    --board amd64 [--image …]
 //	arka-appliance update --host HOST (--image IMG | --board BOARD)   (over the air, rolls back by itself)
-//	arka-appliance status --host HOST --board BOARD                   (the device's last update)
+//	arka-appliance status --host HOST                                 (the device's last update)
+//	arka-appliance deploy --host HOST DIR | --rollback                (a site over the network)
+//	arka-appliance password --host HOST                               (rotate the device password)
 package main
 
 import (
@@ -36,7 +38,10 @@ const usage = `usage:
   arka-appliance flash (--image IMG | --board BOARD) [--force] DEVICE
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
   arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
-  arka-appliance status --host HOST[:PORT] (--board BOARD | --password-file FILE)
+  arka-appliance status --host HOST[:PORT] [--name NAME | --password-file FILE]
+  arka-appliance deploy --host NAME DIR          send a site (sites/*.toml + content) to a device
+  arka-appliance deploy --host NAME --rollback   back to the previously deployed site
+  arka-appliance password --host NAME            give the device a new password
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -59,6 +64,10 @@ func main() {
 		err = cmdUpdate(os.Args[2:])
 	case "status":
 		err = cmdStatus(os.Args[2:])
+	case "deploy":
+		err = cmdDeploy(os.Args[2:])
+	case "password":
+		err = cmdPassword(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return

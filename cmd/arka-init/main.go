@@ -62,6 +62,7 @@ func main() {
 	sets := loadSettings(netif) // settings.txt on the boot partition: settings_linux.go
 
 	sites, state := arkaDirs()
+	_, sitesArg, sites := startDeploy(sites, state) // deploy_linux.go: a deployed site wins
 	log.Printf("arka: sites %s, state %s", sites, state)
 
 	cfg, err := initcfg.Load(initcfg.Path)
@@ -69,7 +70,7 @@ func main() {
 		log.Fatal(err)
 	}
 	vars := map[string]string{
-		initcfg.Sites: sites,
+		initcfg.Sites: sitesArg,
 		initcfg.State: state,
 		initcfg.Netif: netif,
 	}
