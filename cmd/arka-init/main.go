@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ func main() {
 
 	sites, state := arkaDirs()
 	_, sitesArg, sites := startDeploy(sites, state) // deploy_linux.go: a deployed site wins
+	servePassword(http.DefaultServeMux)             // password_linux.go
 	log.Printf("arka: sites %s, state %s", sites, state)
 
 	cfg, err := initcfg.Load(initcfg.Path)

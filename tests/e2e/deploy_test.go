@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/image"
+	"github.com/arkaweb/arka/appliance/image/fat16"
+	"github.com/arkaweb/arka/appliance/image/partition"
+	"github.com/arkaweb/arka/appliance/vm"
+)
+
+// TestAmd64DeployAndSettings builds an image with the command a person
+// uses (a baked site, Wi-Fi settings, a hostname), edits its settings.txt
+// as a person would (with a mistake), and on one VM checks: the baked site
+// serves; the console shows the hostname, the mistake and "no wireless
+// interface"; the password lives outside the build directory (make clean
+// cannot lose it); a deployed site wins over the baked one without a
+// failed request; only changed files travel; a broken site is refused
+// with file:line:col and the old one keeps serving; --rollback; after a
+// reboot the deployed site serves again.
+func TestAmd64DeployAndSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU: skipped with -short")
+	}
+	if err := vm.Available("amd64"); err != nil {
+		t.Skipf("QEMU cannot run here: %v", err)
+	}
+	bd, err := image.LoadBoard("amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := image.CheckTools(bd); err != nil {
+		t.Skip(err)
+	}
+	root := moduleRoot(t)
+	dir := t.TempDir()
+	cli := filepath.Join(dir, "arka-appliance")
+	gob := exec.Command("go", "build", "-o", cli, "./cmd/arka-appliance")
+	gob.Dir = root
+	if out, err := gob.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	devices := filepath.Join(dir, "config", "arka", "devices")
+	os.Setenv("ARKA_DEVICES", devices) // inherited by the CLI runs
+	t.Cleanup(func() { os.Unsetenv("ARKA_DEVICES") })
+
+	site := func(name string, files map[string]string) string {
+		d := filepath.Join(dir, name)
+		for p, c := range files {
+			os.MkdirAll(filepath.Join(d, filepath.Dir(p)), 0o755)
+			if err := os.WriteFile(filepath.Join(d, p), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	const siteToml = "listen = [\":80\"]\n\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"../www\" }\n"
+	baked := site("baked", map[string]string{"sites/main.toml": siteToml, "www/index.html": "baked site\n"})
+	passFile := filepath.Join(dir, "wifi-pass")
+	os.WriteFile(passFile, []byte("correct horse battery\n"), 0o600)
+
+	out := filepath.Join(dir, "images", "out")
+	start := time.Now()
+	cmd := exec.Command(cli, "build", "--board", "amd64", "-o", filepath.Join(out, "arka-amd64.img"), "--version", "e2e-deploy",
+		"--hostname", "garden", "--site", baked, "--wifi-country", "DE", "--wifi-ssid", "Home", "--wifi-passphrase-file", passFile)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=1764441516")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	t.Logf("built with the CLI in %s", time.Since(start).Round(100*time.Millisecond))
+	pwFile := filepath.Join(devices, "garden", "gokr-pw.txt")
+	if !strings.Contains(string(b), "New device password for \"garden\", kept in\n  "+pwFile) {
+		t.Errorf("the build did not say where the new password is:\n%s", b)
+	}
+	if st, err := os.Stat(pwFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("password file: %v %v", st, err)
+	}
+	// make clean: the build directory goes, the password stays.
+	img := filepath.Join(dir, "arka-amd64.img")
+	if err := os.Rename(filepath.Join(out, "arka-amd64.img"), img); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(out, "*pw*")); len(m) > 0 {
+		t.Errorf("password files in the build directory: %v", m)
+	}
+	os.RemoveAll(out)
+	pwb, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := strings.TrimSpace(string(pwb))
+
+	// A person edits settings.txt on the card: a mistake in the time zone.
+	editSettings(t, img, "hostname = \"garden\"\ntimezone = \"Mars/Olympus\"\n\n[wifi]\ncountry = \"DE\"\n\n[[wifi.networks]]\nssid = \"Home\"\npassphrase = \"correct horse battery\"\n")
+
+	v := boot(t, vm.Options{Board: "amd64", Image: img, DiskSize: 3 << 30})
+	arka := fmt.Sprintf("127.0.0.1:%d", v.Ports[80])
+	ui := fmt.Sprintf("127.0.0.1:%d", v.Ports[8080])
+	took := waitHTTP(t, v, "http://"+arka+"/")
+	t.Logf("boot to first HTTP response: %s", took.Round(100*time.Millisecond))
+	if _, body := get(t, plain, "http://"+arka+"/", "", "", nil); body != "baked site\n" {
+		t.Errorf("GET / = %q, want the baked site", body)
+	}
+	console := v.SerialTail(1 << 20)
+	for _, want := range []string{
+		`arka-init: settings: settings.txt:2:1: timezone "Mars/Olympus" is not a time zone name`,
+		"arka-init: settings: hostname garden (garden.local on the LAN)",
+		"arka-init: wifi: no wireless interface on this machine: the 1 network(s) in settings.txt are not used",
+	} {
+		if !strings.Contains(console, want) {
+			t.Errorf("console lacks %q", want)
+		}
+	}
+	if strings.Contains(console, "correct horse") {
+		t.Errorf("the Wi-Fi passphrase appears on the console")
+	}
+	code, body := get(t, plain, "http://"+ui+"/", "gokrazy", pw, map[string]string{"Accept": "application/json"})
+	if code != 200 || !strings.Contains(body, `"Hostname":"garden"`) {
+		t.Errorf("gokrazy status: %d %.300s", code, body)
+	}
+
+	deploy := func(args ...string) cliResult {
+		t.Helper()
+		r := runCLI(t, cli, append([]string{"deploy", "--host", ui, "--name", "garden"}, args...)...)
+		t.Logf("deploy %v (exit %d, %s):\n%s%s", args, r.code, r.took.Round(100*time.Millisecond), r.stderr, r.stdout)
+		return r
+	}
+	page := func() string {
+		_, body := get(t, plain, "http://"+arka+"/", "", "", nil)
+		return body
+	}
+	mine := site("mine", map[string]string{"sites/main.toml": siteToml, "www/index.html": "deployed v1\n", "www/big.txt": strings.Repeat("arka ", 50000)})
+	if r := deploy(mine); r.code != 0 || !strings.Contains(r.stdout, "Generation 1 is live") {
+		t.Fatalf("first deploy failed")
+	}
+	if got := page(); got != "deployed v1\n" {
+		t.Fatalf("after the deploy GET / = %q", got)
+	}
+
+	// Second deploy: one changed file travels, and requests during the
+	// switch all succeed.
+	os.WriteFile(filepath.Join(mine, "www", "index.html"), []byte("deployed v2\n"), 0o644)
+	var failed, total atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := &http.Client{Timeout: 5 * time.Second}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			total.Add(1)
+			resp, err := c.Get("http://" + arka + "/")
+			if err != nil {
+				failed.Add(1)
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				failed.Add(1)
+			}
+		}
+	}()
+	r := deploy(mine)
+	close(stop)
+	wg.Wait()
+	if r.code != 0 || !strings.Contains(r.stderr, "sending 1 changed files") || !strings.Contains(r.stdout, "Generation 2 is live") {
+		t.Errorf("second deploy: want one changed file sent and generation 2")
+	}
+	if got := page(); got != "deployed v2\n" {
+		t.Errorf("after the second deploy GET / = %q", got)
+	}
+	t.Logf("requests during the deploy: %d, failed: %d", total.Load(), failed.Load())
+	if failed.Load() > 0 || total.Load() == 0 {
+		t.Errorf("%d of %d requests failed during the deploy", failed.Load(), total.Load())
+	}
+
+	// A broken site: refused with the file and line, the old site stays.
+	os.WriteFile(filepath.Join(mine, "sites", "main.toml"), []byte(siteToml+"\n[compression]\nlevel = \"max\"\nfast = true\n"), 0o644)
+	os.WriteFile(filepath.Join(mine, "www", "index.html"), []byte("broken v3\n"), 0o644)
+	r = deploy(mine)
+	if r.code == 0 || !regexp.MustCompile(regexp.QuoteMeta(filepath.Join(mine, "sites", "main.toml"))+`:\d+:\d+: `).MatchString(r.stderr) {
+		t.Errorf("broken deploy: want a non-zero exit and DIR/sites/main.toml:line:col")
+	}
+	if got := page(); got != "deployed v2\n" {
+		t.Errorf("after the refused deploy GET / = %q, want v2", got)
+	}
+
+	// Rollback: generation 1 again.
+	if r := deploy("--rollback"); r.code != 0 || !strings.Contains(r.stdout, "rolled back from generation 2 to generation 1") {
+		t.Errorf("rollback failed")
+	}
+	if got := page(); got != "deployed v1\n" {
+		t.Errorf("after the rollback GET / = %q, want v1", got)
+	}
+
+	// Reboot: the deployed generation serves again, not the baked site.
+	boots := strings.Count(v.SerialTail(1<<22), "arka-init: Arka ")
+	if code, body := post(t, "http://"+ui+"/reboot", pw); code != 200 {
+		t.Fatalf("POST /reboot: %d %s", code, body)
+	}
+	rebooted := time.Now()
+	for strings.Count(v.SerialTail(1<<22), "arka-init: Arka ") == boots {
+		if time.Since(rebooted) > bootTimeout {
+			t.Fatal("the VM did not reboot")
+		}
+		time.Sleep(time.Second)
+	}
+	waitHTTP(t, v, "http://"+arka+"/")
+	t.Logf("reboot to Arka answering: %s", time.Since(rebooted).Round(100*time.Millisecond))
+	if got := page(); got != "deployed v1\n" {
+		t.Errorf("after the reboot GET / = %q, want the deployed generation 1", got)
+	}
+	if !strings.Contains(v.SerialTail(1<<20), "arka-init: deploy: serving generation 1") {
+		t.Errorf("the console does not say which generation serves")
+	}
+}
+
+// editSettings replaces settings.txt in an image's boot FAT in place (the
+// new text padded with spaces to the old size), as an edit on a computer
+// would change it.
+func editSettings(t *testing.T, img, text string) {
+	t.Helper()
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tab, err := partition.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := tab.Entry(partition.Boot)
+	off, n, err := fat16.Extents(io.NewSectionReader(f, p1.Offset(), p1.Size()), "/settings.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(text)) > n {
+		t.Fatalf("new settings (%d bytes) longer than the file (%d)", len(text), n)
+	}
+	text += strings.Repeat(" ", int(n)-len(text))
+	if _, err := f.WriteAt([]byte(text), p1.Offset()+off); err != nil {
+		t.Fatal(err)
+	}
+}
