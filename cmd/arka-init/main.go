@@ -97,6 +97,7 @@ func main() {
 		}
 	}
 	services = append(services, sets.wifiServices()...)
+	startMDNS() // mdns_linux.go: <hostname>.local
 	if err := gokrazy.SuperviseServices(services); err != nil {
 		log.Fatal(err)
 	}
