@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/arkaweb/arka/appliance/deploy"
+	"github.com/arkaweb/arka/appliance/devices"
 )
 
 // deviceFlags are the flags that reach a device's API: --host, --name,
@@ -26,26 +30,83 @@ type deviceFlags struct {
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.host, "host", "", "the device: its name (NAME or NAME.local) or address, optionally with the web UI port (host:8080)")
-	fs.StringVar(&d.name, "name", "", "the device's name, whose password to use (default: from --host)")
+	fs.StringVar(&d.host, "host", "", "the device: NAME, NAME.local or an address, optionally :PORT; https:// is the default, http://HOST:8080 reaches the plain-HTTP port (the password then crosses the network in clear text)")
+	fs.StringVar(&d.name, "name", "", "the device's name, whose password and pinned certificate to use (default: from --host)")
 	fs.StringVar(&d.pwFile, "password-file", "", "device password file (default: the device's, see images/README.md)")
-	fs.IntVar(&d.uiPort, "ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
+	fs.IntVar(&d.uiPort, "ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
 }
 
-// client returns the base URL and password for the device.
-func (d *deviceFlags) client() (*deploy.Client, string, error) {
+// device is a resolved --host: where its API is, with which password and
+// HTTP client (pinning its certificate over HTTPS).
+type device struct {
+	host   string // as given
+	bare   string // host name or address, no port
+	name   string // the device name (password, pin)
+	base   string // https://host:port
+	pw     string
+	pwFile string
+	http   *http.Client
+}
+
+func (d *deviceFlags) device() (*device, error) {
 	if d.host == "" {
-		return nil, "", errors.New("--host is required (the device's name or address)")
+		return nil, errors.New("--host is required (the device's name or address)")
 	}
-	pw, file, err := devicePassword(d.host, d.name, d.pwFile)
+	scheme, hostport := "https", d.host
+	if u, err := url.Parse(d.host); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		scheme, hostport = u.Scheme, u.Host
+	}
+	bare := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		bare = h
+	} else {
+		port := d.uiPort
+		if scheme == "http" && port == 8443 {
+			port = 8080
+		}
+		hostport = net.JoinHostPort(hostport, fmt.Sprint(port))
+	}
+	name := d.name
+	if name == "" {
+		if n, err := devices.Name(bare); err == nil {
+			name = n
+		} else if d.pwFile == "" {
+			return nil, err
+		}
+	}
+	pw, file, err := devices.ReadPassword(name, d.pwFile)
+	if err != nil {
+		return nil, err
+	}
+	dev := &device{host: d.host, bare: bare, name: name, base: scheme + "://" + hostport, pw: pw, pwFile: file}
+	if scheme == "http" {
+		if ip, err := netip.ParseAddr(bare); (err != nil || !ip.IsLoopback()) && bare != "localhost" {
+			fmt.Fprintf(os.Stderr, "warning: plain HTTP to %s: the device password crosses the network in clear text\n", hostport)
+		}
+		dev.http = &http.Client{}
+		return dev, nil
+	}
+	pinKey := name
+	if pinKey == "" {
+		pinKey = strings.NewReplacer(":", "_", "%", "_").Replace(bare)
+	}
+	pinFile, err := devices.PinFile(pinKey)
+	if err != nil {
+		return nil, err
+	}
+	dev.http = devices.PinnedClient(pinKey, pinFile, func(fp string) {
+		fmt.Fprintf(os.Stderr, "First HTTPS connection to %s: its key SHA256:%s is now pinned in %s\n", d.host, fp, pinFile)
+	})
+	return dev, nil
+}
+
+// client returns the deploy API client for the device.
+func (d *deviceFlags) client() (*deploy.Client, string, error) {
+	dev, err := d.device()
 	if err != nil {
 		return nil, "", err
 	}
-	hostport := d.host
-	if _, _, err := net.SplitHostPort(d.host); err != nil {
-		hostport = net.JoinHostPort(d.host, fmt.Sprint(d.uiPort))
-	}
-	return &deploy.Client{Base: "http://" + hostport, Password: pw, HTTP: &http.Client{}}, file, nil
+	return &deploy.Client{Base: dev.base, Password: dev.pw, HTTP: dev.http}, dev.pwFile, nil
 }
 
 // cmdDeploy sends a site to a running device (appliance/deploy), or with

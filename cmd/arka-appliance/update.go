@@ -18,7 +18,7 @@ func cmdUpdate(args []string) error {
 	fs := flag.NewFlagSet("update", flag.ExitOnError)
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")
 	img := fs.String("image", "", "image to send (default: build it, with --board)")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI and update API on the device (when --host has none)")
+	uiPort := fs.Int("ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
 	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
@@ -54,19 +54,18 @@ func cmdUpdate(args []string) error {
 			*pwFile = sum.PasswordFile
 		}
 	}
-	pw, file, err := devicePassword(*host, *name, *pwFile)
+	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: *pwFile, uiPort: *uiPort}).device()
 	if err != nil {
 		return fmt.Errorf("update: %v", err)
 	}
-	*pwFile = file
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bar := newBar(os.Stderr)
 	bar.lines = true
 	start := time.Now()
 	res, err := updater.Update(ctx, updater.Options{
-		Image: *img, Host: *host, UIPort: *uiPort,
-		Password: pw, PasswordFile: *pwFile,
+		Image: *img, Host: dev.bare, BaseURL: dev.base, Client: dev.http,
+		Password: dev.pw, PasswordFile: dev.pwFile,
 		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout,
 		Progress: bar,
 	})
@@ -90,19 +89,14 @@ func cmdUpdate(args []string) error {
 // of the last update.
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
-	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
-	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
-	pwFile := fs.String("password-file", "", "device password file (default: the device's, see images/README.md)")
+	var d deviceFlags
+	d.register(fs)
 	fs.Parse(args)
-	if *host == "" {
-		return errors.New("status: --host is required")
-	}
-	pw, file, err := devicePassword(*host, *name, *pwFile)
+	dev, err := d.device()
 	if err != nil {
 		return fmt.Errorf("status: %v", err)
 	}
-	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: *host, UIPort: *uiPort, Password: pw, PasswordFile: file})
+	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: dev.bare, BaseURL: dev.base, Client: dev.http, Password: dev.pw, PasswordFile: dev.pwFile})
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,8 @@ func main() {
 		}
 	}
 	services = append(services, sets.wifiServices()...)
-	startMDNS() // mdns_linux.go: <hostname>.local
+	startMDNS()  // mdns_linux.go: <hostname>.local
+	serveHTTPS() // tls_linux.go: the UI and APIs over HTTPS with the device's own key
 	if err := gokrazy.SuperviseServices(services); err != nil {
 		log.Fatal(err)
 	}

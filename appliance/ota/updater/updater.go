@@ -31,6 +31,11 @@ type Options struct {
 	Image        string // built image file (images/out/arka-BOARD.img)
 	Host         string // the device: host or host:port of gokrazy's web UI
 	UIPort       int    // port when Host has none; default 8080
+	// BaseURL, if set, is the API's URL instead of http://Host:UIPort
+	// (https://arka.local:8443, see arka-appliance's --host), and Client
+	// the HTTP client for it (one that pins the device's certificate).
+	BaseURL string
+	Client  *http.Client
 	Password     string // gokrazy's web UI password
 	PasswordFile string // where Password came from (for messages)
 	// CheckURL must answer (any HTTP status) once the device has confirmed
@@ -105,6 +110,12 @@ func newRun(o Options) *run {
 		hostport = net.JoinHostPort(o.Host, fmt.Sprint(o.UIPort))
 	}
 	r.base = "http://" + hostport
+	if o.BaseURL != "" {
+		r.base = strings.TrimSuffix(o.BaseURL, "/")
+	}
+	if o.Client != nil {
+		r.client = o.Client
+	}
 	if o.CheckURL == "" {
 		h := r.host
 		if strings.Contains(h, ":") {
