@@ -34,6 +34,7 @@ func (s *Server) Snapshot() status.Snapshot {
 		Board:     status.BoardInfoFrom(s.o.Board),
 		Sensors:   board.ReadSensors("/", s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
+		Appliance: status.ReadAppliance(),
 	}
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()

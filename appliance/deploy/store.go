@@ -35,6 +35,9 @@ type Store struct {
 	Activate func(dir string) error
 	Logf     func(format string, a ...any)
 	Now      func() time.Time
+	// OnChange, if set, is called after every deploy, rollback or
+	// recorded error (the status page follows).
+	OnChange func()
 
 	mu sync.Mutex
 }
@@ -152,12 +155,19 @@ type failure struct {
 	res  Result
 }
 
+func (s *Store) changed() {
+	if s.OnChange != nil {
+		s.OnChange()
+	}
+}
+
 func (s *Store) serveDeploy(w http.ResponseWriter, r *http.Request) {
 	if !s.mu.TryLock() {
 		writeJSON(w, http.StatusConflict, Result{Message: ErrBusy.Error()})
 		return
 	}
 	defer s.mu.Unlock()
+	defer s.changed()
 	g, f := s.deploy(r.Context(), r.Body)
 	if f != nil {
 		if len(f.res.Errors) > 0 {
@@ -374,6 +384,7 @@ func (s *Store) serveRollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.mu.Unlock()
+	defer s.changed()
 	rec := s.readRecord()
 	cur := s.current()
 	if rec.Previous == 0 || !isDir(s.genDir(rec.Previous)) {

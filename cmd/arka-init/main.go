@@ -63,8 +63,10 @@ func main() {
 	sets := loadSettings(netif) // settings.txt on the boot partition: settings_linux.go
 
 	sites, state := arkaDirs()
-	_, sitesArg, sites := startDeploy(sites, state) // deploy_linux.go: a deployed site wins
-	servePassword(http.DefaultServeMux)             // password_linux.go
+	store, sitesArg, sites := startDeploy(sites, state) // deploy_linux.go: a deployed site wins
+	writeApplianceStatus(sets, store)                   // appliance_linux.go: for Arka's status page
+	store.OnChange = func() { writeApplianceStatus(sets, store) }
+	servePassword(http.DefaultServeMux) // password_linux.go
 	log.Printf("arka: sites %s, state %s", sites, state)
 
 	cfg, err := initcfg.Load(initcfg.Path)

@@ -20,6 +20,7 @@ import (
 	"github.com/arkaweb/arka/appliance/image/fat16"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/appliance/settings"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // Where arka-init keeps the settings file it used (so an over-the-air
@@ -58,7 +59,8 @@ type settingsState struct {
 // mistake is logged (console) and recorded for the status page; the
 // setting keeps its default and the boot goes on.
 func loadSettings(netif string) *settingsState {
-	st := &settingsState{File: "boot partition: " + settings.FileName, skipDHCP: map[string]bool{}}
+	st := &settingsState{File: "boot partition: " + settings.FileName, skipDHCP: map[string]bool{},
+		env: []string{status.ApplianceEnv + "=" + applianceStatus}}
 	boot, dev, err := readBootFile(settings.FileName)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

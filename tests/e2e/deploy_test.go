@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/arkaweb/arka/appliance/image/fat16"
 	"github.com/arkaweb/arka/appliance/image/partition"
 	"github.com/arkaweb/arka/appliance/vm"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // TestAmd64DeployAndSettings builds an image with the command a person
@@ -65,7 +67,7 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 		}
 		return d
 	}
-	const siteToml = "listen = [\":80\"]\n\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"../www\" }\n"
+	const siteToml = "listen = [\":80\"]\n\n[[routes]]\npath = \"/status\"\nhandler = { type = \"status\" }\n\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"../www\" }\n"
 	baked := site("baked", map[string]string{"sites/main.toml": siteToml, "www/index.html": "baked site\n"})
 	passFile := filepath.Join(dir, "wifi-pass")
 	os.WriteFile(passFile, []byte("correct horse battery\n"), 0o600)
@@ -131,6 +133,26 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"Hostname":"garden"`) {
 		t.Errorf("gokrazy status: %d %.300s", code, body)
 	}
+	// The status page shows the settings file's state and the site.
+	appliance := func() status.Appliance {
+		t.Helper()
+		code, body := get(t, plain, "http://"+arka+"/status", "", "", map[string]string{"Accept": "application/json"})
+		var st struct {
+			Appliance *status.Appliance `json:"appliance"`
+		}
+		if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.Appliance == nil {
+			t.Fatalf("status page: %d %v, no appliance section:\n%.500s", code, err, body)
+		}
+		return *st.Appliance
+	}
+	ap := appliance()
+	if ap.Hostname != "garden" || len(ap.Settings.Errors) != 1 || !strings.Contains(ap.Settings.Errors[0], `settings.txt:2:1: timezone "Mars/Olympus"`) ||
+		ap.Deploy.Generation != 0 || !strings.Contains(ap.Settings.WiFi, "no wireless interface") {
+		t.Errorf("status page, appliance: %+v", ap)
+	}
+	if _, body := get(t, plain, "http://"+arka+"/status", "", "", nil); !strings.Contains(body, "Mars/Olympus") || !strings.Contains(body, "baked into the image") {
+		t.Errorf("the status page's HTML does not show the settings mistake and the baked site")
+	}
 
 	deploy := func(args ...string) cliResult {
 		t.Helper()
@@ -148,6 +170,9 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	}
 	if got := page(); got != "deployed v1\n" {
 		t.Fatalf("after the deploy GET / = %q", got)
+	}
+	if ap := appliance(); ap.Deploy.Generation != 1 || ap.Deploy.Files != 4 || !strings.Contains(ap.Deploy.From, "@") {
+		t.Errorf("status page after the deploy: %+v", ap.Deploy)
 	}
 
 	// Second deploy: one changed file travels, and requests during the
@@ -202,6 +227,9 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	}
 	if got := page(); got != "deployed v2\n" {
 		t.Errorf("after the refused deploy GET / = %q, want v2", got)
+	}
+	if ap := appliance(); ap.Deploy.Generation != 2 || !strings.Contains(ap.Deploy.LastError, "deploy refused: sites/main.toml:") {
+		t.Errorf("status page after the refused deploy: %+v", ap.Deploy)
 	}
 
 	// Rollback: generation 1 again.
