@@ -171,7 +171,7 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	if got := page(); got != "deployed v1\n" {
 		t.Fatalf("after the deploy GET / = %q", got)
 	}
-	if ap := appliance(); ap.Deploy.Generation != 1 || ap.Deploy.Files != 4 || !strings.Contains(ap.Deploy.From, "@") {
+	if ap := appliance(); ap.Deploy.Generation != 1 || ap.Deploy.Files != 3 || !strings.Contains(ap.Deploy.From, "@") {
 		t.Errorf("status page after the deploy: %+v", ap.Deploy)
 	}
 
