@@ -162,11 +162,20 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		}
 	}
 	var extra []image.File
-	var versions map[string]string
+	versions := map[string]string{}
 	if php != nil {
 		extra = php.Files
-		versions = map[string]string{}
 		for p, v := range php.Packages {
+			versions["debian/"+p] = v
+		}
+	}
+	wifi, err := wifiFirmware(board, b.debCache, settingsTxt)
+	if err != nil {
+		return nil, err
+	}
+	if wifi != nil {
+		extra = append(extra, wifi.Files...)
+		for p, v := range wifi.Packages {
 			versions["debian/"+p] = v
 		}
 	}

@@ -184,6 +184,9 @@ func (st *settingsState) fail(format string, a ...any) {
 func (st *settingsState) wifi() {
 	w := st.s.WiFi
 	ifaces := wirelessInterfaces()
+	if loadWiFiModules() && len(w.Networks) > 0 && len(ifaces) == 0 {
+		ifaces = waitWireless(8 * time.Second) // the chip loads its firmware
+	}
 	switch {
 	case len(w.Networks) == 0 && len(ifaces) == 0:
 		st.WiFi = "no networks set; no wireless interface"
