@@ -45,6 +45,9 @@ func (z *Zone) SetIPs(ips []net.IP) error {
 	defer z.mu.Unlock()
 	var svcs []*hmdns.MDNSService
 	for _, s := range z.Services {
+		if len(ips) == 0 {
+			break // nothing to answer with yet (DHCP)
+		}
 		m, err := hmdns.NewMDNSService(z.Instance, s.Type, "local.", z.Hostname+".local.", s.Port, ips, s.TXT)
 		if err != nil {
 			return err

@@ -108,9 +108,10 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	// A person edits settings.txt on the card: a mistake in the time zone.
 	editSettings(t, img, "hostname = \"garden\"\ntimezone = \"Mars/Olympus\"\n\n[wifi]\ncountry = \"DE\"\n\n[[wifi.networks]]\nssid = \"Home\"\npassphrase = \"correct horse battery\"\n")
 
-	v := boot(t, vm.Options{Board: "amd64", Image: img, DiskSize: 3 << 30})
+	v := boot(t, vm.Options{Board: "amd64", Image: img, DiskSize: 3 << 30, GuestPorts: []int{80, 443, 8080, 8443}})
 	arka := fmt.Sprintf("127.0.0.1:%d", v.Ports[80])
 	ui := fmt.Sprintf("127.0.0.1:%d", v.Ports[8080])
+	api := fmt.Sprintf("127.0.0.1:%d", v.Ports[8443]) // HTTPS, the device's own key
 	took := waitHTTP(t, v, "http://"+arka+"/")
 	t.Logf("boot to first HTTP response: %s", took.Round(100*time.Millisecond))
 	if _, body := get(t, plain, "http://"+arka+"/", "", "", nil); body != "baked site\n" {
@@ -156,7 +157,7 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 
 	deploy := func(args ...string) cliResult {
 		t.Helper()
-		r := runCLI(t, cli, append([]string{"deploy", "--host", ui, "--name", "garden"}, args...)...)
+		r := runCLI(t, cli, append([]string{"deploy", "--host", api, "--name", "garden"}, args...)...)
 		t.Logf("deploy %v (exit %d, %s):\n%s%s", args, r.code, r.took.Round(100*time.Millisecond), r.stderr, r.stdout)
 		return r
 	}
@@ -165,8 +166,14 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 		return body
 	}
 	mine := site("mine", map[string]string{"sites/main.toml": siteToml, "www/index.html": "deployed v1\n", "www/big.txt": strings.Repeat("arka ", 50000)})
-	if r := deploy(mine); r.code != 0 || !strings.Contains(r.stdout, "Generation 1 is live") {
+	r := deploy(mine)
+	if r.code != 0 || !strings.Contains(r.stdout, "Generation 1 is live") {
 		t.Fatalf("first deploy failed")
+	}
+	pinFile := filepath.Join(devices, "garden", "device-cert.sha256")
+	pin, err := os.ReadFile(pinFile)
+	if err != nil || !strings.Contains(r.stderr, "First HTTPS connection") {
+		t.Fatalf("the first HTTPS connection did not pin the device's key: %v", err)
 	}
 	if got := page(); got != "deployed v1\n" {
 		t.Fatalf("after the deploy GET / = %q", got)
@@ -204,7 +211,7 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 			}
 		}
 	}()
-	r := deploy(mine)
+	r = deploy(mine)
 	close(stop)
 	wg.Wait()
 	if r.code != 0 || !strings.Contains(r.stderr, "sending 1 changed files") || !strings.Contains(r.stdout, "Generation 2 is live") {
@@ -238,6 +245,20 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	}
 	if got := page(); got != "deployed v1\n" {
 		t.Errorf("after the rollback GET / = %q, want v1", got)
+	}
+
+	// The update client (and deploy) refuse a device whose key changed,
+	// and say how to accept it.
+	os.WriteFile(pinFile, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	for _, args := range [][]string{{"status", "--host", api, "--name", "garden"}, {"deploy", "--host", api, "--name", "garden", mine}} {
+		r := runCLI(t, cli, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, `the certificate of device "garden" changed`) || !strings.Contains(r.stderr, "deleting "+pinFile) {
+			t.Errorf("%s with a changed key: exit %d\n%s", args[0], r.code, r.stderr)
+		}
+	}
+	os.WriteFile(pinFile, pin, 0o600)
+	if r := runCLI(t, cli, "status", "--host", api, "--name", "garden"); r.code != 0 {
+		t.Errorf("status over HTTPS with the right pin: exit %d\n%s", r.code, r.stderr)
 	}
 
 	// Reboot: the deployed generation serves again, not the baked site.
