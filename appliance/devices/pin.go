@@ -137,4 +137,3 @@ func DeviceCert(dir, hostname string) (tls.Certificate, error) {
 	}
 	return tls.LoadX509KeyPair(certFile, keyFile)
 }
-

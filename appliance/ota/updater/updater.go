@@ -31,11 +31,6 @@ type Options struct {
 	Image        string // built image file (images/out/arka-BOARD.img)
 	Host         string // the device: host or host:port of gokrazy's web UI
 	UIPort       int    // port when Host has none; default 8080
-	// BaseURL, if set, is the API's URL instead of http://Host:UIPort
-	// (https://arka.local:8443, see arka-appliance's --host), and Client
-	// the HTTP client for it (one that pins the device's certificate).
-	BaseURL string
-	Client  *http.Client
 	Password     string // gokrazy's web UI password
 	PasswordFile string // where Password came from (for messages)
 	// CheckURL must answer (any HTTP status) once the device has confirmed
@@ -44,6 +39,12 @@ type Options struct {
 	MaxRate  int64         // bytes per second while sending; 0: no limit
 	Timeout  time.Duration // bound from the reboot to the device's verdict; default 10 minutes
 	Progress Progress      // may be nil
+
+	// BaseURL, if set, is the API's URL instead of http://Host:UIPort
+	// (https://arka.local:8443, see arka-appliance's --host), and Client
+	// the HTTP client for it (one that pins the device's certificate).
+	BaseURL string
+	Client  *http.Client
 }
 
 // Progress receives the update's progress.
