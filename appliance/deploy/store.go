@@ -330,7 +330,7 @@ func (s *Store) switchTo(id, prev int) error {
 			os.Remove(filepath.Join(s.Dir, SiteLink))
 			s.Activate("")
 		}
-		return fmt.Errorf("Arka did not take the new site (the old one keeps serving): %v", err)
+		return fmt.Errorf("the server did not take the new site (the old one keeps serving): %v", err)
 	}
 	r := s.readRecord()
 	r.Previous = prev

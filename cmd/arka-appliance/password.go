@@ -59,17 +59,6 @@ func siteFS(dir string) (fs.FS, error) {
 	return os.DirFS(dir), nil
 }
 
-// devicePassword reads the password of the device at host: from file if
-// given, else from the device's file (by --name, else the name in host).
-func devicePassword(host, name, file string) (pw, path string, err error) {
-	if file == "" && name == "" {
-		if name, err = devices.Name(host); err != nil {
-			return "", "", err
-		}
-	}
-	return devices.ReadPassword(name, file)
-}
-
 // cmdPassword gives a device a new password: generated here, kept next to
 // the old one until the device uses it, sent over the authenticated API,
 // then the device reboots (gokrazy reads its password at boot) and the

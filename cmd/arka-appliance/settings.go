@@ -22,7 +22,6 @@ type settingsFlags struct {
 	wifiHidden                 bool
 	ipv4, ipv4gw, ipv6, ipv6gw string
 	dns                        string
-	hostnameSet, timezoneSet   bool
 }
 
 func (s *settingsFlags) register(fs *flag.FlagSet) {

@@ -139,7 +139,7 @@ drain:
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				return errors.New("Arka's log stream ended before the reload finished")
+				return errors.New("the log stream of /user/arka ended before the reload finished")
 			}
 			switch {
 			case strings.Contains(l, "configuration reloaded"):
@@ -157,10 +157,10 @@ drain:
 					}
 					break
 				}
-				return fmt.Errorf("Arka refused the new configuration: %s", strings.Join(failed, "; "))
+				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(failed, "; "))
 			}
 		case <-ctx.Done():
-			return errors.New("Arka did not report the reload within 30 s")
+			return errors.New("no reload verdict in the server's log within 30 s")
 		}
 	}
 }
