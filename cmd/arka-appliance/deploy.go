@@ -211,6 +211,9 @@ func whoAmI() string {
 }
 
 func mib(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
 	if n < 1<<20 {
 		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 	}

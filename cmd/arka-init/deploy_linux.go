@@ -20,6 +20,7 @@ import (
 
 	"github.com/arkaweb/arka/appliance/deploy"
 	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/server/static"
 )
 
 // activeLink names the directory Arka reads its sites from
@@ -52,7 +53,15 @@ func startDeploy(fallback, state string) (store *deploy.Store, sitesArg, real st
 		if err := pointActive(dir); err != nil {
 			return err
 		}
-		return reloadArka(pw)
+		if err := reloadArka(pw); err != nil {
+			return err
+		}
+		// The new site's files have the old ones' paths (through
+		// activeLink): Arka's file cache trusts what it knew about them
+		// for static.DefaultValid. Past that, every request sees the new
+		// files, so the deploy is answered then.
+		time.Sleep(static.DefaultValid + 100*time.Millisecond)
+		return nil
 	}
 	root := baked
 	if d := store.SiteDir(); d != "" {
