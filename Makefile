@@ -66,8 +66,9 @@ vm: image
 	$(GO) run ./cmd/arka-appliance vm --board $(BOARD) $(VM_FLAGS)
 
 # Over-the-air update of a running appliance (builds first): HOST=name or
-# address of the device (NAME=its name with an address, for its password). The new build runs on trial and becomes permanent
-# only once Arka passes its health check there; otherwise it rolls back.
+# address of the device (NAME=its name with an address, for its password).
+# The new build runs on trial and becomes permanent only once Arka passes
+# its health check there; otherwise it rolls back.
 update:
 	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance update --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) --host $(HOST) $(if $(NAME),--name $(NAME))
 
