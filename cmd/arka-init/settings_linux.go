@@ -30,7 +30,7 @@ const (
 	bootMount    = "/tmp/arka/boot"
 	wpaConf      = "/tmp/arka/wpa_supplicant.conf"
 	wpaCtrl      = "/run/wpa_supplicant"
-	wpaBinary    = "/usr/sbin/wpa_supplicant"
+	wpaBinary    = "/sbin/wpa_supplicant"
 )
 
 // settingsState is what became of the settings file at this boot (the
