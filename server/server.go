@@ -683,7 +683,8 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
-	rec.hdr, rec.applied = rt.hdr, false
+	rec.req, rec.hdr, rec.applied = r, rt.hdr, false
+	rec.pages, rec.intercept, rec.swallow = st.pages, rt.intercept, false
 	defer func() {
 		// Count and log the request even when the handler aborted it
 		// (panic(http.ErrAbortHandler) for a response cut short); the
@@ -701,7 +702,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w, rec.hdr = nil, nil
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
 		recorders.Put(rec)
 		d := time.Since(start)
 		rt.stats.observe(status, d, n)

@@ -95,6 +95,9 @@ func run(args []string) int {
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
 		}
+		for _, w := range config.Warnings(sites) {
+			fmt.Fprintln(os.Stderr, w)
+		}
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}
