@@ -35,10 +35,11 @@ const arkaPath = "/user/arka"
 // startDeploy serves the deploy API (appliance/deploy) on gokrazy's web UI
 // and returns the sites directory Arka gets: through activeLink, pointed
 // at the deployed generation if there is one (it wins over the baked
-// site), else at fallback's parent (the directory holding sites/).
-func startDeploy(fallback, state string) (store *deploy.Store, sitesArg, real string) {
+// site), else at fallback's parent (the directory holding sites/). The
+// status page's file follows every change (appliance_linux.go).
+func startDeploy(fallback, state string, sets *settingsState) (sitesArg, real string) {
 	pw := ota.GokrazyPassword() // what gokrazy read at boot
-	store = &deploy.Store{
+	store := &deploy.Store{
 		Dir:  permArka,
 		Logf: log.Printf,
 		Check: func(ctx context.Context, dir string) ([]string, error) {
@@ -63,19 +64,21 @@ func startDeploy(fallback, state string) (store *deploy.Store, sitesArg, real st
 		time.Sleep(static.DefaultValid + 100*time.Millisecond)
 		return nil
 	}
+	store.OnChange = func() { writeApplianceStatus(sets, store) }
+	writeApplianceStatus(sets, store)
 	root := baked
 	if d := store.SiteDir(); d != "" {
 		root = d
 	}
 	if err := pointActive(root); err != nil {
 		log.Printf("deploy: %v; Arka reads %s directly and deploys need a restart", err, root)
-		return store, filepath.Join(root, "sites"), filepath.Join(root, "sites")
+		return filepath.Join(root, "sites"), filepath.Join(root, "sites")
 	}
 	store.Register(http.DefaultServeMux)
 	if g := store.State().Current; g != nil {
 		log.Printf("deploy: serving generation %d (deployed %s from %s)", g.ID, g.Deployed.Format(time.RFC3339), g.From)
 	}
-	return store, filepath.Join(activeLink, "sites"), filepath.Join(root, "sites")
+	return filepath.Join(activeLink, "sites"), filepath.Join(root, "sites")
 }
 
 // pointActive makes activeLink name dir, atomically.

@@ -63,10 +63,8 @@ func main() {
 	sets := loadSettings(netif) // settings.txt on the boot partition: settings_linux.go
 
 	sites, state := arkaDirs()
-	store, sitesArg, sites := startDeploy(sites, state) // deploy_linux.go: a deployed site wins
-	writeApplianceStatus(sets, store)                   // appliance_linux.go: for Arka's status page
-	store.OnChange = func() { writeApplianceStatus(sets, store) }
-	servePassword(http.DefaultServeMux) // password_linux.go
+	sitesArg, sites := startDeploy(sites, state, sets) // deploy_linux.go: a deployed site wins
+	servePassword(http.DefaultServeMux)                // password_linux.go
 	log.Printf("arka: sites %s, state %s", sites, state)
 
 	cfg, err := initcfg.Load(initcfg.Path)
