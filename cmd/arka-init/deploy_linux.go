@@ -137,7 +137,10 @@ func reloadArka(pw string) error {
 drain:
 	for {
 		select {
-		case <-lines:
+		case _, ok := <-lines:
+			if !ok {
+				return errors.New("cannot read the log of /user/arka to see the reload's verdict")
+			}
 			quiet.Reset(200 * time.Millisecond)
 		case <-quiet.C:
 			break drain
@@ -146,7 +149,6 @@ drain:
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("signalling Arka (pid %d): %v", pid, err)
 	}
-	var failed []string
 	for {
 		select {
 		case l, ok := <-lines:
@@ -157,22 +159,29 @@ drain:
 			case strings.Contains(l, "configuration reloaded"):
 				return nil
 			case strings.Contains(l, "reload failed"):
-				failed = append(failed, l)
-				// The mistakes follow on the next lines.
-				t := time.After(300 * time.Millisecond)
-				for {
-					select {
-					case l := <-lines:
-						failed = append(failed, l)
-						continue
-					case <-t:
-					}
-					break
-				}
-				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(failed, "; "))
+				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(append([]string{l}, following(lines, 300*time.Millisecond)...), "; "))
 			}
 		case <-ctx.Done():
 			return errors.New("no reload verdict in the server's log within 30 s")
+		}
+	}
+}
+
+// following collects the lines that arrive within d (the mistakes Arka
+// prints after "reload failed").
+func following(lines <-chan string, d time.Duration) []string {
+	var out []string
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return out
+			}
+			out = append(out, l)
+		case <-t.C:
+			return out
 		}
 	}
 }
