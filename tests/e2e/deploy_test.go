@@ -26,7 +26,8 @@ import (
 // uses (a baked site, Wi-Fi settings, a hostname), edits its settings.txt
 // as a person would (with a mistake), and on one VM checks: the baked site
 // serves; the console shows the hostname, the mistake and "no wireless
-// interface"; the password lives outside the build directory (make clean
+// interface" and the static address it set instead of DHCP; the password
+// lives outside the build directory (make clean
 // cannot lose it); a deployed site wins over the baked one without a
 // failed request; only changed files travel; a broken site is refused
 // with file:line:col and the old one keeps serving; --rollback; after a
@@ -106,7 +107,9 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	pw := strings.TrimSpace(string(pwb))
 
 	// A person edits settings.txt on the card: a mistake in the time zone.
-	editSettings(t, img, "hostname = \"garden\"\ntimezone = \"Mars/Olympus\"\n\n[wifi]\ncountry = \"DE\"\n\n[[wifi.networks]]\nssid = \"Home\"\npassphrase = \"correct horse battery\"\n")
+	// QEMU's user network without DHCP: the address its DHCP server would
+	// give, set statically.
+	editSettings(t, img, "hostname = \"garden\"\ntimezone = \"Mars/Olympus\"\ndns = [\"10.0.2.3\"]\n\n[wifi]\ncountry = \"DE\"\n\n[[wifi.networks]]\nssid = \"Home\"\npassphrase = \"correct horse battery\"\n\n[ipv4]\naddress = \"10.0.2.15/24\"\ngateway = \"10.0.2.2\"\n")
 
 	v := boot(t, vm.Options{Board: "amd64", Image: img, DiskSize: 3 << 30, GuestPorts: []int{80, 443, 8080, 8443}})
 	arka := fmt.Sprintf("127.0.0.1:%d", v.Ports[80])
@@ -122,6 +125,8 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 		`arka-init: settings: settings.txt:2:1: timezone "Mars/Olympus" is not a time zone name`,
 		"arka-init: settings: hostname garden (garden.local on the LAN)",
 		"arka-init: wifi: no wireless interface on this machine: the 1 network(s) in settings.txt are not used",
+		"arka-init: settings: IPv4 address 10.0.2.15/24 on eth0, gateway 10.0.2.2",
+		"arka-init: settings: not starting DHCP on eth0 (static IPv4 address)",
 	} {
 		if !strings.Contains(console, want) {
 			t.Errorf("console lacks %q", want)
