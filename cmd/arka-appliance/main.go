@@ -278,6 +278,18 @@ func cmdFlash(args []string) error {
 	if (*img == "") == (b.board == "") {
 		return errors.New("flash: give --image IMG or --board BOARD (to build first)")
 	}
+	if *img != "" {
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "hostname", "timezone", "settings", "wifi-country", "wifi-ssid", "wifi-passphrase-file", "wifi-hidden", "ipv4", "ipv4-gateway", "ipv6", "ipv6-gateway", "dns", "site":
+				given = append(given, "--"+f.Name)
+			}
+		})
+		if len(given) > 0 {
+			return fmt.Errorf("flash: %s go into the image when it is built: use --board BOARD instead of --image (flash builds it), or give them to build", strings.Join(given, " "))
+		}
+	}
 	if *img == "" {
 		sum, err := b.build()
 		if err != nil {
