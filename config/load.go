@@ -273,6 +273,7 @@ var knownKeys = []string{
 	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
 	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
 	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
+	"fan", "pin", "on", "off", // [global] fan (config/fan.go)
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
@@ -282,7 +283,7 @@ var knownKeys = []string{
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
 	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
-	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify",
+	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version", "browse",
 }
 
 func editDistance(a, b string) int {
@@ -532,6 +533,9 @@ func (v *validator) site(s *Site) {
 		}
 		if g.PHP != nil {
 			v.php("global.php", g.PHP)
+		}
+		if g.Fan != nil {
+			v.fan("global.fan", g.Fan)
 		}
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis

@@ -148,3 +148,7 @@ func TestProxyTLSErrors(t *testing.T) {
 		t.Errorf("https upstream: %+v %v", a, err)
 	}
 }
+
+func TestTLSMinVersionErrors(t *testing.T) {
+	locatedErr(t, "[tls]\nlisten = [\":8443\"]\nmin_version = \"1.1\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n", `:3:1: min_version "1.1": use "1.2" or "1.3"`)
+}

@@ -84,6 +84,9 @@ type TLS struct {
 	// state directory (see cmd/arka -state).
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
+	// MinVersion is the oldest TLS version accepted: "1.2" (default) or
+	// "1.3".
+	MinVersion string `toml:"min_version"`
 }
 
 // Log configures the site's access log.
@@ -150,6 +153,9 @@ type Static struct {
 	CacheControl string `toml:"cache_control"`
 	// Headers are extra response headers for every file.
 	Headers map[string]string `toml:"headers"`
+	// Browse lists directories that have no index file (HTML, names
+	// escaped). Default false: such directories answer 403.
+	Browse bool `toml:"browse"`
 }
 
 // Proxy forwards requests to HTTP/1.1 upstreams.
@@ -228,6 +234,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -25,7 +25,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, cs := range sites {
-		st := &site{cfg: cs, reqID: cs.RequestID}
+		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3"}
 		if m := cs.Limits.MaxBodySize; m != nil {
 			st.maxBody = int64(*m)
 		}
@@ -56,7 +56,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			if err != nil {
 				fail(cs, 0, 0, "log: %v", err)
 			} else {
-				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json"}
+				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json", trusted: logTrusted(cs)}
 			}
 		}
 		for i := range cs.Routes {

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
@@ -52,6 +54,14 @@ type Options struct {
 	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
 	// hot, optional CPU work (brotli, high compression levels) stops.
 	Thermal *board.Thermal
+	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
+	// the same temperature readings as Thermal, and the status page shows it.
+	Fan *fan.Fan
+	// Conditions, when set, are what the appliance is doing and why
+	// (package board/led); the status page shows them as the activity LED
+	// (named LEDName, "" when the board has none) does.
+	Conditions *led.Conditions
+	LEDName    string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string
@@ -437,8 +447,11 @@ type listener struct {
 	h1   *h1.Server   // nil with the net/http engine
 	h2   *h2.Server   // nil with the net/http engine
 	tlsc *tls.Config
-	hsTO time.Duration
-	vh   atomic.Pointer[vhosts]
+	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
+	// sites that ask for it.
+	tlsc13 *tls.Config
+	hsTO   time.Duration
+	vh     atomic.Pointer[vhosts]
 }
 
 func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
@@ -468,6 +481,11 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc
+		l.tlsc.CipherSuites = tls12CipherSuites
+		// Sites with [tls] min_version = "1.3" get this one, by SNI.
+		l.tlsc13 = l.tlsc.Clone()
+		l.tlsc13.MinVersion = tls.VersionTLS13
+		l.tlsc.GetConfigForClient = l.configForClient
 	}
 	if s.o.Engine != "net/http" {
 		l.h1 = &h1.Server{

@@ -49,6 +49,8 @@ type site struct {
 	cert    *tls.Certificate
 	// pages are the site's own error pages, nil without any.
 	pages *errpage.Pages
+	// tls13 is [tls] min_version = "1.3".
+	tls13 bool
 }
 
 // route is one compiled route: its handler with middleware already applied.

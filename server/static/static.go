@@ -57,6 +57,7 @@ type Handler struct {
 	dotfiles bool
 	siblings bool
 	fallback string
+	browse   bool // list directories without an index file
 	cacheCtl []string
 	extra    []headerField
 }
@@ -95,6 +96,7 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 		dotfiles: cfg.AllowDotfiles,
 		siblings: cfg.PrecompressedEnabled(),
 		fallback: strings.TrimPrefix(cfg.Fallback, "/"),
+		browse:   cfg.Browse,
 	}
 	if cfg.CacheControl != "" {
 		h.cacheCtl = []string{cfg.CacheControl}
@@ -159,6 +161,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.serve(w, r, in, ie)
 				return
 			}
+		}
+		if h.browse {
+			h.listing(w, r, name, p)
+			return
 		}
 		if h.fallback == "" {
 			// Like nginx and Apache: the directory exists, listing it is
