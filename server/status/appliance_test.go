@@ -42,7 +42,7 @@ func TestApplianceCard(t *testing.T) {
 	snap.Appliance = got
 	body := get(newTestHandler(t, nil, snap, demoHistory(now)), "127.0.0.1:1", "/status", nil).Body.String()
 	for _, want := range []string{"Appliance garden", "generation 7, deployed 2026-12-01 10:00 UTC from alice@laptop, 12 files", "rollback to 6",
-		"Mars/Olympus", "1 mistake(s)", "deploy refused: sites/a.toml:3:1", "no wireless interface", "of 4 cores", "scroll sideways"} {
+		"Mars/Olympus", "1 mistake(s)", "deploy refused: sites/a.toml:3:1", "no wireless interface", "of 4 cores", "scroll sideways for more →"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}

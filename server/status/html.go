@@ -189,8 +189,8 @@ h1{font-size:18px;margin:0}h2{font-size:13px;margin:0 0 6px;color:var(--mu);text
 td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}
 .bar{height:6px;background:var(--ln);border-radius:3px}.bar i{display:block;height:6px;background:#3070d0;border-radius:3px}
 .w{grid-template-columns:repeat(auto-fit,minmax(min(100%,400px),1fr))}
-.sc{overflow-x:auto;background:linear-gradient(270deg,var(--cd) 30%,#0000) right/2em 100% no-repeat local,radial-gradient(farthest-side at 100% 50%,#0004,#0000) right/.8em 100% no-repeat scroll}
-.hint{display:none}@media(max-width:700px){.hint{display:block}}
+.sc{overflow-x:auto}
+@media(max-width:700px){.sc::before{content:"scroll sideways for more →";color:var(--mu)}}
 </style></head><body>
 {{with .S}}<h1>{{.Board.Model}}</h1>
 <div class="mu">Arka {{.Version}} · {{.Board.Kind}}{{if .Board.SoC}} · {{.Board.SoC}}{{end}} · {{.Board.Cores}} cores · {{bytes .Board.RAMBytes}} · up {{since (sub .Time .StartedAt)}} · <b>{{.State.State}}</b>{{with .State.LED}} (LED {{.}}){{end}}</div>
@@ -206,7 +206,7 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 <div class="c"><h2>Load</h2><div class="v">{{with .Sensors.Load}}{{f2 .Load1}}{{else}}<span class="mu">n/a</span>{{end}}</div>
 <div class="mu">of {{.Board.Cores}} cores{{with .Sensors.Load}} · {{f2 .Load5}} · {{f2 .Load15}} (5, 15 min){{end}}</div>{{with .History}}{{spLoad .}}{{end}}</div>
 <div class="c"><h2>Requests</h2><div class="v">{{f1 .TotalPerSecond}}/s</div><div class="mu">{{.TotalRequests}} total</div>{{with .History}}{{spReq .}}{{end}}</div>
-<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">in RAM (arka's RSS) · Go heap allocated {{bytes .Memory.HeapAllocBytes}} (not all in RAM yet) · limit {{bytes .Memory.LimitBytes}}</div>
+<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">arka in RAM (RSS) · Go heap {{bytes .Memory.HeapAllocBytes}} (address space) · limit {{bytes .Memory.LimitBytes}}</div>
 <div class="mu">system {{bytes .Sensors.MemAvail}} free of {{bytes .Sensors.MemTotal}}{{with .Sensors.DiskFree}} · disk {{bytes .}} free{{end}}</div></div>
 </div>
 {{with .Appliance}}<div class="g w"><div class="c"><h2>Appliance {{.Hostname}}</h2><table>
@@ -215,7 +215,7 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 <tr><td>Settings</td><td style="white-space:normal">{{with .Settings}}{{if not .Found}}no settings.txt: defaults{{else if .Errors}}<span class="warn">{{len .Errors}} mistake(s), those settings keep their defaults:</span>{{range .Errors}}<br><code>{{.}}</code>{{end}}{{else}}<span class="ok">settings.txt OK</span>{{end}}{{if .Restored}} · kept this device's own across an update{{end}}{{end}}</td></tr>
 <tr><td>Wi-Fi</td><td style="white-space:normal">{{.Settings.WiFi}}{{with .WiFi}}{{with .SignalDBm}} · signal {{f1 .}} dBm{{end}}{{range .Addresses}} · {{.}}{{end}}{{end}}</td></tr>
 </table></div></div>{{end}}
-{{if .Routes}}<div class="c"><h2>Routes</h2><div class="mu hint">scroll sideways for more columns →</div><div class="sc"><table><tr><th>Site · route</th><th>req/s</th><th>total</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>p50</th><th>p99</th></tr>
+{{if .Routes}}<div class="c"><h2>Routes</h2><div class="sc"><table><tr><th>Site · route</th><th>req/s</th><th>total</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>p50</th><th>p99</th></tr>
 {{range routes .Routes}}<tr><td>{{.Site}} <b>{{.Route}}</b> <span class="mu">{{.Handler}}</span></td><td>{{f1 .PerSecond}}</td><td>{{.Requests}}</td><td>{{index .Status 1}}</td><td>{{index .Status 2}}</td><td>{{index .Status 3}}</td><td{{if index .Status 4}} class="warn"{{end}}>{{index .Status 4}}</td><td>{{ms .P50Seconds}}</td><td>{{ms .P99Seconds}}</td></tr>
 {{end}}</table></div>{{with more .Routes}}<div class="mu">{{.}} more routes in ?format=json</div>{{end}}</div>{{end}}
 <div class="g w">
