@@ -36,6 +36,7 @@ func (s *Server) Snapshot() status.Snapshot {
 		Sensors:   board.ReadSensors(s.o.BoardRoot, s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
 		Problems:  s.Problems(),
+		Appliance: status.ReadAppliance(),
 	}
 	s.probMu.Lock()
 	snap.Serving = s.serving

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -22,12 +21,13 @@ func cmdUpdate(args []string) error {
 	fs := flag.NewFlagSet("update", flag.ExitOnError)
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")
 	img := fs.String("image", "", "image to send (default: build it, with --board)")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI and update API on the device (when --host has none)")
+	uiPort := fs.Int("ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
 	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer 2xx or 3xx after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
 	startTimeout := fs.Duration("start-timeout", 0, "how long the trial boot waits for Arka to be ready and healthy (0: the device's default, 2m)")
 	probation := fs.Duration("probation", ota.DefaultProbation, "after the verdict, how long the device still returns to the old build by itself if Arka crash-loops (0: no probation)")
+	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -59,12 +59,9 @@ func cmdUpdate(args []string) error {
 			*pwFile = sum.PasswordFile
 		}
 	}
-	if *pwFile == "" {
-		*pwFile = strings.TrimSuffix(*img, filepath.Ext(*img)) + ".gokr-pw.txt"
-	}
-	pw, err := os.ReadFile(*pwFile)
+	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: *pwFile, uiPort: *uiPort}).device()
 	if err != nil {
-		return fmt.Errorf("update: password: %v (the build writes it next to the image)", err)
+		return fmt.Errorf("update: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -72,8 +69,8 @@ func cmdUpdate(args []string) error {
 	bar.lines = true
 	start := time.Now()
 	res, err := updater.Update(ctx, updater.Options{
-		Image: *img, Host: *host, UIPort: *uiPort,
-		Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile,
+		Image: *img, Host: dev.bare, BaseURL: dev.base, Client: dev.http,
+		Password: dev.pw, PasswordFile: dev.pwFile,
 		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout, Probation: probationOption(*probation), StartTimeout: *startTimeout,
 		Progress: bar,
 	})
@@ -102,84 +99,19 @@ func cmdUpdate(args []string) error {
 	return nil
 }
 
-func probationOption(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1 // none
-	}
-	return d
-}
-
-// cmdRollback returns a device to the build on its other root partition.
-func cmdRollback(args []string) error {
-	fs := flag.NewFlagSet("rollback", flag.ExitOnError)
-	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
-	board := fs.String("board", "", "board whose build-time password file to use (images/out/arka-BOARD.gokr-pw.txt)")
-	pwFile := fs.String("password-file", "", "gokrazy web UI password file")
-	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the reboot")
-	fs.Parse(args)
-	o, err := deviceOptions("rollback", *host, *uiPort, *board, *pwFile)
-	if err != nil {
-		return err
-	}
-	o.Timeout = *timeout
-	bar := newBar(os.Stderr)
-	bar.lines = true
-	o.Progress = bar
-	st, err := updater.Rollback(context.Background(), o)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s runs Arka %s (build %s, sbom %.12s) from root partition %d.\n", *host, st.Build.Version, st.Build.BuildTimestamp, st.Build.SBOMHash, st.Running)
-	if st.Other != nil {
-		fmt.Printf("Root partition %d keeps Arka %s: \"arka-appliance rollback\" returns to it.\n", 5-st.Running, st.Other.Version)
-	}
-	return nil
-}
-
-// deviceOptions are the updater options of a command that only talks to
-// the device.
-func deviceOptions(cmd, host string, uiPort int, board, pwFile string) (updater.Options, error) {
-	if host == "" {
-		return updater.Options{}, fmt.Errorf("%s: --host is required", cmd)
-	}
-	if pwFile == "" {
-		if board == "" {
-			return updater.Options{}, fmt.Errorf("%s: give --board BOARD or --password-file FILE", cmd)
-		}
-		pwFile = filepath.Join("images", "out", "arka-"+board+".gokr-pw.txt")
-	}
-	pw, err := os.ReadFile(pwFile)
-	if err != nil {
-		return updater.Options{}, fmt.Errorf("%s: password: %v", cmd, err)
-	}
-	return updater.Options{Host: host, UIPort: uiPort, Password: strings.TrimSpace(string(pw)), PasswordFile: pwFile}, nil
-}
-
 // cmdStatus prints a device's update state (GET /arka/update): which build
 // runs from which root partition, what the next boot runs, and what became
 // of the last update.
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
-	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
-	board := fs.String("board", "", "board whose build-time password file to use (images/out/arka-BOARD.gokr-pw.txt)")
-	pwFile := fs.String("password-file", "", "gokrazy web UI password file")
+	var d deviceFlags
+	d.register(fs)
 	fs.Parse(args)
-	if *host == "" {
-		return errors.New("status: --host is required")
-	}
-	if *pwFile == "" {
-		if *board == "" {
-			return errors.New("status: give --board BOARD or --password-file FILE")
-		}
-		*pwFile = filepath.Join("images", "out", "arka-"+*board+".gokr-pw.txt")
-	}
-	pw, err := os.ReadFile(*pwFile)
+	dev, err := d.device()
 	if err != nil {
-		return fmt.Errorf("status: password: %v", err)
+		return fmt.Errorf("status: %v", err)
 	}
-	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: *host, UIPort: *uiPort, Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile})
+	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: dev.bare, BaseURL: dev.base, Client: dev.http, Password: dev.pw, PasswordFile: dev.pwFile})
 	if err != nil {
 		return err
 	}
@@ -243,4 +175,36 @@ func printEvidence(w io.Writer, ev *ota.Evidence) {
 			fmt.Fprintf(w, "             | %s\n", l)
 		}
 	}
+}
+
+func probationOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1 // none
+	}
+	return d
+}
+
+// cmdRollback returns a device to the build on its other root partition.
+func cmdRollback(args []string) error {
+	fs := flag.NewFlagSet("rollback", flag.ExitOnError)
+	var d deviceFlags
+	d.register(fs)
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the reboot")
+	fs.Parse(args)
+	dev, err := d.device()
+	if err != nil {
+		return fmt.Errorf("rollback: %v", err)
+	}
+	bar := newBar(os.Stderr)
+	bar.lines = true
+	st, err := updater.Rollback(context.Background(), updater.Options{Host: dev.bare, BaseURL: dev.base, Client: dev.http,
+		Password: dev.pw, PasswordFile: dev.pwFile, Timeout: *timeout, Progress: bar})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s runs Arka %s (build %s, sbom %.12s) from root partition %d.\n", d.host, st.Build.Version, st.Build.BuildTimestamp, st.Build.SBOMHash, st.Running)
+	if st.Other != nil {
+		fmt.Printf("Root partition %d keeps Arka %s: \"arka-appliance rollback\" returns to it.\n", 5-st.Running, st.Other.Version)
+	}
+	return nil
 }

@@ -84,7 +84,7 @@ func (a *app) start(sites []*config.Site) error {
 	applyRuntime(a.budget, a.log)
 	if a.keep != nil {
 		a.keep.srv, a.keep.php, a.keep.conds = a.server(), a.php, a.conds
-		if err := a.keep.load(); err != nil {
+		if _, err := a.keep.load(); err != nil {
 			a.php.stop()
 			return err
 		}

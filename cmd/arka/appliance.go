@@ -93,8 +93,9 @@ func (k *keeper) apply(sites []*config.Site) error {
 
 // load serves the site files as written if they load; else it keeps what
 // serves, or serves the last good configuration, or the fallback site. It
-// fails only when not even the fallback site can be served.
-func (k *keeper) load() error {
+// fails only when not even the fallback site can be served. configErr is
+// why the site files as written do not serve (nil when they do).
+func (k *keeper) load() (configErr, err error) {
 	defer k.writeReadiness()
 	files, err := config.ReadFiles(k.conf)
 	var sites []*config.Site
@@ -110,14 +111,16 @@ func (k *keeper) load() error {
 		if err := k.saveLastGood(files); err != nil {
 			k.log.Warn("cannot keep a copy of the configuration that loaded", "err", err)
 		}
-		return nil
+		return nil, nil
 	}
+	configErr = err
 	k.srv.SetProblem("config", errorLines(err))
-	printConfigError(err)
 	switch k.serving {
 	case status.ServingAsWritten, status.ServingLastGood:
-		k.log.Error("the configuration did not load; the previous one keeps serving", "config", k.conf)
-		return nil
+		return configErr, nil // the caller says so: a reload that failed
+	}
+	if k.serving == "" {
+		printConfigError(err) // at start; a reload's caller prints its own
 	}
 	lg, lgErr := k.readLastGood()
 	if lgErr == nil {
@@ -128,25 +131,25 @@ func (k *keeper) load() error {
 		if lgErr == nil {
 			k.setServing(status.ServingLastGood)
 			k.log.Error("the configuration did not load; serving the last one that did", "config", k.conf, "saved", lg.Saved.Format(time.RFC3339))
-			return nil
+			return configErr, nil
 		}
 		k.log.Error("the last configuration that loaded does not load either", "file", k.lastGoodFile(), "err", errorLines(lgErr))
 	} else if !errors.Is(lgErr, os.ErrNotExist) {
 		k.log.Error("cannot read the last configuration that loaded", "err", lgErr)
 	}
 	if k.serving == status.ServingFallback {
-		return nil
+		return configErr, nil
 	}
 	fb, err := server.FallbackSite(k.listen, k.tlsListen)
 	if err == nil {
 		err = k.apply([]*config.Site{fb})
 	}
 	if err != nil {
-		return fmt.Errorf("the fallback site: %w", err)
+		return configErr, fmt.Errorf("the fallback site: %w", err)
 	}
 	k.setServing(status.ServingFallback)
 	k.log.Error("the configuration did not load and none loaded before; serving the fallback page", "config", k.conf)
-	return nil
+	return configErr, nil
 }
 
 func (k *keeper) setServing(mode string) {

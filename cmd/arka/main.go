@@ -168,7 +168,18 @@ func run(args []string) int {
 		switch s {
 		case syscall.SIGHUP:
 			if keep != nil {
-				keep.load()
+				// The same verdict lines as without -appliance (arka-init's
+				// deploy reads them): "reload failed" and the mistakes, or
+				// "configuration reloaded".
+				configErr, err := keep.load()
+				if err != nil {
+					logger.Error("no configuration can be served", "err", err)
+				}
+				if configErr != nil {
+					logger.Error("reload failed; the previous configuration keeps serving", "config", name, "serving", keep.serving)
+					printConfigError(configErr)
+					continue
+				}
 				srv.ReopenLogs()
 				logger.Info("configuration reloaded", "config", name, "serving", keep.serving, "listen", listenList(srv))
 				continue

@@ -46,6 +46,12 @@ type Options struct {
 	// healthy; 0: the device's default (2 minutes).
 	StartTimeout time.Duration
 	Progress     Progress // may be nil
+
+	// BaseURL, if set, is the API's URL instead of http://Host:UIPort
+	// (https://arka.local:8443, see arka-appliance's --host), and Client
+	// the HTTP client for it (one that pins the device's certificate).
+	BaseURL string
+	Client  *http.Client
 }
 
 // Progress receives the update's progress.
@@ -113,6 +119,12 @@ func newRun(o Options) *run {
 		hostport = net.JoinHostPort(o.Host, fmt.Sprint(o.UIPort))
 	}
 	r.base = "http://" + hostport
+	if o.BaseURL != "" {
+		r.base = strings.TrimSuffix(o.BaseURL, "/")
+	}
+	if o.Client != nil {
+		r.client = o.Client
+	}
 	if o.CheckURL == "" {
 		h := r.host
 		if strings.Contains(h, ":") {
