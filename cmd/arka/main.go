@@ -125,7 +125,10 @@ func run(args []string) int {
 	// state lock, never by arka -t.
 	srvOpts.Fan = openFan(sites, conds, logger)
 	startFan := fanOf(sites)
-	actLED := takeLED(root, logger)
+	var actLED *led.LED
+	if global.LED == nil || *global.LED {
+		actLED = takeLED(root, logger)
+	}
 	if actLED != nil {
 		srvOpts.LEDName = actLED.Name
 	}
@@ -155,6 +158,9 @@ func run(args []string) int {
 	}
 	conds.Started()
 	ledName := "none"
+	if global.LED != nil && !*global.LED {
+		ledName = "off ([global] led = false)"
+	}
 	if actLED != nil {
 		ledName = actLED.Name + " (default trigger " + actLED.DefaultTrigger() + ")"
 	}
