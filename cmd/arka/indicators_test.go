@@ -12,20 +12,21 @@ import (
 	"github.com/arkaweb/arka/config"
 )
 
-func TestWarnFanChanged(t *testing.T) {
+func TestWarnBoardChanged(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	a := &config.Fan{Pin: "GPIO14", On: 65, Off: 55}
-	b := &config.Fan{Pin: "GPIO14", On: 65, Off: 55}
-	warnFanChanged(b, a, log)
-	warnFanChanged(nil, nil, log)
+	off, on := false, true
+	start := config.Global{Fan: &config.Fan{Pin: "GPIO14", On: 65, Off: 55}}
+	warnBoardChanged(config.Global{Fan: &config.Fan{Pin: "GPIO14", On: 65, Off: 55}, LED: &on}, start, log)
+	warnBoardChanged(config.Global{}, config.Global{}, log)
 	if buf.Len() != 0 {
-		t.Errorf("unchanged fan logged: %s", buf.String())
+		t.Errorf("unchanged settings logged: %s", buf.String())
 	}
-	warnFanChanged(&config.Fan{Pin: "GPIO18", On: 65, Off: 55}, a, log)
-	warnFanChanged(nil, a, log)
-	if n := strings.Count(buf.String(), "restart Arka to apply it"); n != 2 {
-		t.Errorf("%d warnings, want 2:\n%s", n, buf.String())
+	warnBoardChanged(config.Global{Fan: &config.Fan{Pin: "GPIO18", On: 65, Off: 55}}, start, log)
+	warnBoardChanged(config.Global{}, start, log)
+	warnBoardChanged(config.Global{Fan: start.Fan, LED: &off}, start, log)
+	if n := strings.Count(buf.String(), "restart Arka to apply it"); n != 3 {
+		t.Errorf("%d warnings, want 3:\n%s", n, buf.String())
 	}
 }
 

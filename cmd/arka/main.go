@@ -124,7 +124,6 @@ func run(args []string) int {
 	// The board's LED and fan are touched only by the server that holds the
 	// state lock, never by arka -t.
 	srvOpts.Fan = openFan(sites, conds, logger)
-	startFan := fanOf(sites)
 	var actLED *led.LED
 	if global.LED == nil || *global.LED {
 		actLED = takeLED(root, logger)
@@ -193,7 +192,7 @@ func run(args []string) int {
 				continue
 			}
 			conds.Clear("config")
-			warnFanChanged(fanOf(sites), startFan, logger)
+			warnBoardChanged(config.GlobalOf(sites), global, logger)
 			srv.ReopenLogs()
 			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
 		case syscall.SIGUSR1:
