@@ -176,6 +176,20 @@ func warnBoardChanged(now, start config.Global, log *slog.Logger) {
 	}
 }
 
+// feedFan returns what gives f (nil: no fan) each temperature reading of the
+// thermal ticker (nil: the temperature could not be read, and the fan runs).
+func feedFan(f *fan.Fan) func(tempC *float64) {
+	return func(c *float64) {
+		switch {
+		case f == nil:
+		case c == nil:
+			f.NoReading()
+		default:
+			f.Update(*c)
+		}
+	}
+}
+
 // openFan starts the fan of the configuration, or returns nil when there is
 // none or its pin cannot be had. A missing pin on a board with GPIO is a
 // Degraded condition ("fan") and an error log line; a machine without GPIO
