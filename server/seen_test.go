@@ -456,3 +456,55 @@ func (b *abortingBody) Read(p []byte) (int, error) {
 	b.left -= n
 	return n, nil
 }
+
+// Requests the engine refuses are logged without letting their bytes forge
+// or break log lines: control bytes and quotes escaped, one line each, the
+// request line cut at 512 bytes.
+func TestRefusedRequestsLoggedSafely(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[log]
+enabled = true
+path = "`+logPath+`"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+dir+`" }
+`)
+	reqs := []string{
+		"GET /\x1b[31mred\" HTTP/1.1\r\nHost: a\r\n\r\n",                             // ANSI escape, quote: bad target
+		"GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n",                                      // bare CR
+		"G\xffT / HTTP/1.1\r\nHost: a\r\n\r\n",                                       // not a token, not UTF-8
+		"GET /" + strings.Repeat("x", 600) + " HTTP/1.1 \" 200 1\r\nHost: a\r\n\r\n", // long, forged tail
+		"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n",                             // NUL in a field
+	}
+	for _, raw := range reqs {
+		c, err := net.Dial("tcp", e.HTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, raw)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 400 {
+			t.Errorf("%.20q: %v %v", raw, resp, err)
+		}
+		c.Close()
+	}
+	lines := flushedLog(t, e, logPath, len(reqs))
+	for i, l := range lines {
+		for _, b := range []byte(l) {
+			if b < 0x20 || b == 0x7f || b >= 0x80 {
+				t.Errorf("line %d has byte %#x: %q", i, b, l)
+				break
+			}
+		}
+		if strings.Count(l, `"`) != 6 || !strings.Contains(l, `" 400 `) {
+			t.Errorf("line %d is not one well-formed combined line: %q", i, l)
+		}
+		if len(l) > 512*4+200 {
+			t.Errorf("line %d is %d bytes long", i, len(l))
+		}
+	}
+}
