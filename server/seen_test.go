@@ -508,3 +508,58 @@ handler = { type = "static", root = "`+dir+`" }
 		}
 	}
 }
+
+// An upstream that breaks off a chunked response: the client must see the
+// response cut short (an error reading it), never a complete-looking
+// shorter one, also when the content-coding middleware held the bytes
+// back (fewer than min_size) when the proxy aborted.
+func TestCutUpstreamResponseStaysCut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					l, err := br.ReadString('\n')
+					if err != nil || l == "\r\n" {
+						break
+					}
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n7\r\npartial\r\n")
+				time.Sleep(50 * time.Millisecond)
+			}()
+		}
+	}()
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[[routes]]
+path = "/"
+handler = { type = "proxy", upstreams = ["`+ln.Addr().String()+`"] }
+`)
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for _, ae := range []string{"gzip", "identity"} {
+			req, _ := http.NewRequest("GET", c.Base+"/page", nil)
+			req.Header.Set("Accept-Encoding", ae)
+			resp, err := c.HTTP.Do(req)
+			if err != nil {
+				continue // cut before the head: fine
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				t.Errorf("Accept-Encoding %s: a cut response read as complete: %d %q (Content-Length %d)", ae, resp.StatusCode, body, resp.ContentLength)
+			}
+		}
+	})
+}
