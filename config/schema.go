@@ -44,6 +44,16 @@ type Site struct {
 	Limits      Limits      `toml:"limits"`
 	Routes      []Route     `toml:"-"` // decoded from rawRoute
 
+	// RedirectHTTPS redirects requests on the plain listeners to HTTPS
+	// (see RedirectHTTPSEnabled for the default); HSTS is the
+	// Strict-Transport-Security value sent over HTTPS (RFC 6797), "" for
+	// none. See acme.go.
+	RedirectHTTPS *bool  `toml:"redirect_https"`
+	HSTS          string `toml:"hsts"`
+	// ACME is resolved by Load: the names whose certificates come from an
+	// ACME CA, and from which; nil for none.
+	ACME *ACME `toml:"-"`
+
 	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
 	// see PHP for how it combines with [global] php.
 	PHP *PHP `toml:"php"`
@@ -75,6 +85,12 @@ type TLS struct {
 	// state directory (see cmd/arka -state).
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
+	// ACME, Email, CA and CARoot configure automatic certificates (see
+	// acme.go): ACME nil means "on when there is no cert and a public name".
+	ACME   *bool  `toml:"acme"`
+	Email  string `toml:"email"`
+	CA     string `toml:"ca"`
+	CARoot string `toml:"ca_root"`
 }
 
 // Log configures the site's access log.
@@ -205,6 +221,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	ACME    *ACMEDefaults `toml:"acme"` // defaults of the sites' [tls] email, ca, ca_root
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -24,6 +24,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	}
 	for _, cs := range sites {
 		st := &site{cfg: cs, reqID: cs.RequestID}
+		httpsOptions(st, cs)
 		if m := cs.Limits.MaxBodySize; m != nil {
 			st.maxBody = int64(*m)
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/acme"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
@@ -80,6 +81,10 @@ type Options struct {
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
 	PHP PHP
+	// ACME tunes the certificate manager of sites whose certificates come
+	// from an ACME CA (package acme; its StateDir and Logger are this
+	// server's). The zero value takes its defaults.
+	ACME acme.Options
 }
 
 // PHP is the php-fpm pool Arka runs itself, as the server sees it.
@@ -117,6 +122,7 @@ type Server struct {
 	statsMu   sync.Mutex
 	done      chan struct{}
 	closed    bool
+	acme      *acme.Manager // created by the first Apply with ACME sites
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -188,6 +194,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	if err != nil {
 		return err
 	}
+	s.setACME(sites, t)
 	next := map[string]*listener{}
 	var bound []*listener
 	for addr, vh := range t.vhosts {
@@ -227,6 +234,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	s.table, s.listeners = t, next
 	s.served.Store(t)
 	s.retireSinks(t)
+	s.applyACME(sites, t)
 	if old != nil {
 		// Requests that loaded the old table just before the swap may still
 		// be starting; give them time before closing its handlers (whose
@@ -318,6 +326,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	if s.table != nil {
 		s.table.close()
+	}
+	if s.acme != nil {
+		s.acme.Close()
 	}
 	close(s.done)
 	for _, k := range s.sinks {
@@ -464,10 +475,15 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			MinVersion: tls.VersionTLS12,
 			// http/1.0 too: a client offering only it (curl --http1.0)
 			// would otherwise fail the handshake (RFC 7301 section 3.2).
-			NextProtos:     []string{"h2", "http/1.1", "http/1.0"},
+			// acme-tls/1 last: only an ACME CA validating a TLS-ALPN-01
+			// challenge offers it (RFC 8737 section 6.2).
+			NextProtos:     []string{"h2", "http/1.1", "http/1.0", acme.ALPNProto},
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc
+		l.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+			acme.ALPNProto: func(_ *http.Server, c *tls.Conn, _ http.Handler) { c.Close() },
+		}
 	}
 	if s.o.Engine != "net/http" {
 		l.h1 = &h1.Server{
@@ -550,6 +566,11 @@ func (l *listener) handshake(c net.Conn) {
 	}
 	tc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
+	if st.NegotiatedProtocol == acme.ALPNProto {
+		// A TLS-ALPN-01 validation: the handshake was all (RFC 8737 section 3).
+		tc.Close()
+		return
+	}
 	if st.NegotiatedProtocol == "h2" {
 		l.h2.ServeConn(tc, &st)
 		return
@@ -589,6 +610,11 @@ func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 	if vh == nil {
 		return nil, errors.New("no configuration")
 	}
+	if vh.acme != nil {
+		if c, ok, err := vh.acme.Certificate(hello); ok {
+			return c, err
+		}
+	}
 	if s := vh.match(hello.ServerName); s != nil && s.cert != nil {
 		return s.cert, nil
 	}
@@ -616,6 +642,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	vh := l.vh.Load()
 	w.Header()["Server"] = serverHeader
+	if !l.tls && vh.acme != nil && vh.acme.ServeHTTPChallenge(w, r) {
+		return // HTTP-01 (RFC 8555 section 8.3), before any site or route
+	}
 	st := vh.match(r.Host)
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
@@ -632,6 +661,13 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// HTTP/2 connection reuse across names that this certificate
 		// (chosen by SNI) need not cover.
 		errpage.Write(w, r, http.StatusMisdirectedRequest)
+		return
+	}
+	if l.tls {
+		if st.hsts != nil {
+			w.Header()["Strict-Transport-Security"] = st.hsts
+		}
+	} else if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort) {
 		return
 	}
 	p, ok := cleanPath(r.URL.Path)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/acme"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 )
@@ -24,6 +25,7 @@ type table struct {
 
 // vhosts are the sites reachable on one listen address.
 type vhosts struct {
+	acme  *acme.Manager // nil when no site has ACME certificates
 	tls   bool
 	exact map[string]*site // lower-case names
 	wild  []wildSite       // "*.example.org" as suffix ".example.org", longest first
@@ -45,6 +47,10 @@ type site struct {
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
 	cert    *tls.Certificate
+	// httpsPort is where plain requests are redirected (redirect_https),
+	// "" for no redirect; hsts the Strict-Transport-Security field value.
+	httpsPort string
+	hsts      []string
 }
 
 // route is one compiled route: its handler with middleware already applied.

@@ -91,6 +91,7 @@ func run(args []string) int {
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
 		}
+		printCertPlan(os.Stderr, sites)
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}
