@@ -220,7 +220,7 @@ type Status struct {
 type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
-	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	PHP     *PHP          `toml:"php"`  // the php-fpm Arka runs; takes precedence over sites' php
 	ACME    *ACMEDefaults `toml:"acme"` // defaults of the sites' [tls] email, ca, ca_root
 }
 
