@@ -56,7 +56,8 @@ func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string) bool {
 // setACME gives every virtual-host set of t the certificate manager, when
 // some site has ACME certificates (creating the manager the first time).
 func (s *Server) setACME(sites []*config.Site, t *table) {
-	if s.acme == nil {
+	m := s.acme.Load()
+	if m == nil {
 		need := false
 		for _, cs := range sites {
 			need = need || cs.ACME != nil
@@ -66,17 +67,19 @@ func (s *Server) setACME(sites []*config.Site, t *table) {
 		}
 		o := s.o.ACME
 		o.StateDir, o.Logger = s.o.StateDir, s.log
-		s.acme = acme.New(o)
+		m = acme.New(o)
+		s.acme.Store(m)
 	}
 	for _, v := range t.vhosts {
-		v.acme = s.acme
+		v.acme = m
 	}
 }
 
 // applyACME hands the ACME sites of the served configuration, with the
 // addresses their listeners are bound to, to the certificate manager.
 func (s *Server) applyACME(sites []*config.Site, t *table) {
-	if s.acme == nil {
+	m := s.acme.Load()
+	if m == nil {
 		return
 	}
 	var list []acme.Site
@@ -96,7 +99,7 @@ func (s *Server) applyACME(sites []*config.Site, t *table) {
 		}
 		list = append(list, as)
 	}
-	if err := s.acme.Apply(list); err != nil {
+	if err := m.Apply(list); err != nil {
 		s.log.Error("certificates", "err", err)
 	}
 }

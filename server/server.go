@@ -122,7 +122,7 @@ type Server struct {
 	statsMu   sync.Mutex
 	done      chan struct{}
 	closed    bool
-	acme      *acme.Manager // created by the first Apply with ACME sites
+	acme      atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -327,8 +327,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.table != nil {
 		s.table.close()
 	}
-	if s.acme != nil {
-		s.acme.Close()
+	if m := s.acme.Load(); m != nil {
+		m.Close()
 	}
 	close(s.done)
 	for _, k := range s.sinks {

@@ -75,10 +75,7 @@ func (s *Server) Snapshot() status.Snapshot {
 	if s.o.PHP != nil {
 		snap.PHPFPM = s.o.PHP.Status()
 	}
-	s.mu.Lock()
-	m := s.acme
-	s.mu.Unlock()
-	if m != nil {
+	if m := s.acme.Load(); m != nil {
 		for _, c := range m.Statuses() {
 			snap.Certificates = append(snap.Certificates, status.Certificate{Name: c.Name, State: c.State, CA: c.CA,
 				Issuer: c.Issuer, NotBefore: c.NotBefore, NotAfter: c.NotAfter, NextAttempt: c.NextRenewal,
