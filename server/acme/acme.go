@@ -292,7 +292,9 @@ func (m *Manager) newGroup(key string, s Site) (*group, error) {
 		Agreed:                    true,
 		DisableHTTPChallenge:      s.HTTPAddr == "",
 		DisableTLSALPNChallenge:   s.TLSAddr == "",
-		DisableDistributedSolvers: true, // one Arka per state directory
+		// Distributed solving stays on: with it off, certmagic answers
+		// any token for a managed name ("blindly"), which RFC 8555
+		// section 8.3 advises against.
 		Logger:                    zapLogger(m.log),
 	}
 	// The challenges are answered by Arka's own listeners: point
