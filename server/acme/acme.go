@@ -286,16 +286,16 @@ func (m *Manager) newGroup(key string, s Site) (*group, error) {
 	}
 	g.magic = certmagic.New(m.cache, cfg)
 	tmpl := certmagic.ACMEIssuer{
-		CA:                        s.CA,
-		TestCA:                    s.CA, // never fall back to another CA by ourselves
-		Email:                     s.Email,
-		Agreed:                    true,
-		DisableHTTPChallenge:      s.HTTPAddr == "",
-		DisableTLSALPNChallenge:   s.TLSAddr == "",
+		CA:                      s.CA,
+		TestCA:                  s.CA, // never fall back to another CA by ourselves
+		Email:                   s.Email,
+		Agreed:                  true,
+		DisableHTTPChallenge:    s.HTTPAddr == "",
+		DisableTLSALPNChallenge: s.TLSAddr == "",
 		// Distributed solving stays on: with it off, certmagic answers
 		// any token for a managed name ("blindly"), which RFC 8555
 		// section 8.3 advises against.
-		Logger:                    zapLogger(m.log),
+		Logger: zapLogger(m.log),
 	}
 	// The challenges are answered by Arka's own listeners: point
 	// certmagic's solvers at them, so that it finds the port taken (by
