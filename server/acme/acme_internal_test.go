@@ -1,0 +1,43 @@
+package acme
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mholt/acmez/v3/acme"
+)
+
+func TestBackoff(t *testing.T) {
+	m := New(Options{StateDir: t.TempDir(), RetryMin: time.Second, RetryMax: 8 * time.Second, ClockSynced: func() bool { return true }})
+	defer m.Close()
+	for n, base := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 9: 8 * time.Second} {
+		for range 20 {
+			d := m.backoff(n, errors.New("x"))
+			if d < base || d > base+base/4 {
+				t.Errorf("attempt %d: %v, want %v plus up to 25%%", n, d, base)
+			}
+		}
+	}
+	// A rate-limited CA's "retry after" wins over a shorter backoff.
+	now := time.Now().UTC()
+	p := acme.Problem{Type: acme.ProblemTypeRateLimited,
+		Detail: fmt.Sprintf("too many certificates (5) already issued for this exact set of identifiers in the last 168h0m0s, retry after %s UTC: see https://letsencrypt.org/docs/rate-limits/", now.Add(3*time.Hour).Format(time.DateTime))}
+	if d := m.backoff(1, fmt.Errorf("obtain: %w", p)); d < 2*time.Hour+59*time.Minute || d > 3*time.Hour {
+		t.Errorf("rate-limited backoff %v, want about 3h", d)
+	}
+	if d, ok := retryAfter(acme.Problem{Type: acme.ProblemTypeRateLimited, Detail: "slow down"}, now); !ok || d != time.Hour {
+		t.Errorf("rate limit without a time: %v %v, want 1h", d, ok)
+	}
+	if _, ok := retryAfter(acme.Problem{Type: acme.ProblemTypeMalformed}, now); ok {
+		t.Error("a malformed problem is not a rate limit")
+	}
+}
+
+func TestErrText(t *testing.T) {
+	p := acme.Problem{Type: "urn:ietf:params:acme:error:rejectedIdentifier", Detail: "forbidden by policy"}
+	if got := errText(fmt.Errorf("[x] Obtain: %w", p)); got != "rejectedIdentifier: forbidden by policy" {
+		t.Errorf("errText = %q", got)
+	}
+}
