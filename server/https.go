@@ -26,11 +26,17 @@ func httpsOptions(st *site, cs *config.Site) {
 // keeps method and body: RFC 9110 section 15.4.9), and reports whether it
 // did. ACME HTTP-01 challenges are exempt (RFC 8555 section 8.3: the CA
 // asks over plain HTTP and follows redirects only to the same name).
+//
+// Every plain request is redirected: behind a proxy that terminates TLS
+// and forwards plain HTTP, the site must set redirect_https = false. (When
+// a site-level list of trusted proxies exists, a trusted
+// X-Forwarded-Proto: https or Forwarded proto=https should skip the
+// redirect here; see proxy's forwarding-field parsing.)
 func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string) bool {
 	if strings.HasPrefix(r.URL.Path, acme.ChallengePath) {
 		return false
 	}
-	host := hostOnly(r.Host)
+	host := strings.ToLower(hostOnly(r.Host))
 	if host == "" {
 		return false // HTTP/1.0 without Host: nowhere to send it
 	}
