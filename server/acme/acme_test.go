@@ -479,6 +479,17 @@ func TestCARefuses(t *testing.T) {
 	if !found {
 		t.Errorf("status JSON lacks the error of %s: %+v", nameB, snap.Certificates)
 	}
+	resp, err = e.client().Get("https://" + nameA + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"<h2>Certificates</h2>", nameA, nameB, "rejectedIdentifier", "Pebble Intermediate"} {
+		if resp.StatusCode != 200 || !strings.Contains(string(page), want) {
+			t.Errorf("status page (%s) lacks %q", resp.Status, want)
+		}
+	}
 }
 
 // A reload that adds a name obtains it; the name kept is not ordered
