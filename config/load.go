@@ -84,6 +84,7 @@ type rawSite struct {
 type rawRoute struct {
 	Path    string         `toml:"path"`
 	Handler toml.Primitive `toml:"handler"`
+	RouteOptions
 }
 
 // Parse decodes and validates one site file. name is used in messages and
@@ -136,6 +137,7 @@ outer:
 			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
 	}
 	v.site(site)
+	v.siteOptions(site)
 	if len(v.errs) > 0 {
 		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
 		return nil, v.errs
@@ -282,6 +284,7 @@ var knownKeys = []string{
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "acme", "email", "ca", "ca_root",
 	"redirect_https", "hsts",
+	"set", "add", "remove", "basic_auth", "realm", "users", "deny",
 }
 
 func editDistance(a, b string) int {
@@ -344,7 +347,8 @@ func (v *validator) abs(p string) string {
 func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	at := fmt.Sprintf("routes[%d]", i)
 	line, col := v.pos.at(at)
-	r := Route{Path: rr.Path, Line: line, Col: col}
+	r := Route{Path: rr.Path, Line: line, Col: col, Options: rr.RouteOptions}
+	v.routeOptions(at, &r.Options)
 	switch {
 	case rr.Path == "":
 		v.errAt(at, "route has no path (for example path = \"/\")")

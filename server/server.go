@@ -527,7 +527,8 @@ func (l *listener) serve(log *slog.Logger) {
 }
 
 // acceptTLS accepts TCP connections, completes each TLS handshake, and
-// hands HTTP/2 connections to net/http and the rest to the h1 engine.
+// hands connections that negotiated "h2" to the h2 engine and the rest to
+// the h1 engine.
 func (l *listener) acceptTLS() error {
 	var delay time.Duration
 	for {
@@ -718,6 +719,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
+	rec.hdr, rec.applied = rt.hdr, false
 	defer func() {
 		// Count and log the request even when the handler aborted it
 		// (panic(http.ErrAbortHandler) for a response cut short); the
@@ -735,7 +737,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w = nil
+		rec.w, rec.hdr = nil, nil
 		recorders.Put(rec)
 		d := time.Since(start)
 		rt.stats.observe(status, d, n)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,10 +45,9 @@ type conn struct {
 	// resetIDs holds the last streams this side reset (under wmu): frames
 	// the peer sent before it saw the RST_STREAM are ignored, not errors
 	// (RFC 9113 section 5.1, "closed").
-	resetIDs      [32]uint32
-	resetPos      int
-	lastStreamsAt time.Time
-	resets        int // streams the client reset while we still worked on them
+	resetIDs [32]uint32
+	resetPos int
+	resets   int // streams the client reset while we still worked on them
 
 	smu     sync.Mutex
 	streams map[uint32]*stream
@@ -646,5 +644,3 @@ func (c *conn) maybeClose(st *stream) {
 		c.closeStream(st)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

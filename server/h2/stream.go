@@ -160,7 +160,6 @@ type body struct {
 	closed  bool // the handler is done; pushes are discarded
 	got     bool // some data arrived
 	unacked int32
-	trailer http.Header // request trailers, set before eof
 }
 
 func (b *body) init(st *stream, eof bool) {
