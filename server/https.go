@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/arkaweb/arka/config"
@@ -18,7 +19,44 @@ func httpsOptions(st *site, cs *config.Site) {
 	if cs.RedirectHTTPSEnabled() && len(cs.TLS.Listen) > 0 {
 		_, port, _ := net.SplitHostPort(cs.TLS.Listen[0])
 		st.httpsPort = port
+		st.trusted = cs.TrustedNets
 	}
+}
+
+// forwardedHTTPS reports whether a trusted proxy (the site's
+// trusted_proxies) says the client reached it over HTTPS:
+// X-Forwarded-Proto: https, or proto=https in the first Forwarded element
+// (RFC 7239 section 5.4).
+func forwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
+	if len(trusted) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	ok := false
+	for _, p := range trusted {
+		ok = ok || p.Contains(ip)
+	}
+	if !ok {
+		return false
+	}
+	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		return strings.EqualFold(strings.TrimSpace(first), "https")
+	}
+	if v := r.Header.Get("Forwarded"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, val, _ := strings.Cut(strings.TrimSpace(pair), "=")
+			if strings.EqualFold(k, "proto") {
+				return strings.EqualFold(strings.Trim(val, `"`), "https")
+			}
+		}
+	}
+	return false
 }
 
 // redirectHTTPS answers a plain-HTTP request with a permanent redirect to
@@ -27,13 +65,11 @@ func httpsOptions(st *site, cs *config.Site) {
 // did. ACME HTTP-01 challenges are exempt (RFC 8555 section 8.3: the CA
 // asks over plain HTTP and follows redirects only to the same name).
 //
-// Every plain request is redirected: behind a proxy that terminates TLS
-// and forwards plain HTTP, the site must set redirect_https = false. (When
-// a site-level list of trusted proxies exists, a trusted
-// X-Forwarded-Proto: https or Forwarded proto=https should skip the
-// redirect here; see proxy's forwarding-field parsing.)
-func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string) bool {
-	if strings.HasPrefix(r.URL.Path, acme.ChallengePath) {
+// A request a trusted proxy (the site's trusted_proxies) says came over
+// HTTPS is not redirected, or a proxy terminating TLS in front of Arka
+// would loop.
+func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string, trusted []netip.Prefix) bool {
+	if strings.HasPrefix(r.URL.Path, acme.ChallengePath) || forwardedHTTPS(r, trusted) {
 		return false
 	}
 	host := strings.ToLower(hostOnly(r.Host))

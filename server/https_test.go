@@ -18,6 +18,7 @@ func TestRedirectHTTPSAndHSTS(t *testing.T) {
 server_names = ["a.example"]
 listen = ["{{HTTP}}"]
 redirect_https = true
+trusted_proxies = ["127.0.0.1"]
 hsts = "max-age=600; includeSubDomains"
 [tls]
 listen = ["{{HTTPS}}"]
@@ -29,14 +30,19 @@ handler = { type = "static", root = "`+www(t, dir, "a", "site A")+`", allow_dotf
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
 		for _, tc := range []struct {
 			method, path, host, code, loc string
+			extra                         []string
 		}{
-			{"GET", "/x%20y/?q=1&r=%2F", "a.example", "301", "https://a.example:" + port + "/x%20y/?q=1&r=%2F"},
-			{"HEAD", "/", "A.Example:8080", "301", "https://a.example:" + port + "/"},
-			{"POST", "/form", "a.example", "308", "https://a.example:" + port + "/form"},
-			{"GET", "/.well-known/acme-challenge/tok", "a.example", "404", ""},
-			{"GET", "/", "[::1]", "301", "https://[::1]:" + port + "/"},
+			{"GET", "/x%20y/?q=1&r=%2F", "a.example", "301", "https://a.example:" + port + "/x%20y/?q=1&r=%2F", nil},
+			{"HEAD", "/", "A.Example:8080", "301", "https://a.example:" + port + "/", nil},
+			{"POST", "/form", "a.example", "308", "https://a.example:" + port + "/form", nil},
+			{"GET", "/.well-known/acme-challenge/tok", "a.example", "404", "", nil},
+			{"GET", "/", "[::1]", "301", "https://[::1]:" + port + "/", nil},
+			// A trusted proxy that terminated TLS: no redirect (no loop).
+			{"GET", "/", "a.example", "200", "", []string{"X-Forwarded-Proto: https"}},
+			{"GET", "/", "a.example", "200", "", []string{"Forwarded: for=192.0.2.1;proto=https"}},
+			{"GET", "/", "a.example", "301", "https://a.example:" + port + "/", []string{"X-Forwarded-Proto: http"}},
 		} {
-			resp, _ := c.Do(t, tc.method, tc.path, "Host: "+tc.host)
+			resp, _ := c.Do(t, tc.method, tc.path, append([]string{"Host: " + tc.host}, tc.extra...)...)
 			hsts := resp.Header.Get("Strict-Transport-Security")
 			if c.Name == "h1" {
 				if !strings.HasPrefix(resp.Status, tc.code) || resp.Header.Get("Location") != tc.loc {

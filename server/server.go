@@ -668,7 +668,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if st.hsts != nil {
 			w.Header()["Strict-Transport-Security"] = st.hsts
 		}
-	} else if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort) {
+	} else if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort, st.trusted) {
 		return
 	}
 	p, ok := cleanPath(r.URL.Path)

@@ -52,6 +52,7 @@ type site struct {
 	// "" for no redirect; hsts the Strict-Transport-Security field value.
 	httpsPort string
 	hsts      []string
+	trusted   []netip.Prefix // the site's trusted_proxies, for X-Forwarded-Proto
 }
 
 // route is one compiled route: its handler with middleware already applied.
