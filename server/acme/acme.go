@@ -123,6 +123,11 @@ type name struct {
 	g      *group
 	cancel context.CancelFunc
 
+	// served is the certificate the last handshake got from certmagic's
+	// cache, reused for a second so that a handshake costs one map lookup
+	// and a clock reading (a renewed certificate is picked up within it).
+	served atomic.Pointer[servedCert]
+
 	mu          sync.Mutex
 	state       string // "waiting for clock", "obtaining", "valid", "error", "renewing"
 	lastErr     string
@@ -561,12 +566,26 @@ func (m *Manager) Certificate(hello *tls.ClientHelloInfo) (c *tls.Certificate, o
 			return nil, false, nil
 		}
 	}
+	now := time.Now()
+	if sc := st.served.Load(); sc != nil && now.Sub(sc.at) < servedFor {
+		return sc.c, true, nil
+	}
 	c, err = st.g.magic.GetCertificate(hello)
 	if err != nil || c == nil || len(c.Certificate) == 0 {
 		return nil, false, nil
 	}
+	st.served.Store(&servedCert{c: c, at: now})
 	return c, true, nil
 }
+
+type servedCert struct {
+	c  *tls.Certificate
+	at time.Time
+}
+
+// servedFor is how long a certificate taken from certmagic's cache is
+// served without asking again.
+const servedFor = time.Second
 
 // ALPNProto is the ALPN protocol of the TLS-ALPN-01 challenge (RFC 8737
 // section 6.2); TLS listeners must offer it and close such connections

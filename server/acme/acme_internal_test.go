@@ -1,8 +1,17 @@
 package acme
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
 	"testing"
 	"time"
 
@@ -39,5 +48,36 @@ func TestErrText(t *testing.T) {
 	p := acme.Problem{Type: "urn:ietf:params:acme:error:rejectedIdentifier", Detail: "forbidden by policy"}
 	if got := errText(fmt.Errorf("[x] Obtain: %w", p)); got != "rejectedIdentifier: forbidden by policy" {
 		t.Errorf("errText = %q", got)
+	}
+}
+
+// BenchmarkCertificate is the cost the TLS handshake of a managed name
+// pays for the lookup (compare a TLS handshake: hundreds of µs).
+func BenchmarkCertificate(b *testing.B) {
+	m := New(Options{StateDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler), ClockSynced: func() bool { return false }})
+	defer m.Close()
+	const name = "www.arka-web.org"
+	if err := m.Apply([]Site{{Names: []string{name}, CA: "https://127.0.0.1:1/dir"}}); err != nil {
+		b.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	leaf, _ := x509.ParseCertificate(der)
+	st := (*m.served.Load())[name]
+	if _, err := st.g.magic.CacheUnmanagedTLSCertificate(context.Background(), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil); err != nil {
+		b.Fatal(err)
+	}
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	hello := &tls.ClientHelloInfo{ServerName: name, SupportedProtos: []string{"h2", "http/1.1"}, Conn: c1}
+	if c, ok, err := m.Certificate(hello); !ok || err != nil || c.Leaf == nil {
+		b.Fatalf("Certificate: %v %v", ok, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Certificate(hello)
 	}
 }
