@@ -115,6 +115,18 @@ type group struct {
 	site   Site
 	magic  *certmagic.Config
 	issuer *certmagic.ACMEIssuer
+	// obtain is magic with the issuer wrapped in noPrompt, for the
+	// obtains and renewals Arka runs itself (certmagic's "interactive"
+	// ones, which would otherwise ask for an email on standard input).
+	obtain *certmagic.Config
+}
+
+// noPrompt is an ACME issuer whose pre-check never prompts on the
+// terminal: Arka is a server, and the email comes from the site file.
+type noPrompt struct{ *certmagic.ACMEIssuer }
+
+func (n noPrompt) PreCheck(ctx context.Context, names []string, _ bool) error {
+	return n.ACMEIssuer.PreCheck(ctx, names, false)
 }
 
 // name is the state of one managed name.
@@ -339,6 +351,8 @@ func (m *Manager) newGroup(key string, s Site) (*group, error) {
 	}
 	g.issuer = certmagic.NewACMEIssuer(g.magic, tmpl)
 	g.magic.Issuers = []certmagic.Issuer{g.issuer}
+	g.obtain = certmagic.New(m.cache, cfg)
+	g.obtain.Issuers = []certmagic.Issuer{noPrompt{g.issuer}}
 	return g, nil
 }
 
@@ -387,7 +401,7 @@ func (m *Manager) loadOrObtain(ctx context.Context, st *name) error {
 	}
 	st.attempts++
 	st.set("obtaining", nil, time.Time{})
-	if err := cfg.ObtainCertSync(ctx, st.name); err != nil {
+	if err := st.g.obtain.ObtainCertSync(ctx, st.name); err != nil {
 		return err
 	}
 	c, err = cfg.CacheManagedCertificate(ctx, st.name)
@@ -408,7 +422,7 @@ func (m *Manager) renewIfNeeded(ctx context.Context, st *name, c certmagic.Certi
 	}
 	st.attempts++
 	st.set("renewing", nil, time.Time{})
-	if err := st.g.magic.RenewCertSync(ctx, st.name, false); err != nil {
+	if err := st.g.obtain.RenewCertSync(ctx, st.name, false); err != nil {
 		if c.Expired() {
 			return err
 		}
