@@ -48,6 +48,7 @@ type env struct {
 	logs   *syncBuffer
 	clock  *atomic.Bool
 	closed bool
+	email  string
 }
 
 type envOptions struct {
@@ -63,6 +64,7 @@ type envOptions struct {
 	clockNotSynced  bool
 	renewalWindow   float64
 	extraSiteConfig string
+	noEmail         bool
 }
 
 func port(t testing.TB, addr string) int {
@@ -78,6 +80,9 @@ func start(t *testing.T, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}, clock: &atomic.Bool{}}
 	e.clock.Store(!o.clockNotSynced)
+	if !o.noEmail {
+		e.email = "admin@arka-pebble.net"
+	}
 	e.state = o.state
 	if e.state == "" {
 		e.state = filepath.Join(t.TempDir(), "state")
@@ -147,7 +152,10 @@ func (e *env) write(names []string, extra string) {
 		src += fmt.Sprintf("listen = [%q]\n", e.http)
 	}
 	src += extra
-	src += fmt.Sprintf("[tls]\nlisten = [%q]\nca = %q\nca_root = %q\nemail = \"admin@arka-pebble.net\"\n", e.https, e.ca.DirectoryURL, e.ca.APIRootFile)
+	src += fmt.Sprintf("[tls]\nlisten = [%q]\nca = %q\nca_root = %q\n", e.https, e.ca.DirectoryURL, e.ca.APIRootFile)
+	if e.email != "" {
+		src += fmt.Sprintf("email = %q\n", e.email)
+	}
 	src += "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\" }\n"
 	src += "[[routes]]\npath = \"/status\"\nhandler = { type = \"status\" }\n"
 	if err := os.WriteFile(e.file, []byte(src), 0o644); err != nil {
@@ -550,6 +558,26 @@ func TestWaitsForClock(t *testing.T) {
 	}
 	e.clock.Store(true)
 	e.waitValid(nameA, 30*time.Second)
+}
+
+// Without an email, nothing is asked on the terminal (certmagic prompts
+// in its "interactive" mode) and the certificate is obtained.
+func TestNoEmailNoPrompt(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	defer func() { os.Stdout = stdout }()
+	e := start(t, envOptions{noEmail: true})
+	e.waitValid(nameA, 30*time.Second)
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if len(out) > 0 {
+		t.Errorf("written to standard output: %q", out)
+	}
 }
 
 type syncBuffer struct {
