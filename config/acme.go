@@ -34,8 +34,6 @@ import (
 const (
 	LetsEncryptProduction = "https://acme-v02.api.letsencrypt.org/directory"
 	LetsEncryptStaging    = "https://acme-staging-v02.api.letsencrypt.org/directory"
-	// DefaultACMECA is the CA used when neither the site nor [global] names one.
-	DefaultACMECA = LetsEncryptProduction
 )
 
 // ACMEDefaults is the [global] acme table: defaults for every site's [tls]
