@@ -270,6 +270,7 @@ func (m *Manager) Apply(sites []Site) error {
 		if _, ok := m.names[n]; ok {
 			continue
 		}
+		m.log.Info("managing a certificate", "name", n, "ca", g.site.CA)
 		ctx, cancel := context.WithCancel(context.Background())
 		st := &name{name: n, g: g, cancel: cancel, state: "starting"}
 		m.names[n] = st

@@ -81,3 +81,14 @@ func BenchmarkCertificate(b *testing.B) {
 		m.Certificate(hello)
 	}
 }
+
+// On a machine whose clock is past the floor and not a gokrazy appliance,
+// the clock is trusted.
+func TestClockSyncedHere(t *testing.T) {
+	if onGokrazy() || time.Now().Before(clockFloor) {
+		t.Skip("not a PC with a set clock")
+	}
+	if !ClockSynced() {
+		t.Error("ClockSynced() = false on a PC whose clock is set")
+	}
+}
