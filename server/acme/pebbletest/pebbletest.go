@@ -48,8 +48,10 @@ type CA struct {
 	// HTTPS server: an ACME client's ca_root.
 	APIRootFile string
 	// Roots trusts the certificates Pebble issues (its root, fetched from
-	// the management API).
-	Roots *x509.CertPool
+	// the management API); RootFile is that root as a PEM file (curl
+	// --cacert).
+	Roots    *x509.CertPool
+	RootFile string
 	// DNS is the challenge test DNS server Pebble resolves names with.
 	DNS *challtestsrv.ChallSrv
 
@@ -109,6 +111,10 @@ func Start(t testing.TB, o Options) *CA {
 	c.Roots = x509.NewCertPool()
 	if !c.Roots.AppendCertsFromPEM(root) {
 		t.Fatalf("pebble root: %q", root)
+	}
+	c.RootFile = filepath.Join(filepath.Dir(c.APIRootFile), "pebble-root.pem")
+	if err := os.WriteFile(c.RootFile, root, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
