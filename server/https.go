@@ -120,6 +120,16 @@ func (s *Server) setACME(sites []*config.Site, t *table) {
 // applyACME hands the ACME sites of the served configuration, with the
 // addresses their listeners are bound to, to the certificate manager.
 func (s *Server) applyACME(sites []*config.Site, t *table) {
+	for _, cs := range sites {
+		if cs.TLS.Cert != "" || cs.TLS.ACME != nil && !*cs.TLS.ACME {
+			continue
+		}
+		for _, p := range config.CertificatePlan(cs) {
+			if !p.ACME && strings.HasPrefix(p.Name, "*.") {
+				s.log.Info("a wildcard name keeps the self-signed certificate: "+p.Why, "site", cs.File, "name", p.Name)
+			}
+		}
+	}
 	m := s.acme.Load()
 	if m == nil {
 		return
