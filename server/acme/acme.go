@@ -102,10 +102,12 @@ type Manager struct {
 	groups map[string]*group // by issuer settings
 	names  map[string]*name  // managed names
 	served atomic.Pointer[map[string]*name]
-	closed bool
-	clockC chan struct{} // closed once the clock is synchronised
-	clock  atomic.Bool
-	done   chan struct{}
+	// anyGroup is a group for certificates of names no longer managed.
+	anyGroup atomic.Pointer[group]
+	closed   bool
+	clockC   chan struct{} // closed once the clock is synchronised
+	clock    atomic.Bool
+	done     chan struct{}
 }
 
 // group is one certmagic configuration: the names sharing CA, account
@@ -188,15 +190,17 @@ func New(o Options) *Manager {
 // Dir is where certificates, keys and accounts are stored.
 func (m *Manager) Dir() string { return m.dir }
 
+// configForCert is certmagic's GetConfigForCert. certmagic calls it with
+// its cache locked, so it takes no lock of the Manager's (Apply holds m.mu
+// while it removes names from the cache).
 func (m *Manager) configForCert(c certmagic.Certificate) (*certmagic.Config, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	names := *m.served.Load()
 	for _, n := range c.Names {
-		if st, ok := m.names[n]; ok {
+		if st, ok := names[n]; ok {
 			return st.g.magic, nil
 		}
 	}
-	for _, g := range m.groups {
+	if g := m.anyGroup.Load(); g != nil {
 		return g.magic, nil // a name no longer managed: any config can load its assets
 	}
 	return nil, errors.New("no ACME configuration")
@@ -277,6 +281,10 @@ func (m *Manager) Apply(sites []Site) error {
 		go m.manage(ctx, st)
 	}
 	m.groups = groups
+	for _, g := range groups {
+		m.anyGroup.Store(g)
+		break
+	}
 	served := make(map[string]*name, len(m.names))
 	for n, st := range m.names {
 		served[n] = st
