@@ -50,7 +50,8 @@ type Site struct {
 	Log            Log            `toml:"log"`
 	Compression    Compression    `toml:"compression"`
 	Limits         Limits         `toml:"limits"`
-	Routes         []Route        `toml:"-"` // decoded from rawRoute
+	Errors         ErrorPages     `toml:"errors"` // custom error pages
+	Routes         []Route        `toml:"-"`      // decoded from rawRoute
 
 	// RedirectHTTPS redirects requests on the plain listeners to HTTPS
 	// (see RedirectHTTPSEnabled for the default); HSTS is the
@@ -93,6 +94,9 @@ type TLS struct {
 	// state directory (see cmd/arka -state).
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
+	// MinVersion is the oldest TLS version accepted: "1.2" (default) or
+	// "1.3".
+	MinVersion string `toml:"min_version"`
 	// ACME, Email, CA and CARoot configure automatic certificates (see
 	// acme.go): ACME nil means "on when there is no cert and a public name".
 	ACME   *bool  `toml:"acme"`
@@ -131,12 +135,14 @@ type Limits struct {
 // is set, according to Type.
 type Route struct {
 	Path string // starts with "/"; matched by longest prefix
-	Type string // "static", "proxy", "fastcgi" or "status"
+	Type string // one of HandlerTypes
 
-	Static  *Static
-	Proxy   *Proxy
-	FastCGI *FastCGI
-	Status  *Status
+	Static   *Static
+	Proxy    *Proxy
+	FastCGI  *FastCGI
+	Status   *Status
+	Redirect *Redirect
+	Respond  *Respond
 
 	// Options apply whatever the handler (see RouteOptions).
 	Options RouteOptions
@@ -181,6 +187,15 @@ type Proxy struct {
 	IdleTimeout           *Duration `toml:"idle_timeout"`
 	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
 	Health                *Health   `toml:"health"`
+
+	// TLS to https:// upstreams: certificates are verified against the
+	// system's roots, or only against TLSCA (a PEM file of CA
+	// certificates) when set, for the name TLSServerName (default: the
+	// upstream's host). TLSInsecureSkipVerify accepts any certificate
+	// (arka -t warns about it).
+	TLSCA                 string `toml:"tls_ca"`
+	TLSServerName         string `toml:"tls_server_name"`
+	TLSInsecureSkipVerify bool   `toml:"tls_insecure_skip_verify"`
 }
 
 // Health is an active upstream health check.
@@ -232,6 +247,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"`  // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"`  // a case fan on a GPIO pin (config/fan.go)
 	ACME    *ACMEDefaults `toml:"acme"` // defaults of the sites' [tls] email, ca, ca_root
 }
 

@@ -190,3 +190,15 @@ func trustedFor(cs *config.Site, cr *config.Route) []netip.Prefix {
 	}
 	return cs.TrustedNets
 }
+
+// logTrusted are the proxies whose forwarding fields the site's access log
+// believes: the site's trusted_proxies and those of its proxy routes.
+func logTrusted(cs *config.Site) []netip.Prefix {
+	out := cs.TrustedNets
+	for i := range cs.Routes {
+		if cr := &cs.Routes[i]; cr.Proxy != nil && len(cr.Proxy.TrustedProxies) > 0 {
+			out = append(out[:len(out):len(out)], trustedFor(cs, cr)...)
+		}
+	}
+	return out
+}

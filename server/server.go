@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/acme"
 	"github.com/arkaweb/arka/server/encoding"
@@ -53,6 +55,14 @@ type Options struct {
 	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
 	// hot, optional CPU work (brotli, high compression levels) stops.
 	Thermal *board.Thermal
+	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
+	// the same temperature readings as Thermal, and the status page shows it.
+	Fan *fan.Fan
+	// Conditions, when set, are what the appliance is doing and why
+	// (package board/led); the status page shows them as the activity LED
+	// (named LEDName, "" when the board has none) does.
+	Conditions *led.Conditions
+	LEDName    string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string
@@ -448,8 +458,11 @@ type listener struct {
 	h1   *h1.Server   // nil with the net/http engine
 	h2   *h2.Server   // nil with the net/http engine
 	tlsc *tls.Config
-	hsTO time.Duration
-	vh   atomic.Pointer[vhosts]
+	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
+	// sites that ask for it.
+	tlsc13 *tls.Config
+	hsTO   time.Duration
+	vh     atomic.Pointer[vhosts]
 }
 
 func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
@@ -484,6 +497,11 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 		l.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 			acme.ALPNProto: func(_ *http.Server, c *tls.Conn, _ http.Handler) { c.Close() },
 		}
+		l.tlsc.CipherSuites = tls12CipherSuites
+		// Sites with [tls] min_version = "1.3" get this one, by SNI.
+		l.tlsc13 = l.tlsc.Clone()
+		l.tlsc13.MinVersion = tls.VersionTLS13
+		l.tlsc.GetConfigForClient = l.configForClient
 	}
 	if s.o.Engine != "net/http" {
 		l.h1 = &h1.Server{
@@ -719,7 +737,8 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
-	rec.hdr, rec.applied = rt.hdr, false
+	rec.req, rec.hdr, rec.applied = r, rt.hdr, false
+	rec.pages, rec.intercept, rec.swallow = st.pages, rt.intercept, false
 	defer func() {
 		// Count and log the request even when the handler aborted it
 		// (panic(http.ErrAbortHandler) for a response cut short); the
@@ -737,7 +756,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w, rec.hdr = nil, nil
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
 		recorders.Put(rec)
 		d := time.Since(start)
 		rt.stats.observe(status, d, n)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/acme"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 )
@@ -53,6 +54,10 @@ type site struct {
 	httpsPort string
 	hsts      []string
 	trusted   []netip.Prefix // the site's trusted_proxies, for X-Forwarded-Proto
+	// pages are the site's own error pages, nil without any.
+	pages *errpage.Pages
+	// tls13 is [tls] min_version = "1.3".
+	tls13 bool
 }
 
 // route is one compiled route: its handler with middleware already applied.
@@ -65,6 +70,9 @@ type route struct {
 	hdr *headerOps
 	// trusted are the networks whose forwarding fields name the client.
 	trusted []netip.Prefix
+	// intercept: the site's error pages replace the handler's own error
+	// bodies (intercept_errors, proxy and fastcgi routes).
+	intercept bool
 }
 
 // match finds the site for a Host value (or SNI name): exact name, then the
