@@ -286,7 +286,7 @@ var knownKeys = []string{
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "acme", "email", "ca", "ca_root",
 	"redirect_https", "hsts",
 	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
-	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version",
+	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version", "browse",
 }
 
 func editDistance(a, b string) int {

@@ -169,6 +169,9 @@ type Static struct {
 	CacheControl string `toml:"cache_control"`
 	// Headers are extra response headers for every file.
 	Headers map[string]string `toml:"headers"`
+	// Browse lists directories that have no index file (HTML, names
+	// escaped). Default false: such directories answer 403.
+	Browse bool `toml:"browse"`
 }
 
 // Proxy forwards requests to HTTP/1.1 upstreams.

@@ -25,7 +25,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, cs := range sites {
-		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3"}
+		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3", stats: s.routeStats(cs, siteRoute)}
 		httpsOptions(st, cs)
 		if m := cs.Limits.MaxBodySize; m != nil {
 			st.maxBody = int64(*m)
@@ -109,6 +109,10 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	}
 	return t, nil
 }
+
+// siteRoute names the counters of a site's responses that no route made
+// (site.stats).
+var siteRoute = &config.Route{Path: "-", Type: "server"}
 
 func sortWild(w []wildSite) {
 	for i := 1; i < len(w); i++ {

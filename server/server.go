@@ -427,12 +427,17 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 }
 
 // RouteStats returns the counters of every route seen, sorted by site and
-// route.
+// route. A site's "-" row (responses no route made: a path refused, no
+// route, requests the engines could not parse) is there once it counted
+// one.
 func (s *Server) RouteStats() []*RouteStats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
 	out := make([]*RouteStats, 0, len(s.stats))
 	for _, st := range s.stats {
+		if st.Route == siteRoute.Path && st.Requests.Load() == 0 {
+			continue
+		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -512,6 +517,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			MaxHeaderBytes:    s.o.MaxHeaderBytes,
 			Logger:            s.log,
 		}
+		l.h1.Rejected = l.rejected
 		if limited != nil {
 			limited.closeIdle = l.h1.CloseIdle
 		}
@@ -521,6 +527,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 				MaxHeaderBytes: s.o.MaxHeaderBytes,
 				IdleTimeout:    s.o.IdleTimeout,
 				Logger:         s.log,
+				Rejected:       l.rejected,
 			}
 		}
 	}
@@ -575,10 +582,12 @@ func (l *listener) handshake(c net.Conn) {
 		// do, instead of closing without a word.
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
+			const body = "Client sent an HTTP request to an HTTPS server.\n"
 			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+
-				"Client sent an HTTP request to an HTTPS server.\n")
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"+body)
 			re.Conn.Close()
+			method, _, _ := strings.Cut(string(re.RecordHeader[:]), " ")
+			l.rejected(&http.Request{Method: method, RemoteAddr: c.RemoteAddr().String(), Header: http.Header{}}, http.StatusBadRequest, int64(len(body)))
 		}
 		tc.Close()
 		return
@@ -657,14 +666,74 @@ const StatusClientClosedRequest = 499
 
 // ServeHTTP dispatches one request: virtual host, path normalization, route,
 // then the route's handler wrapped in request id, counters and access log.
+// Every response is counted and logged with the status the client saw,
+// whoever made it: the route's handler, or this dispatch itself (no site,
+// a path refused, a slash redirect, no route, a body too large), the
+// latter counted on the site's "-" row (see site.stats).
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	vh := l.vh.Load()
 	w.Header()["Server"] = serverHeader
+	rec := recorders.Get().(*recorder)
+	rec.w, rec.status, rec.bytes = w, 0, 0
+	rec.req, rec.hdr, rec.applied = r, nil, false
+	rec.pages, rec.intercept, rec.swallow = nil, false, false
+	st := vh.match(r.Host)
+	if st != nil {
+		rec.pages = st.pages // dispatch's own errors get the site's pages too
+	}
+	var rt *route
+	var reqID string
+	defer func() {
+		// Count and log the request even when the handler aborted it
+		// (panic(http.ErrAbortHandler) for a response cut short); the
+		// panic goes on to the engine, which closes the connection.
+		p := recover()
+		status, n := rec.status, rec.bytes
+		switch {
+		case (status == 0 || status == http.StatusContinue || status == http.StatusEarlyHints) &&
+			(p == http.ErrAbortHandler || p == nil && r.Context().Err() != nil):
+			// The client went away before any response was written, and
+			// the handler saw it (it waited on the request's context, or
+			// its body read failed and it aborted with
+			// http.ErrAbortHandler): nobody received a response. Logged
+			// 499, as nginx does.
+			status = StatusClientClosedRequest
+		case p != nil && status == 0:
+			status = http.StatusInternalServerError
+		case status == 0:
+			status = http.StatusOK
+		}
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
+		recorders.Put(rec)
+		ls := st
+		if ls == nil {
+			ls = vh.first // no site for this Host: the address's first site logs it
+		}
+		d := time.Since(start)
+		switch {
+		case rt != nil:
+			rt.stats.observe(status, d, n)
+		case ls != nil:
+			ls.stats.observe(status, d, n)
+		}
+		if ls != nil && ls.log != nil {
+			ls.log.log(r, status, n, start, d, reqID)
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
+	l.dispatch(rec, r, vh, st, &rt, &reqID)
+}
+
+// dispatch is ServeHTTP's choice of the response: it sets *rt to the route
+// that serves r (nil when dispatch answers itself) and *reqID to its
+// request id.
+func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, rt **route, reqID *string) {
 	if !l.tls && vh.acme != nil && vh.acme.ServeHTTPChallenge(w, r) {
 		return // HTTP-01 (RFC 8555 section 8.3), before any site or route
 	}
-	st := vh.match(r.Host)
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
 		// connection was made for another name (RFC 9110 section 15.5.20),
@@ -689,8 +758,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort, st.trusted) {
 		return
 	}
-	p, ok := cleanPath(r.URL.Path)
-	if !ok {
+	if !normalizeURL(r.URL) {
 		if r.Method == http.MethodOptions && r.RequestURI == "*" {
 			w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
 			w.WriteHeader(http.StatusNoContent)
@@ -699,11 +767,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusBadRequest)
 		return
 	}
-	if p != r.URL.Path {
-		r.URL.Path, r.URL.RawPath = p, ""
-	}
-	rt, redirect := st.matchRoute(p)
+	route, redirect := st.matchRoute(r.URL.Path)
 	if redirect != "" {
+		*rt = st.route(redirect)
 		loc := redirect
 		if r.URL.RawQuery != "" {
 			loc += "?" + r.URL.RawQuery
@@ -716,10 +782,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, code)
 		return
 	}
-	if rt == nil {
+	if route == nil {
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	}
+	*rt = route
 	if st.maxBody > 0 && r.Body != nil && r.Body != http.NoBody {
 		// RFC 9110 section 15.5.14: refuse a declared length at once; cap
 		// a streamed (chunked) body as it is read.
@@ -730,44 +797,38 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, st.maxBody)
 	}
-	var reqID string
 	if st.reqID {
-		reqID = requestID(r)
-		w.Header()["X-Request-Id"] = []string{reqID}
+		*reqID = requestID(r)
+		w.Header()["X-Request-Id"] = []string{*reqID}
 	}
-	rec := recorders.Get().(*recorder)
-	rec.w, rec.status, rec.bytes = w, 0, 0
-	rec.req, rec.hdr, rec.applied = r, rt.hdr, false
-	rec.pages, rec.intercept, rec.swallow = st.pages, rt.intercept, false
-	defer func() {
-		// Count and log the request even when the handler aborted it
-		// (panic(http.ErrAbortHandler) for a response cut short); the
-		// panic goes on to the engine, which closes the connection.
-		p := recover()
-		status, n := rec.status, rec.bytes
-		switch {
-		case status == 0 && (p == nil || p == http.ErrAbortHandler) && r.Context().Err() != nil:
-			// The client went away before any response was written, and
-			// the handler saw it (it waited on the request's context):
-			// nobody received anything. Logged 499, as nginx does.
-			status = StatusClientClosedRequest
-		case p != nil && status == 0:
-			status = http.StatusInternalServerError
-		case status == 0:
-			status = http.StatusOK
-		}
-		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
-		recorders.Put(rec)
-		d := time.Since(start)
-		rt.stats.observe(status, d, n)
-		if st.log != nil {
-			st.log.log(r, status, n, start, d, reqID)
-		}
-		if p != nil {
-			panic(p)
-		}
-	}()
-	rt.h.ServeHTTP(rec, r)
+	w.hdr, w.intercept = route.hdr, route.intercept
+	route.h.ServeHTTP(w, r)
+}
+
+// rejected counts and logs a response an engine wrote itself, for a
+// request it could not parse (400, 408, 414, 431, 505...; h1.Server and
+// h2.Server's Rejected), or the listener's answer to plain HTTP on a TLS
+// port. r holds what is known: the client's address and, when the request
+// line was read, method, target and protocol. The site is the one its Host
+// names if known, else the address's default or first site; the
+// response is counted on that site's "-" row.
+func (l *listener) rejected(r *http.Request, status int, n int64) {
+	vh := l.vh.Load()
+	if vh == nil {
+		return
+	}
+	st := vh.match(r.Host)
+	if st == nil {
+		st = vh.first
+	}
+	if st == nil {
+		return
+	}
+	now := time.Now()
+	st.stats.observe(status, 0, n)
+	if st.log != nil {
+		st.log.log(r, status, n, now, 0, "")
+	}
 }
 
 // engineLog routes net/http's own messages to the error log, dropping the

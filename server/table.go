@@ -58,6 +58,21 @@ type site struct {
 	pages *errpage.Pages
 	// tls13 is [tls] min_version = "1.3".
 	tls13 bool
+	// stats counts the responses no route made: a path refused, no route,
+	// no site for the Host (counted on the address's first site), and the
+	// engines' answers to requests they could not parse. The status page
+	// shows it as the site's route "-".
+	stats *RouteStats
+}
+
+// route returns the route whose prefix is exactly prefix, or nil.
+func (s *site) route(prefix string) *route {
+	for _, r := range s.routes {
+		if r.prefix == prefix {
+			return r
+		}
+	}
+	return nil
 }
 
 // route is one compiled route: its handler with middleware already applied.

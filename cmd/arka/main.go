@@ -155,8 +155,12 @@ func run(args []string) int {
 		return 1
 	}
 	conds.Started()
+	ledName := "none"
+	if actLED != nil {
+		ledName = actLED.Name + " (default trigger " + actLED.DefaultTrigger() + ")"
+	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
-		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
+		"board", brd.Model, "cores", brd.Cores, "led", ledName, "gomaxprocs", budget.GOMAXPROCS,
 		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
 	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 

@@ -85,13 +85,22 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 			ew = &encWriter{}
 		}
 		*ew = encWriter{w: w, m: m, coding: c, level: level, head: r.Method == http.MethodHead, buf: ew.buf[:0]}
+		returned := false
 		defer func() {
-			ew.finish(r)
+			if returned {
+				ew.finish(r)
+			} else if ew.enc != nil {
+				// The handler aborted (panic(http.ErrAbortHandler) for a
+				// response cut short): what is buffered must not go out
+				// as if complete, with a Content-Length of its own.
+				m.o.Pools.Put(ew.coding, ew.level, ew.enc)
+			}
 			buf := ew.buf
 			*ew = encWriter{buf: buf[:0]}
 			m.pool.Put(ew)
 		}()
 		h.ServeHTTP(ew, r)
+		returned = true
 	})
 }
 

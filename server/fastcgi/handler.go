@@ -37,6 +37,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // DefaultMaxSpool is the largest request body of unknown length (chunked)
@@ -428,12 +429,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.putReqBuf(rb)
 	x := &rb.x
 	*x = exchange{h: h, w: w, r: r, rb: rb}
-	switch h.resolve(r.URL.Path, &x.t) {
+	switch h.resolve(r.URL.Path, wire.EncodedSlashAt(r.URL), &x.t) {
 	case resNotFound:
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	case resSlash:
-		u := r.URL.EscapedPath() + "/"
+		u := wire.ClientPath(r.URL) + "/"
 		if r.URL.RawQuery != "" {
 			u += "?" + r.URL.RawQuery
 		}
@@ -513,8 +514,10 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 	switch {
 	case errors.As(err, &mbe) || err == errBodyTooLarge:
 		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
-	case r.Context().Err() != nil:
+	case r.Context().Err() != nil || wire.ClientGone(err):
+		// The client left mid-upload: nobody to answer (logged 499).
 		h.aborted.Add(1)
+		panic(http.ErrAbortHandler)
 	case os.IsTimeout(err):
 		// The client stopped sending its body (the engine's body read
 		// timeout, like nginx's client_body_timeout).
@@ -524,7 +527,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusInternalServerError)
 	default:
-		// The client sent a broken body (or vanished mid-way).
+		// The client sent a broken body (malformed chunked framing).
 		errpage.Write(w, r, http.StatusBadRequest)
 	}
 }

@@ -42,6 +42,13 @@ type Server struct {
 	Logger *slog.Logger
 	// BaseContext is the parent of every connection's context.
 	BaseContext context.Context
+	// Rejected, when set, is called for each response the engine makes
+	// itself without running Handler (431 for a header list over
+	// MaxHeaderBytes), for the access log and counters. r carries the
+	// client's address, TLS state and whatever pseudo-header fields were
+	// decoded (method, path as RequestURI, authority as Host); n is the
+	// content bytes sent.
+	Rejected func(r *http.Request, status int, n int64)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
