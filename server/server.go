@@ -63,6 +63,9 @@ type Options struct {
 	// (named LEDName, "" when the board has none) does.
 	Conditions *led.Conditions
 	LEDName    string
+	// BoardRoot is the directory that stands for "/" when the sensors are
+	// read (/proc, /sys); default "/". Tests point it at fixture trees.
+	BoardRoot string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string

@@ -33,7 +33,7 @@ func (s *Server) Snapshot() status.Snapshot {
 		Version:   Version,
 		StartedAt: s.started,
 		Board:     status.BoardInfoFrom(s.o.Board),
-		Sensors:   board.ReadSensors("/", s.o.DiskPath),
+		Sensors:   board.ReadSensors(s.o.BoardRoot, s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
 	}
 	if s.o.Thermal != nil {

@@ -89,7 +89,7 @@ func run(args []string) int {
 	// status page show it (package board/led says how to raise a condition).
 	conds := led.NewConditions()
 	srvOpts := server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
-		MaxConns: maxConns(budget), Conditions: conds}
+		MaxConns: maxConns(budget), Conditions: conds, BoardRoot: root}
 	if *check {
 		srv := server.New(srvOpts)
 		err := php.prepareCheck(sites)
