@@ -148,6 +148,7 @@ type Route struct {
 	Options RouteOptions
 
 	Line, Col int // where the route's table starts in the site file
+	index     int // position in the file's routes array
 }
 
 // Static serves files from a directory.

@@ -19,7 +19,7 @@ import (
 // generated when dryRun is false), handlers constructed, middleware applied.
 // Errors are config.Errors located at the offending route or key.
 func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
-	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}}
+	t := newTable()
 	var errs config.Errors
 	fail := func(cs *config.Site, line, col int, format string, args ...any) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
@@ -33,9 +33,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":
-				c, err := loadCert(cs.TLS.Cert, cs.TLS.Key)
+				c, err := LoadCertificate(cs)
 				if err != nil {
-					fail(cs, 0, 0, "tls: %v", err)
+					errs = append(errs, err.(config.Errors)...)
 				}
 				st.cert = c
 			case !dryRun:
@@ -76,7 +76,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		add := func(addr string, isTLS bool) {
 			v := t.vhosts[addr]
 			if v == nil {
-				v = &vhosts{tls: isTLS, exact: map[string]*site{}}
+				v = &vhosts{t: t, tls: isTLS, exact: map[string]*site{}}
 				t.vhosts[addr] = v
 			}
 			if v.first == nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
 	"github.com/arkaweb/arka/server/h2"
+	"github.com/arkaweb/arka/server/internal/wire"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -52,8 +53,9 @@ type Options struct {
 	// takes the package defaults.
 	Board  board.Board
 	Budget board.Budget
-	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
-	// hot, optional CPU work (brotli, high compression levels) stops.
+	// Thermal, when set, says when the board is too hot: optional CPU work
+	// (brotli, high compression levels) then stops, and the status page
+	// shows its state. Its owner feeds it readings (board.Thermal.Run).
 	Thermal *board.Thermal
 	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
 	// the same temperature readings as Thermal, and the status page shows it.
@@ -90,6 +92,9 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
+	// Listen binds a listen address (default net.Listen), for tests that
+	// hand over sockets they bound themselves.
+	Listen func(network, address string) (net.Listener, error)
 	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
@@ -150,13 +155,16 @@ func New(o Options) *Server {
 		o.IdleTimeout = 75 * time.Second
 	}
 	if o.MaxHeaderBytes == 0 {
-		o.MaxHeaderBytes = 32 << 10
+		o.MaxHeaderBytes = wire.DefaultMaxHeaderBytes
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
 	}
 	if o.DiskPath == "" {
 		o.DiskPath = o.StateDir
+	}
+	if o.Listen == nil {
+		o.Listen = net.Listen
 	}
 	if b := o.Budget; b.OpenFileCacheBytes > 0 && o.Cache.FileBytes == 0 {
 		o.Cache.FileBytes = b.OpenFileCacheBytes + b.ContentCacheBytes
@@ -192,11 +200,17 @@ func (s *Server) Check(sites []*config.Site) error {
 	return nil
 }
 
-// Apply compiles sites and makes them the served configuration: new
-// listeners are bound, removed ones shut down gracefully, and requests
-// already in flight finish on the configuration they started on. If
-// anything fails (a handler, a certificate, a bind), nothing changes and
-// the error says why.
+// Apply compiles sites and makes them the served configuration, as one
+// transaction. First everything the new configuration needs is prepared
+// while the old one keeps serving: handlers, certificates, and a socket
+// for every listen address (the socket of an address that stays is kept,
+// also when the address switches between plain HTTP and TLS). Only when
+// all of that succeeded is the new configuration swapped in; otherwise
+// nothing changes, every address keeps serving what it served, and the
+// error says why. After the swap, listeners for removed addresses shut
+// down gracefully, and requests already in flight finish on the
+// configuration they started on, whose handlers are closed when the last
+// of them ends.
 func (s *Server) Apply(sites []*config.Site) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,56 +222,96 @@ func (s *Server) Apply(sites []*config.Site) error {
 		return err
 	}
 	s.setACME(sites, t)
+	// Prepare: nothing old is touched.
 	next := map[string]*listener{}
-	var bound []*listener
-	for addr, vh := range t.vhosts {
-		if l, ok := s.listeners[addr]; ok && l.tls == vh.tls {
+	var fresh []*listener    // on sockets bound now
+	var switched []*listener // on an old listener's socket, TLS switched on or off
+	for _, addr := range sortedAddrs(t.vhosts) {
+		vh := t.vhosts[addr]
+		old, ok := s.listeners[addr]
+		switch {
+		case ok && old.tls == vh.tls:
+			next[addr] = old
+		case ok:
+			l := s.newListener(addr, old.sock.raw, vh.tls)
+			switched = append(switched, l)
 			next[addr] = l
-			continue
-		}
-		if l, ok := s.listeners[addr]; ok {
-			// Same address, TLS switched on or off: the old listener must
-			// go before the new one can bind.
-			l.shutdown(s.o.ShutdownTimeout)
-			delete(s.listeners, addr)
-		}
-		l, err := s.listen(addr, vh.tls)
-		if err != nil {
-			for _, b := range bound {
-				b.ln.Close()
+		default:
+			raw, err := s.o.Listen("tcp", addr)
+			if err != nil {
+				for _, l := range fresh {
+					l.sock.raw.Close()
+				}
+				t.close()
+				return listenError(sites, addr, vh.tls, fmt.Errorf("listen %s: %w", addr, err))
 			}
-			t.close()
-			return listenError(sites, addr, vh.tls, err)
+			l := s.newListener(addr, raw, vh.tls)
+			fresh = append(fresh, l)
+			next[addr] = l
 		}
-		bound = append(bound, l)
-		next[addr] = l
 	}
+	// Commit: nothing below fails.
 	for addr, l := range next {
 		l.vh.Store(t.vhosts[addr])
 	}
-	for _, l := range bound {
-		go l.serve(s.log)
-	}
-	for addr, l := range s.listeners {
-		if next[addr] != l {
-			go l.shutdown(s.o.ShutdownTimeout)
-		}
+	for _, l := range fresh {
+		l.start(s.log)
 	}
 	old := s.table
-	s.table, s.listeners = t, next
-	s.served.Store(t)
-	s.retireSinks(t)
-	s.applyACME(sites, t)
-	if old != nil {
-		// Requests that loaded the old table just before the swap may still
-		// be starting; give them time before closing its handlers (whose
-		// Close waits for their own in-flight work).
+	// A listener that goes keeps the old table alive until it has shut
+	// down: its open connections may still start requests.
+	retire := func(l *listener) {
+		if old != nil {
+			old.refs.Add(1)
+		}
 		go func() {
-			time.Sleep(2 * time.Second)
-			old.close()
+			l.shutdown(s.o.ShutdownTimeout)
+			if old != nil {
+				old.release()
+			}
 		}()
 	}
+	for _, l := range switched {
+		prev := s.listeners[l.addr]
+		prev.detach()
+		l.start(s.log)
+		retire(prev)
+	}
+	for addr, l := range s.listeners {
+		if next[addr] == nil {
+			retire(l)
+		}
+	}
+	s.table, s.listeners = t, next
+	s.served.Store(t)
+	s.applyACME(sites, t)
+	retired := s.retireSinks(t)
+	if old != nil {
+		// The old table's handlers, and the log files only it wrote to,
+		// are closed when its last request ends.
+		old.onClose = append(old.onClose, func() {
+			for _, k := range retired {
+				k.close()
+			}
+		})
+		old.release()
+	} else {
+		for _, k := range retired {
+			k.close()
+		}
+	}
 	return nil
+}
+
+// sortedAddrs returns the listen addresses in a fixed order, so that which
+// bind fails first (and is reported) does not depend on map order.
+func sortedAddrs(m map[string]*vhosts) []string {
+	out := make([]string, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // listenError locates a failure to bind addr at the first site file line
@@ -338,6 +392,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	if s.table != nil {
+		// The listeners' wait is over: close the handlers even if a
+		// request still runs on them.
 		s.table.close()
 	}
 	if m := s.acme.Load(); m != nil {
@@ -385,14 +441,17 @@ func (s *Server) sink(t *table, path string) (*logSink, error) {
 	return k, nil
 }
 
-// retireSinks makes t's sinks the server's, closing those no longer used.
-func (s *Server) retireSinks(t *table) {
+// retireSinks makes t's sinks the server's and returns those no longer
+// used, for the caller to close once nothing writes to them.
+func (s *Server) retireSinks(t *table) []*logSink {
+	var retired []*logSink
 	for p, k := range s.sinks {
 		if t.sinks[p] == nil {
-			k.close()
+			retired = append(retired, k)
 		}
 	}
 	s.sinks = t.sinks
+	return retired
 }
 
 func (s *Server) flushLoop() {
@@ -461,11 +520,14 @@ func (s *Server) CacheStats() static.CacheStats { return s.cache.Stats() }
 type listener struct {
 	addr string
 	tls  bool
-	ln   net.Listener
-	srv  *http.Server // everything with the net/http engine
-	h1   *h1.Server   // nil with the net/http engine
-	h2   *h2.Server   // nil with the net/http engine
-	tlsc *tls.Config
+	sock *socket      // the bound socket, which may outlive this listener
+	ln   net.Listener // sock, bounded by Options.MaxConns
+	// stopped is closed when the accept loop has returned.
+	stopped chan struct{}
+	srv     *http.Server // everything with the net/http engine
+	h1      *h1.Server   // nil with the net/http engine
+	h2      *h2.Server   // nil with the net/http engine
+	tlsc    *tls.Config
 	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
 	// sites that ask for it.
 	tlsc13 *tls.Config
@@ -473,15 +535,13 @@ type listener struct {
 	vh     atomic.Pointer[vhosts]
 }
 
-func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.o.ReadHeaderTimeout}
+// newListener sets up the engines for a bound socket; start serves it.
+func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listener {
+	sock := &socket{raw: raw}
+	l := &listener{addr: addr, tls: isTLS, sock: sock, ln: sock, hsTO: s.o.ReadHeaderTimeout, stopped: make(chan struct{})}
 	var limited *limitListener
 	if s.o.MaxConns > 0 {
-		limited = &limitListener{Listener: ln, max: int64(s.o.MaxConns)}
+		limited = &limitListener{Listener: sock, max: int64(s.o.MaxConns)}
 		l.ln = limited
 	}
 	l.srv = &http.Server{
@@ -534,8 +594,55 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			}
 		}
 	}
-	return l, nil
+	return l
 }
+
+// start runs the accept loop.
+func (l *listener) start(log *slog.Logger) {
+	go func() {
+		defer close(l.stopped)
+		l.serve(log)
+	}()
+}
+
+// detach stops l's accept loop without closing its socket, for another
+// listener to serve it; connections l accepted stay l's. Its shutdown then
+// leaves the socket open.
+func (l *listener) detach() {
+	l.sock.detached.Store(true)
+	if d, ok := l.sock.raw.(interface{ SetDeadline(time.Time) error }); ok {
+		d.SetDeadline(time.Unix(1, 0)) // wakes a blocked Accept
+		<-l.stopped
+		d.SetDeadline(time.Time{})
+	}
+}
+
+// socket is a bound listening socket. When an address switches between
+// plain HTTP and TLS on reload, the old listener's socket is detached and
+// served by the new one, so that the address never stops accepting and a
+// reload that fails later has closed nothing.
+type socket struct {
+	raw      net.Listener
+	detached atomic.Bool
+}
+
+func (s *socket) Accept() (net.Conn, error) {
+	c, err := s.raw.Accept()
+	if err != nil && s.detached.Load() {
+		return nil, net.ErrClosed
+	}
+	return c, err
+}
+
+// Close closes the socket unless another listener took it over.
+func (s *socket) Close() error {
+	if s.detached.Load() {
+		return nil
+	}
+	return s.raw.Close()
+}
+
+func (s *socket) Addr() net.Addr { return s.raw.Addr() }
 
 func (l *listener) serve(log *slog.Logger) {
 	var err error
@@ -634,6 +741,21 @@ func (l *listener) shutdown(timeout time.Duration) {
 	wg.Wait()
 }
 
+// acquire returns the virtual hosts to serve a request with, holding a
+// reference on their table until release: a reload that swaps in a new
+// table closes the old one's handlers only when its last request ended.
+func (l *listener) acquire() *vhosts {
+	for {
+		vh := l.vh.Load()
+		vh.t.refs.Add(1)
+		if l.vh.Load() == vh {
+			return vh
+		}
+		// Swapped meanwhile: the old table may be closing.
+		vh.t.release()
+	}
+}
+
 // certificate picks the certificate for a TLS handshake by SNI: the site
 // named, else the default site, else the first site on this address.
 func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -675,7 +797,8 @@ const StatusClientClosedRequest = 499
 // latter counted on the site's "-" row (see site.stats).
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	vh := l.vh.Load()
+	vh := l.acquire()
+	defer vh.t.release()
 	w.Header()["Server"] = serverHeader
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0

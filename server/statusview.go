@@ -118,9 +118,6 @@ func (s *Server) sampleLoop() {
 		cancel()
 	}()
 	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
-		if s.o.Thermal != nil && snap.Sensors.TempC != nil {
-			s.o.Thermal.Update(*snap.Sensors.TempC)
-		}
 		if s.o.Fan != nil {
 			if t := snap.Sensors.TempC; t != nil {
 				s.o.Fan.Update(*t)

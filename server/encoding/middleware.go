@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -42,12 +43,15 @@ type Middleware struct {
 	vary sync.Pool
 }
 
-// New returns a Middleware. Zero levels take cheap defaults.
+// New returns a Middleware. Zero levels take the configuration's defaults
+// (config.DefaultZstdLevel, DefaultBrotliLevel, DefaultGzipLevel).
 func New(o Options) *Middleware {
 	if o.Pools == nil {
 		o.Pools = &Pools{}
 	}
-	for c, d := range [NumCodings]int{0, 1, 4, 5} {
+	var def [NumCodings]int
+	def[Zstd], def[Brotli], def[Gzip] = config.DefaultZstdLevel, config.DefaultBrotliLevel, config.DefaultGzipLevel
+	for c, d := range def {
 		if o.Levels[c] == 0 {
 			o.Levels[c] = d
 		}

@@ -196,28 +196,16 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	}
 	h.root = strings.TrimSuffix(h.docRoot, "/")
 
+	// split_path, index, fallback and env names were validated by config.
 	h.splitExts = cfg.SplitPath
 	if len(h.splitExts) == 0 {
 		h.splitExts = []string{config.DefaultSplitPath}
-	}
-	for _, e := range h.splitExts {
-		if len(e) < 2 || e[0] != '.' || strings.ContainsAny(e, "/\x00") {
-			return fail("split_path %q must be an extension like \".php\"", e)
-		}
 	}
 	h.index = cfg.Index
 	if len(h.index) == 0 {
 		h.index = []string{config.DefaultFastCGIIndex}
 	}
-	for _, n := range h.index {
-		if n == "" || strings.ContainsAny(n, "/\x00") {
-			return fail("index %q must be a plain file name", n)
-		}
-	}
 	if f := cfg.Fallback; f != "" {
-		if !cleanPath(f) || strings.HasSuffix(f, "/") || !h.isScript(f[strings.LastIndexByte(f, '/')+1:]) {
-			return fail("fallback %q must be the path of a script under the root, like \"/index.php\"", f)
-		}
 		h.fallback, h.fallbackFile = f, h.root+f
 	}
 
@@ -228,9 +216,6 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	h.staticParams = encodeStatic(h.docRoot, software)
 	for _, k := range sortedKeys(cfg.Env) {
 		v := cfg.Env[k]
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fail("env name %q is not valid", k)
-		}
 		if fcgi.PairLen(len(k), len(v)) > 65528 {
 			return fail("env %s is too long for one FastCGI record", k)
 		}

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Server serves HTTP/1.x connections.
@@ -76,7 +78,7 @@ func (s *Server) maxHeaderBytes() int {
 	if s.MaxHeaderBytes > 0 {
 		return s.MaxHeaderBytes
 	}
-	return 32 << 10
+	return wire.DefaultMaxHeaderBytes
 }
 
 func (s *Server) bodyReadTimeout() time.Duration { return orDefault(s.BodyReadTimeout, time.Minute) }

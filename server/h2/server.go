@@ -26,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Server serves HTTP/2 connections.
@@ -77,7 +79,7 @@ func (s *Server) maxHeaderBytes() uint32 {
 	if s.MaxHeaderBytes > 0 {
 		return uint32(s.MaxHeaderBytes)
 	}
-	return 32 << 10
+	return wire.DefaultMaxHeaderBytes
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -116,6 +118,7 @@ func (s *Server) ServeConn(rw net.Conn, state *tls.ConnectionState) {
 // waits for the connections to close until ctx is done, then closes them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.pool.stop()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.goAwayGraceful()
@@ -138,6 +141,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every connection at once.
 func (s *Server) Close() error {
 	s.closing.Store(true)
+	s.pool.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
@@ -150,8 +154,20 @@ func (s *Server) Close() error {
 // keeps their grown stacks, which a goroutine per stream would allocate and
 // copy again for every request.
 type workers struct {
-	mu   sync.Mutex
-	idle []chan func()
+	mu     sync.Mutex
+	idle   []chan func()
+	closed bool // the server shut down: workers end after their handler
+}
+
+// stop ends the idle workers; busy ones end when their handler returns.
+func (p *workers) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, ch := range p.idle {
+		close(ch)
+	}
+	p.idle = nil
 }
 
 const maxIdleWorkers = 256
@@ -175,7 +191,7 @@ func (p *workers) loop(ch chan func()) {
 	for f := range ch {
 		f()
 		p.mu.Lock()
-		if len(p.idle) >= maxIdleWorkers {
+		if p.closed || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
 			return
 		}
