@@ -51,7 +51,7 @@ func (t *table) release() {
 
 // vhosts are the sites reachable on one listen address.
 type vhosts struct {
-	t     *table // the table these belong to
+	t     *table        // the table these belong to
 	acme  *acme.Manager // nil when no site has ACME certificates
 	tls   bool
 	exact map[string]*site // lower-case names
