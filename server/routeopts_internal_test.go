@@ -50,6 +50,20 @@ func TestRouteOptionsAllocateNothing(t *testing.T) {
 	}
 }
 
+func TestFailureKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.1":            "192.0.2.1",
+		"::ffff:192.0.2.1":     "192.0.2.1",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2::9":      "2001:db8:1:2::/64",
+		"junk":                 "junk",
+	} {
+		if got := failureKey(in); got != want {
+			t.Errorf("failureKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // A route's caching fields go on 2xx and 304 responses only; its other
 // fields on every response.
 func TestRouteCachingFieldsOnlyOnSuccess(t *testing.T) {
