@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 func TestACMEEligible(t *testing.T) {
@@ -45,7 +47,7 @@ func loadACME(t *testing.T, files ...string) ([]*Site, error) {
 	t.Helper()
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "www"), 0o755)
-	cert, _ := writeCert(t, dir)
+	cert, _ := testkit.WriteCert(t, dir)
 	os.Rename(cert, filepath.Join(dir, "root.pem"))
 	os.WriteFile(filepath.Join(dir, "notpem.pem"), []byte("hello"), 0o644)
 	var paths []string
