@@ -35,6 +35,7 @@ func (s *Server) Snapshot() status.Snapshot {
 		Board:     status.BoardInfoFrom(s.o.Board),
 		Sensors:   board.ReadSensors(s.o.BoardRoot, s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
+		Appliance: status.ReadAppliance(),
 	}
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()
