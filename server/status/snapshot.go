@@ -62,6 +62,11 @@ type Snapshot struct {
 	// not load, an address it cannot bind yet), one line each.
 	Serving  string   `json:"serving,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Certificates are those obtained from an ACME CA (certs.go);
+	// ClockWaiting is true while nothing is ordered because the system
+	// clock is not synchronised yet.
+	Certificates []Certificate `json:"certificates,omitempty"`
+	ClockWaiting bool          `json:"clock_waiting,omitempty"`
 
 	// History is filled by the handler from its History; sources leave it empty.
 	History *HistoryView `json:"history,omitempty"`
