@@ -102,8 +102,7 @@ func (s *Server) Snapshot() status.Snapshot {
 	return snap
 }
 
-// sampleLoop feeds the history, the thermal governor and the fan every 10 s
-// and remembers counters for rates.
+// sampleLoop feeds the history every 10 s and remembers counters for rates.
 func (s *Server) sampleLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -111,13 +110,6 @@ func (s *Server) sampleLoop() {
 		cancel()
 	}()
 	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
-		if s.o.Fan != nil {
-			if t := snap.Sensors.TempC; t != nil {
-				s.o.Fan.Update(*t)
-			} else {
-				s.o.Fan.NoReading()
-			}
-		}
 		m := map[*RouteStats]routeSample{}
 		for _, rs := range s.RouteStats() {
 			m[rs] = routeSample{requests: rs.Requests.Load(), hist: rs.Latency.Snapshot()}

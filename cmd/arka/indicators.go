@@ -158,17 +158,35 @@ func checkFan(sites []*config.Site) error {
 	return nil
 }
 
-// warnFanChanged logs, after a reload, that a changed [global] fan takes a
-// restart: the fan keeps running with the settings Arka started with.
-func warnFanChanged(now, start *config.Fan, log *slog.Logger) {
-	key := func(f *config.Fan) string {
-		if f == nil {
-			return "none"
-		}
-		return fmt.Sprintf("pin %s, on %g °C, off %g °C", f.Pin, f.On, f.Off)
+// boardKey sums up the [global] settings that take effect only at start
+// (the fan and the LED), for warnBoardChanged.
+func boardKey(g config.Global) string {
+	fan := "none"
+	if f := g.Fan; f != nil {
+		fan = fmt.Sprintf("pin %s, on %g °C, off %g °C", f.Pin, f.On, f.Off)
 	}
-	if key(now) != key(start) {
-		log.Warn("[global] fan changed; restart Arka to apply it", "running", key(start), "configured", key(now))
+	return fmt.Sprintf("fan %s; led %v", fan, g.LED == nil || *g.LED)
+}
+
+// warnBoardChanged logs, after a reload, that a changed [global] fan or led
+// takes a restart: the board keeps the settings Arka started with.
+func warnBoardChanged(now, start config.Global, log *slog.Logger) {
+	if a, b := boardKey(start), boardKey(now); a != b {
+		log.Warn("[global] fan or led changed; restart Arka to apply it", "running", a, "configured", b)
+	}
+}
+
+// feedFan returns what gives f (nil: no fan) each temperature reading of the
+// thermal ticker (nil: the temperature could not be read, and the fan runs).
+func feedFan(f *fan.Fan) func(tempC *float64) {
+	return func(c *float64) {
+		switch {
+		case f == nil:
+		case c == nil:
+			f.NoReading()
+		default:
+			f.Update(*c)
+		}
 	}
 }
 
