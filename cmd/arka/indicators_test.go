@@ -20,6 +20,7 @@ import (
 	"github.com/arkaweb/arka/appliance/ota"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/status"
 )
 
 func TestWarnBoardChanged(t *testing.T) {
@@ -116,4 +117,34 @@ func TestFanFollowsThermalTicker(t *testing.T) {
 		})
 	}
 	feedFan(nil)(nil) // no fan configured: nothing to feed, no panic
+}
+
+// TestApplyAppliance: settings-file mistakes and a refused deploy (after the
+// last good one) are Degraded; fixed, they clear.
+func TestApplyAppliance(t *testing.T) {
+	c := led.NewConditions()
+	c.Started()
+	now := time.Now()
+	a := &status.Appliance{}
+	a.Settings.Errors = []string{"settings.txt:3:1: unknown key \"wfi_ssid\"", "settings.txt:4:1: bad"}
+	a.Deploy.Deployed = now.Add(-time.Hour)
+	a.Deploy.LastError, a.Deploy.LastErrorAt = "site.toml:2:1: unknown key", now
+	applyAppliance(c, a)
+	l := c.List()
+	if c.LEDState() != led.Degraded || len(l) != 2 || l[0].Name != "deploy" || l[1].Name != "settings" ||
+		!strings.Contains(l[1].Message, `settings.txt:3:1: unknown key "wfi_ssid" (and 1 more)`) ||
+		!strings.Contains(l[0].Message, "site.toml:2:1: unknown key") {
+		t.Errorf("conditions %+v", l)
+	}
+	a.Deploy.Deployed = now.Add(time.Minute) // a later deploy worked
+	a.Settings.Errors = nil
+	applyAppliance(c, a)
+	if c.LEDState() != led.Serving {
+		t.Errorf("fixed: %+v", c.List())
+	}
+	applyAppliance(c, &status.Appliance{Deploy: status.ApplianceDeploy{LastError: "x", LastErrorAt: now}})
+	applyAppliance(c, nil)
+	if c.LEDState() != led.Serving {
+		t.Errorf("not an appliance: %+v", c.List())
+	}
 }

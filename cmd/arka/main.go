@@ -100,6 +100,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}
+	for _, w := range config.Warnings(sites) {
+		logger.Warn(w)
+	}
 	lock, err := lockState(state)
 	var busy *busyError
 	switch {
