@@ -30,6 +30,7 @@ import (
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
 	"github.com/arkaweb/arka/server/h2"
+	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -56,17 +57,28 @@ type Options struct {
 	// shows (default StateDir).
 	DiskPath string
 
-	// ReadHeaderTimeout bounds reading a request's header (default 20 s);
-	// IdleTimeout closes idle keep-alive connections (default 75 s, as
-	// nginx's keepalive_timeout); MaxHeaderBytes bounds the request header
-	// (default 32 KiB; larger gets 431, RFC 6585 section 5).
+	// Client limits, the same for HTTP/1.1 and HTTP/2 (one
+	// server/internal/limits.Limits is built from them and given to both
+	// engines; zero means the default, negative none):
+	// ReadHeaderTimeout bounds sending a request head and the wait for a
+	// new connection's first request (default 20 s); IdleTimeout closes
+	// connections with no request in progress (default 75 s, as nginx's
+	// keepalive_timeout); MaxHeaderBytes bounds the request header (default
+	// 32 KiB; larger gets 431, RFC 6585 section 5); BodyReadTimeout is the
+	// longest silence while a handler reads a request body (default 60 s,
+	// nginx's client_body_timeout) and BodyMinRate the lowest average rate
+	// of a body in bytes/s after that grace (default 500); a client too
+	// slow gets 408 from the FastCGI and proxy handlers. WriteTimeout
+	// bounds a send that makes no progress (default 60 s, nginx's
+	// send_timeout): over HTTP/2 a stream without flow-control window for
+	// that long is reset, and a connection none of whose streams
+	// progresses is closed.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	// BodyReadTimeout bounds each wait for more of a request body over
-	// HTTP/1.x (default 60 s, as nginx's client_body_timeout): a client
-	// that stops sending gets 408 from the FastCGI and proxy handlers.
-	BodyReadTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	BodyMinRate       int64
+	WriteTimeout      time.Duration
 	// Engine selects the HTTP engines: "" or "arka" (packages h1 and h2),
 	// or "net/http" (the standard library's, for comparison and debugging).
 	Engine string
@@ -98,10 +110,11 @@ type PHP interface {
 // Server runs listeners for a configuration and swaps configurations on
 // reload. Create it with New, then call Apply.
 type Server struct {
-	o     Options
-	log   *slog.Logger
-	cache *static.Cache
-	pools *encoding.Pools
+	o      Options
+	limits limits.Limits // the engines' client limits, from o
+	log    *slog.Logger
+	cache  *static.Cache
+	pools  *encoding.Pools
 
 	started time.Time
 	history *status.History
@@ -124,15 +137,6 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	if o.ReadHeaderTimeout == 0 {
-		o.ReadHeaderTimeout = 20 * time.Second
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = 75 * time.Second
-	}
-	if o.MaxHeaderBytes == 0 {
-		o.MaxHeaderBytes = 32 << 10
-	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
 	}
@@ -145,6 +149,10 @@ func New(o Options) *Server {
 	}
 	s := &Server{
 		o: o, log: o.Logger,
+		limits: limits.Limits{
+			ReadHeader: o.ReadHeaderTimeout, Idle: o.IdleTimeout, HeaderBytes: o.MaxHeaderBytes,
+			BodyRead: o.BodyReadTimeout, BodyMinRate: o.BodyMinRate, Write: o.WriteTimeout,
+		},
 		started:   time.Now(),
 		history:   status.NewHistory(),
 		cache:     static.NewCache(o.Cache),
@@ -446,7 +454,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.o.ReadHeaderTimeout}
+	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.limits.ReadHeaderTimeout()}
 	var limited *limitListener
 	if s.o.MaxConns > 0 {
 		limited = &limitListener{Listener: ln, max: int64(s.o.MaxConns)}
@@ -454,9 +462,9 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 	}
 	l.srv = &http.Server{
 		Handler:           l,
-		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
-		IdleTimeout:       s.o.IdleTimeout,
-		MaxHeaderBytes:    s.o.MaxHeaderBytes,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout(),
+		IdleTimeout:       s.limits.IdleTimeout(),
+		MaxHeaderBytes:    s.limits.MaxHeaderBytes(),
 		ErrorLog:          log.New(&engineLog{log: s.log}, "", 0),
 	}
 	if isTLS {
@@ -470,24 +478,12 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 		l.srv.TLSConfig = l.tlsc
 	}
 	if s.o.Engine != "net/http" {
-		l.h1 = &h1.Server{
-			Handler:           l,
-			ReadHeaderTimeout: s.o.ReadHeaderTimeout,
-			IdleTimeout:       s.o.IdleTimeout,
-			BodyReadTimeout:   s.o.BodyReadTimeout,
-			MaxHeaderBytes:    s.o.MaxHeaderBytes,
-			Logger:            s.log,
-		}
+		l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log}
 		if limited != nil {
 			limited.closeIdle = l.h1.CloseIdle
 		}
 		if isTLS {
-			l.h2 = &h2.Server{
-				Handler:        l,
-				MaxHeaderBytes: s.o.MaxHeaderBytes,
-				IdleTimeout:    s.o.IdleTimeout,
-				Logger:         s.log,
-			}
+			l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log}
 		}
 	}
 	return l, nil

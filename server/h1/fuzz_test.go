@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // FuzzConn feeds arbitrary bytes to a connection: the engine must answer
@@ -25,7 +27,7 @@ func FuzzConn(f *testing.F) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("X-Path", r.URL.Path)
 		io.WriteString(w, r.Method)
-	}), MaxHeaderBytes: 4096, ReadHeaderTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond}
+	}), Limits: limits.Limits{HeaderBytes: 4096, ReadHeader: 200 * time.Millisecond, Idle: 200 * time.Millisecond}}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		client, server := net.Pipe()
 		done := make(chan struct{})

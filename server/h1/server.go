@@ -21,33 +21,24 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // Server serves HTTP/1.x connections.
 type Server struct {
 	Handler http.Handler
-	// ReadHeaderTimeout bounds reading a request's header fields once its
-	// first byte arrived, and the wait for the first request on a new
-	// connection; IdleTimeout bounds the wait for the next request on a
-	// kept-alive connection. Zero means no limit.
-	ReadHeaderTimeout time.Duration
-	IdleTimeout       time.Duration
-	// WriteTimeout bounds each write to the client: one that reads nothing
-	// for this long is dropped (like nginx's send_timeout). Default 60 s;
-	// negative means none. Handlers may set their own deadlines.
-	WriteTimeout time.Duration
-	// BodyReadTimeout bounds each wait for more of a request body (like
-	// nginx's client_body_timeout): a client that sends nothing for this
-	// long makes the handler's body read fail with an error for which
-	// os.IsTimeout is true (handlers answer 408), and the connection is
-	// closed after the response. Default 60 s; negative means none. A
-	// handler's own read deadline (http.ResponseController) replaces it
-	// for the rest of the request.
-	BodyReadTimeout time.Duration
-	// MaxHeaderBytes bounds the request line and header fields; beyond it
-	// the client gets 431 (414 when the request line alone is too long).
-	// Default 32 KiB.
-	MaxHeaderBytes int
+	// Limits are the client limits (server/internal/limits): header read
+	// (also the wait for a new connection's first request), idle keep-alive,
+	// body silence and minimum rate (a slow body makes the handler's read
+	// fail with an error for which os.IsTimeout is true; handlers answer
+	// 408 and the connection is closed after the response; a handler's own
+	// read deadline, through http.ResponseController, replaces them for the
+	// rest of the request), write progress (a client that reads nothing
+	// for Limits.Write is dropped, like nginx's send_timeout; handlers may
+	// set their own deadlines) and header bytes (431 beyond, 414 when the
+	// request line alone is too long). Zero fields take the defaults.
+	Limits limits.Limits
 	// Logger receives engine-level problems (panics in handlers). Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -64,28 +55,6 @@ type Server struct {
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = http.ErrServerClosed
-
-func (s *Server) maxHeaderBytes() int {
-	if s.MaxHeaderBytes > 0 {
-		return s.MaxHeaderBytes
-	}
-	return 32 << 10
-}
-
-func (s *Server) bodyReadTimeout() time.Duration { return orDefault(s.BodyReadTimeout, time.Minute) }
-
-func (s *Server) writeTimeout() time.Duration { return orDefault(s.WriteTimeout, time.Minute) }
-
-// orDefault reads a timeout field: zero means def, negative means none (0).
-func orDefault(d, def time.Duration) time.Duration {
-	switch {
-	case d < 0:
-		return 0
-	case d == 0:
-		return def
-	}
-	return d
-}
 
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {

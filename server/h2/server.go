@@ -25,7 +25,8 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // Server serves HTTP/2 connections.
@@ -33,11 +34,23 @@ type Server struct {
 	Handler http.Handler
 	// MaxConcurrentStreams is advertised to clients (default 128, as nginx).
 	MaxConcurrentStreams uint32
-	// MaxHeaderBytes bounds a request's header list (default 32 KiB);
-	// larger ones get 431.
-	MaxHeaderBytes int
-	// IdleTimeout closes a connection without open streams after this long.
-	IdleTimeout time.Duration
+	// Limits are the client limits shared with the HTTP/1.1 engine
+	// (server/internal/limits), as they apply here:
+	//   - ReadHeader: the client preface and first SETTINGS; and a header
+	//     block (HEADERS and its CONTINUATION frames) must end within it;
+	//   - Idle: a connection with no stream whose handler runs is closed
+	//     (GOAWAY NO_ERROR) this long after its last one ended, whatever
+	//     else (PING, half-open streams) the client sends;
+	//   - BodyRead and BodyMinRate: a handler's request body read fails
+	//     with a timeout when the client sends nothing for BodyRead or
+	//     falls below the minimum average rate;
+	//   - Write: a stream that gets no flow-control window for this long is
+	//     reset (RST_STREAM CANCEL), failing its handler's writes so that
+	//     it lets go of what it holds; if the connection made no progress
+	//     either, it is closed (GOAWAY ENHANCE_YOUR_CALM); a connection
+	//     whose socket takes no bytes for this long is closed;
+	//   - HeaderBytes: a request's header list; larger ones get 431.
+	Limits limits.Limits
 	// Logger receives panics of handlers and protocol errors worth seeing.
 	Logger *slog.Logger
 	// BaseContext is the parent of every connection's context.
@@ -66,12 +79,7 @@ func (s *Server) maxStreams() uint32 {
 	return defaultMaxStreams
 }
 
-func (s *Server) maxHeaderBytes() uint32 {
-	if s.MaxHeaderBytes > 0 {
-		return uint32(s.MaxHeaderBytes)
-	}
-	return 32 << 10
-}
+func (s *Server) maxHeaderBytes() uint32 { return uint32(s.Limits.MaxHeaderBytes()) }
 
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
