@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -447,6 +448,48 @@ type listener struct {
 	tlsc *tls.Config
 	hsTO time.Duration
 	vh   atomic.Pointer[vhosts]
+
+	hsMu        sync.Mutex
+	handshaking map[net.Conn]struct{} // TLS handshakes in progress
+}
+
+// makeRoom closes up to n connections that hold a slot under the
+// connection limit without using it, most harmless first: idle HTTP/1.1
+// keep-alive connections, HTTP/2 connections with no running handler,
+// HTTP/1.1 connections still sending their request head, TLS handshakes in
+// progress; when from is valid, only connections from that address. It
+// returns how many it closed.
+func (l *listener) makeRoom(n int, from netip.Addr) int {
+	var match func(string) bool
+	if from.IsValid() {
+		match = func(remote string) bool {
+			ap, err := netip.ParseAddrPort(remote)
+			return err == nil && ap.Addr().Unmap() == from
+		}
+	}
+	k := l.h1.CloseIdle(n, match)
+	if k < n && l.h2 != nil {
+		k += l.h2.CloseIdle(n-k, match)
+	}
+	if k < n {
+		k += l.h1.CloseReadingHead(n-k, match)
+	}
+	if k < n {
+		l.hsMu.Lock()
+		for c := range l.handshaking {
+			if k >= n {
+				break
+			}
+			if match != nil && !match(c.RemoteAddr().String()) {
+				continue
+			}
+			c.Close()
+			delete(l.handshaking, c)
+			k++
+		}
+		l.hsMu.Unlock()
+	}
+	return k
 }
 
 func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
@@ -457,7 +500,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.limits.ReadHeaderTimeout()}
 	var limited *limitListener
 	if s.o.MaxConns > 0 {
-		limited = &limitListener{Listener: ln, max: int64(s.o.MaxConns)}
+		limited = newLimitListener(ln, s.o.MaxConns)
 		l.ln = limited
 	}
 	l.srv = &http.Server{
@@ -480,7 +523,7 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 	if s.o.Engine != "net/http" {
 		l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log}
 		if limited != nil {
-			limited.closeIdle = l.h1.CloseIdle
+			limited.makeRoom = l.makeRoom
 		}
 		if isTLS {
 			l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log}
@@ -527,11 +570,21 @@ func (l *listener) acceptTLS() error {
 }
 
 func (l *listener) handshake(c net.Conn) {
+	l.hsMu.Lock()
+	if l.handshaking == nil {
+		l.handshaking = map[net.Conn]struct{}{}
+	}
+	l.handshaking[c] = struct{}{}
+	l.hsMu.Unlock()
 	tc := tls.Server(c, l.tlsc)
 	if l.hsTO > 0 {
 		tc.SetDeadline(time.Now().Add(l.hsTO))
 	}
-	if err := tc.Handshake(); err != nil {
+	err := tc.Handshake()
+	l.hsMu.Lock()
+	delete(l.handshaking, c)
+	l.hsMu.Unlock()
+	if err != nil {
 		// Plain HTTP sent to the HTTPS port: say so, as nginx and net/http
 		// do, instead of closing without a word.
 		var re tls.RecordHeaderError

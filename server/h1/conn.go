@@ -21,8 +21,9 @@ import (
 )
 
 const (
-	stateIdle int32 = iota
-	stateActive
+	stateIdle   int32 = iota // waiting for a request's first byte
+	stateHead                // reading a request head
+	stateActive              // serving a request
 	stateHijacked
 )
 
@@ -155,15 +156,17 @@ func (c *conn) serve() {
 				return
 			}
 		}
-		c.state.Store(stateActive)
+		c.state.Store(stateHead)
 		if rht := c.srv.Limits.ReadHeaderTimeout(); rht > 0 && !c.headerBuffered() {
 			c.setReadDeadline(time.Now().Add(rht))
 		}
 		req, err := c.readRequest()
 		if err != nil {
+			c.state.Store(stateActive) // the error answer is written
 			c.writeError(err)
 			return
 		}
+		c.state.Store(stateActive)
 		if req.Body != http.NoBody {
 			// Bodies are read at the handler's pace (it may set its own
 			// deadlines through http.ResponseController).

@@ -179,8 +179,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // CloseIdle closes up to n connections that are waiting for their next
 // request, to make room under a connection limit (as nginx reuses idle
-// keep-alive connections). It returns how many it closed.
-func (s *Server) CloseIdle(n int) int {
+// keep-alive connections); with match set, only those whose remote
+// address (host:port) it accepts. It returns how many it closed.
+func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
+	return s.closeIn(stateIdle, n, match)
+}
+
+// CloseReadingHead closes up to n connections still sending a request
+// head, the second choice under a connection limit: a slowloris client
+// drips header bytes to hold its slots, while a real client sends its
+// head in one go. match is as for CloseIdle. It returns how many it
+// closed.
+func (s *Server) CloseReadingHead(n int, match func(remote string) bool) int {
+	return s.closeIn(stateHead, n, match)
+}
+
+func (s *Server) closeIn(state int32, n int, match func(string) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	closed := 0
@@ -188,7 +202,7 @@ func (s *Server) CloseIdle(n int) int {
 		if closed >= n {
 			break
 		}
-		if c.state.Load() == stateIdle {
+		if c.state.Load() == state && (match == nil || match(c.remote)) {
 			c.rwc.Close()
 			closed++
 		}

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 
 	"github.com/arkaweb/arka/server/internal/limits"
+	"golang.org/x/net/http2"
 )
 
 // Server serves HTTP/2 connections.
@@ -134,6 +135,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.Close()
 		return ctx.Err()
 	}
+}
+
+// CloseIdle ends up to n connections none of whose streams has a running
+// handler (GOAWAY, then close), to make room under a connection limit:
+// a connection that only holds half-open or stalled streams counts as
+// idle. With match set, only connections whose remote address (host:port)
+// it accepts. It returns how many it closed.
+func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
+	s.mu.Lock()
+	var idle []*conn
+	for c := range s.conns {
+		if len(idle) >= n {
+			break
+		}
+		if match != nil && !match(c.remote) {
+			continue
+		}
+		c.smu.Lock()
+		if c.active == 0 {
+			idle = append(idle, c)
+		}
+		c.smu.Unlock()
+	}
+	s.mu.Unlock()
+	for _, c := range idle {
+		c.goAway(http2.ErrCodeNo)
+		c.closeSoon()
+	}
+	return len(idle)
 }
 
 // Close closes every connection at once.
