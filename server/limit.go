@@ -20,9 +20,9 @@ import (
 // memory of a small board.
 type limitListener struct {
 	net.Listener
-	max      int64
-	perAddr  int // most connections from one address (maxPerAddr)
-	n        atomic.Int64
+	max     int64
+	perAddr int // most connections from one address (maxPerAddr)
+	n       atomic.Int64
 	// makeRoom closes up to n unused connections (from one address, if
 	// valid) and returns how many; may be nil.
 	makeRoom func(n int, from netip.Addr) int
