@@ -83,6 +83,7 @@ type rawSite struct {
 type rawRoute struct {
 	Path    string         `toml:"path"`
 	Handler toml.Primitive `toml:"handler"`
+	RouteOptions
 }
 
 // Parse decodes and validates one site file. name is used in messages and
@@ -135,6 +136,7 @@ outer:
 			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
 	}
 	v.site(site)
+	v.siteOptions(site)
 	if len(v.errs) > 0 {
 		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
 		return nil, v.errs
@@ -279,6 +281,7 @@ var knownKeys = []string{
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
+	"set", "add", "remove", "basic_auth", "realm", "users", "deny",
 }
 
 func editDistance(a, b string) int {
@@ -341,7 +344,8 @@ func (v *validator) abs(p string) string {
 func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	at := fmt.Sprintf("routes[%d]", i)
 	line, col := v.pos.at(at)
-	r := Route{Path: rr.Path, Line: line, Col: col}
+	r := Route{Path: rr.Path, Line: line, Col: col, Options: rr.RouteOptions}
+	v.routeOptions(at, &r.Options)
 	switch {
 	case rr.Path == "":
 		v.errAt(at, "route has no path (for example path = \"/\")")

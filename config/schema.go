@@ -1,5 +1,7 @@
 package config
 
+import "net/netip"
+
 // The schema of a site file. One TOML file describes one virtual host, in the
 // format published in the Arka seed:
 //
@@ -34,15 +36,21 @@ type Site struct {
 	// messages that refer back to the file.
 	File string `toml:"-"`
 
-	Default     bool        `toml:"default"`
-	ServerNames []string    `toml:"server_names"` // lower-cased; "*.example.org" wildcards; empty = any host
-	Listen      []string    `toml:"listen"`       // plain HTTP addresses, "host:port" or ":port"
-	RequestID   bool        `toml:"request_id"`   // set and forward X-Request-Id
-	TLS         TLS         `toml:"tls"`
-	Log         Log         `toml:"log"`
-	Compression Compression `toml:"compression"`
-	Limits      Limits      `toml:"limits"`
-	Routes      []Route     `toml:"-"` // decoded from rawRoute
+	Default     bool     `toml:"default"`
+	ServerNames []string `toml:"server_names"` // lower-cased; "*.example.org" wildcards; empty = any host
+	Listen      []string `toml:"listen"`       // plain HTTP addresses, "host:port" or ":port"
+	RequestID   bool     `toml:"request_id"`   // set and forward X-Request-Id
+	// TrustedProxies are client networks (CIDR or addresses) whose
+	// forwarding fields (X-Real-IP, X-Forwarded-For, X-Forwarded-Proto) are
+	// believed: route allow/deny and the access log then name the client
+	// they forwarded for. A proxy route's own trusted_proxies overrides it.
+	TrustedProxies []string       `toml:"trusted_proxies"`
+	TrustedNets    []netip.Prefix `toml:"-"` // TrustedProxies parsed
+	TLS            TLS            `toml:"tls"`
+	Log            Log            `toml:"log"`
+	Compression    Compression    `toml:"compression"`
+	Limits         Limits         `toml:"limits"`
+	Routes         []Route        `toml:"-"` // decoded from rawRoute
 
 	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
 	// see PHP for how it combines with [global] php.
@@ -113,6 +121,9 @@ type Route struct {
 	Proxy   *Proxy
 	FastCGI *FastCGI
 	Status  *Status
+
+	// Options apply whatever the handler (see RouteOptions).
+	Options RouteOptions
 
 	Line, Col int // where the route's table starts in the site file
 }

@@ -58,7 +58,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Type, err)
 				continue
 			}
-			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr)})
+			trusted := trustedFor(cs, cr)
+			h, hdr := s.routeOptions(cs, cr, h, trusted)
+			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -113,7 +115,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 	case "static":
 		h, err := static.New(cr.Static, static.Options{
 			Cache:       s.cache,
-			Compress:    comp.CompressionEnabled(),
+			Compress:    compresses(cs, cr),
 			MinSize:     comp.MinSizeBytes(),
 			Constrained: s.constrained,
 		})
@@ -135,7 +137,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		if err != nil {
 			return nil, err
 		}
-		return s.dynamic(cs, h), nil
+		return s.dynamic(cs, cr, h), nil
 	case "fastcgi":
 		return s.fastcgiHandler(cs, cr, t)
 	case "proxy":
@@ -143,13 +145,14 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			Logger:    s.log,
 			Site:      cs.File,
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
+			Trusted:   cs.TrustedNets,
 		})
 		if err != nil {
 			return nil, err
 		}
 		t.closers = append(t.closers, ph)
 		t.proxies = append(t.proxies, ph)
-		return noCodingForTunnels(ph, s.dynamic(cs, ph)), nil
+		return noCodingForTunnels(ph, s.dynamic(cs, cr, ph)), nil
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
 }
@@ -177,7 +180,7 @@ func noCodingForTunnels(h, coded http.Handler) http.Handler {
 func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
 	files, err := static.New(&config.Static{Root: cr.FastCGI.Root}, static.Options{
 		Cache:       s.cache,
-		Compress:    cs.Compression.CompressionEnabled(),
+		Compress:    compresses(cs, cr),
 		MinSize:     cs.Compression.MinSizeBytes(),
 		Constrained: s.constrained,
 	})
@@ -211,14 +214,20 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 	// some of which the file handler may be serving.
 	t.closers = append(t.closers, h, files)
 	t.fastcgi = append(t.fastcgi, h)
-	return s.dynamic(cs, h), nil
+	return s.dynamic(cs, cr, h), nil
+}
+
+// compresses reports whether Arka content-codes the route's responses:
+// the site's [compression] enabled, unless the route says compression = false.
+func compresses(cs *config.Site, cr *config.Route) bool {
+	return cs.Compression.CompressionEnabled() && (cr.Options.Compression == nil || *cr.Options.Compression)
 }
 
 // dynamic wraps a handler of responses made per request with content
-// coding, when the site enables compression.
-func (s *Server) dynamic(cs *config.Site, h http.Handler) http.Handler {
+// coding, when the site and route enable compression.
+func (s *Server) dynamic(cs *config.Site, cr *config.Route, h http.Handler) http.Handler {
 	c := cs.Compression
-	if !c.CompressionEnabled() {
+	if !compresses(cs, cr) {
 		return h
 	}
 	var lv [encoding.NumCodings]int

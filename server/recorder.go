@@ -17,6 +17,19 @@ type recorder struct {
 	w      http.ResponseWriter
 	status int
 	bytes  int64
+	// hdr are the route's response field changes, applied once, just
+	// before the response head goes to the engine; nil for most routes.
+	hdr     *headerOps
+	applied bool
+}
+
+// head applies the route's field changes before the first final status
+// or body byte reaches the engine.
+func (r *recorder) head() {
+	if r.hdr != nil && !r.applied {
+		r.applied = true
+		r.hdr.apply(r.w.Header())
+	}
 }
 
 var recorders = sync.Pool{New: func() any { return new(recorder) }}
@@ -27,6 +40,9 @@ func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 || r.status < 200 {
 		r.status = code
 	}
+	if code >= 200 {
+		r.head()
+	}
 	r.w.WriteHeader(code)
 }
 
@@ -34,6 +50,7 @@ func (r *recorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.head()
 	n, err := r.w.Write(p)
 	r.bytes += int64(n)
 	return n, err
@@ -43,6 +60,7 @@ func (r *recorder) WriteString(s string) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.head()
 	n, err := io.WriteString(r.w, s)
 	r.bytes += int64(n)
 	return n, err
@@ -53,6 +71,7 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.head()
 	var n int64
 	var err error
 	if rf, ok := r.w.(io.ReaderFrom); ok {
@@ -70,6 +89,7 @@ func (r *recorder) FlushError() error {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.head()
 	return http.NewResponseController(r.w).Flush()
 }
 

@@ -731,6 +731,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
+	rec.hdr, rec.applied = rt.hdr, false
 	defer func() {
 		// Count and log the request even when the handler aborted it
 		// (panic(http.ErrAbortHandler) for a response cut short); the
@@ -748,7 +749,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w = nil
+		rec.w, rec.hdr = nil, nil
 		recorders.Put(rec)
 		d := time.Since(start)
 		rt.stats.observe(status, d, n)

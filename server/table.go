@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -52,6 +53,11 @@ type route struct {
 	prefix string
 	h      http.Handler
 	stats  *RouteStats
+	// hdr are the route's response field changes (nil without any),
+	// applied by the recorder when the response head is written.
+	hdr *headerOps
+	// trusted are the networks whose forwarding fields name the client.
+	trusted []netip.Prefix
 }
 
 // match finds the site for a Host value (or SNI name): exact name, then the

@@ -4,6 +4,7 @@
 //	arka -c PATH          serve a site file, or a directory of *.toml site files
 //	arka -t -c PATH       check the configuration and exit (0 when valid)
 //	arka -version         print the version
+//	arka hash-password    print a bcrypt hash of a password for basic_auth
 //
 // Signals: SIGHUP re-reads the configuration (the old one keeps serving if
 // the new one has a mistake); SIGUSR1 reopens access logs; SIGTERM and
@@ -33,6 +34,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "hash-password" {
+		return hashPassword(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	}
 	fl := flag.NewFlagSet("arka", flag.ContinueOnError)
 	confPath := fl.String("c", "", "site file, or directory of *.toml site files (default: the embedded demo site)")
 	check := fl.Bool("t", false, "check the configuration and exit")

@@ -151,6 +151,7 @@ func responseHopByHop(k string) bool {
 // fields.
 type forwarded struct {
 	ip      string // client address without port or brackets
+	client  string // the original client (realip.Client): X-Real-IP
 	trusted bool   // the client is a trusted proxy: keep and extend its chain
 	proto   string // "http" or "https"
 }
@@ -194,8 +195,10 @@ func isTrusted(nets []netip.Prefix, ip string) bool {
 // and the fields agree on the original request:
 //
 //   - X-Forwarded-For: its list, then its address.
-//   - X-Real-IP: its X-Real-IP if it sent one (the original client, as
-//     the front proxy saw it), else its address.
+//   - X-Real-IP: the original client (realip.Client): its X-Real-IP if
+//     it sent an address (the client as the front proxy saw it), else the
+//     right-most X-Forwarded-For entry that is not a trusted proxy, else
+//     its address.
 //   - Forwarded: its elements if it sent the field; if it sent only
 //     X-Forwarded-*, those turned into elements (one "for=" per
 //     X-Forwarded-For entry, the first carrying X-Forwarded-Host as host
@@ -211,10 +214,10 @@ func isTrusted(nets []netip.Prefix, ip string) bool {
 // passed on as sent): an application reading either sees "https" for a
 // client that used TLS with the front proxy.
 func writeForwarded(bw *bufio.Writer, h http.Header, host string, f *forwarded) {
-	var xff, xfp, xfh, fwd, xri []string
+	var xff, xfp, xfh, fwd []string
 	if f.trusted {
 		xff, xfp, xfh = h["X-Forwarded-For"], h["X-Forwarded-Proto"], h["X-Forwarded-Host"]
-		fwd, xri = h["Forwarded"], h["X-Real-Ip"]
+		fwd = h["Forwarded"]
 	}
 
 	bw.WriteString("X-Forwarded-For: ")
@@ -226,11 +229,7 @@ func writeForwarded(bw *bufio.Writer, h http.Header, host string, f *forwarded) 
 	bw.WriteString("\r\n")
 
 	bw.WriteString("X-Real-IP: ")
-	if len(xri) > 0 {
-		bw.WriteString(xri[0])
-	} else {
-		bw.WriteString(f.ip)
-	}
+	bw.WriteString(f.client)
 	bw.WriteString("\r\n")
 
 	// The original request's scheme and host, as the chain tells them.

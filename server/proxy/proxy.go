@@ -64,6 +64,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -78,6 +79,9 @@ type Options struct {
 	// says keepalive = "auto" (from the board budget). Zero means
 	// config.DefaultProxyKeepalive.
 	Keepalive int
+	// Trusted are the site's trusted_proxies, used when the route names
+	// none of its own.
+	Trusted []netip.Prefix
 }
 
 // Handler proxies one route. Build it with New; it is safe for concurrent
@@ -150,6 +154,9 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 			return nil, fmt.Errorf("trusted_proxies: %v", err)
 		}
 		h.trusted = append(h.trusted, p)
+	}
+	if len(cfg.TrustedProxies) == 0 {
+		h.trusted = o.Trusted
 	}
 	for _, s := range cfg.Upstreams {
 		u, err := newUpstream(h, s)
@@ -802,6 +809,10 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 			f.proto = "https"
 		}
 		f.trusted = isTrusted(h.trusted, f.ip)
+		f.client = f.ip
+		if f.trusted {
+			f.client = realip.Client(r.RemoteAddr, r.Header, h.trusted)
+		}
 		writeForwarded(bw, r.Header, host, &f)
 	}
 	if upgrade != "" {

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// RouteOptions are the keys every route accepts next to path and handler,
+// whatever its handler. The server applies them in this order before the
+// handler runs: deny and allow (403), basic_auth (401), then the handler,
+// whose response (errors included) gets headers; compression decides
+// whether the response may be content-coded.
+//
+//	[[routes]]
+//	path = "/private/"
+//	handler = { type = "static", root = "/srv/private" }
+//	allow = ["192.168.1.0/24"]
+//	basic_auth = { realm = "family", users = { alice = "$2a$10$..." } }
+//	headers = { set = { "X-Frame-Options" = "DENY" }, remove = ["X-Powered-By"] }
+//	compression = false
+type RouteOptions struct {
+	// Headers changes the response fields of every response of the route.
+	Headers *HeaderOps `toml:"headers"`
+	// BasicAuth asks for a user name and password (RFC 7617).
+	BasicAuth *BasicAuth `toml:"basic_auth"`
+	// Allow and Deny are client networks (CIDR or single addresses). A
+	// client in Deny, or not in a non-empty Allow, gets 403. Behind a
+	// trusted proxy (the site's or the proxy route's trusted_proxies) the
+	// forwarded client address is the one checked.
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+	// Compression: nil follows the site's [compression] and never codes on
+	// the fly a response that sets a cookie (BREACH); false never codes on
+	// the fly; true codes even responses that set cookies.
+	Compression *bool `toml:"compression"`
+
+	// AllowNets and DenyNets are Allow and Deny parsed by validation.
+	AllowNets []netip.Prefix `toml:"-"`
+	DenyNets  []netip.Prefix `toml:"-"`
+}
+
+// Empty reports whether the route has no options at all.
+func (o *RouteOptions) Empty() bool {
+	return o.Headers == nil && o.BasicAuth == nil && len(o.AllowNets) == 0 && len(o.DenyNets) == 0 && o.Compression == nil
+}
+
+// HeaderOps are response field changes, applied when the response head is
+// written (after the handler chose its fields): Remove, then Set
+// (replacing), then Add (appending). Vary is always merged: set or add
+// only add the tokens the response does not already vary on.
+type HeaderOps struct {
+	Set    map[string]string     `toml:"set"`
+	Add    map[string]StringList `toml:"add"`
+	Remove []string              `toml:"remove"`
+}
+
+// BasicAuth is HTTP Basic authentication (RFC 7617) with bcrypt hashes.
+type BasicAuth struct {
+	// Realm is shown by browsers in the login prompt. Default "restricted".
+	Realm string `toml:"realm"`
+	// Users maps user names to bcrypt hashes ("$2a$", "$2b$" or "$2y$",
+	// as `arka hash-password` prints).
+	Users map[string]string `toml:"users"`
+}
+
+// DefaultBasicAuthRealm is the realm of a basic_auth without one.
+const DefaultBasicAuthRealm = "restricted"
+
+// RealmOrDefault returns the realm to announce.
+func (b *BasicAuth) RealmOrDefault() string {
+	if b.Realm == "" {
+		return DefaultBasicAuthRealm
+	}
+	return b.Realm
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// routeOptions validates the options of the route at path at ("routes[2]").
+func (v *validator) routeOptions(at string, o *RouteOptions) {
+	if h := o.Headers; h != nil {
+		hp := at + ".headers"
+		check := func(key, name string, vals ...string) {
+			if !validHeaderName(name) {
+				v.errAt(hp+"."+key, "header name %q is not a valid field name (RFC 9110 section 5.1)", name)
+				return
+			}
+			for _, val := range vals {
+				if !validHeaderValue(val) {
+					v.errAt(hp+"."+key, "header %s: value %q has a control character (RFC 9110 section 5.5)", name, val)
+				}
+			}
+		}
+		for _, k := range sortedKeys(h.Set) {
+			check("set", k, h.Set[k])
+		}
+		for _, k := range sortedKeys(h.Add) {
+			check("add", k, h.Add[k]...)
+		}
+		for i, k := range h.Remove {
+			if !validHeaderName(k) {
+				v.errAt(fmt.Sprintf("%s.remove[%d]", hp, i), "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
+			}
+		}
+	}
+	if b := o.BasicAuth; b != nil {
+		bp := at + ".basic_auth"
+		if strings.ContainsAny(b.Realm, "\"\\") || !validHeaderValue(b.Realm) {
+			v.errAt(bp+".realm", "realm %q must not contain quotes, backslashes or control characters", b.Realm)
+		}
+		if len(b.Users) == 0 {
+			v.errAt(bp, "basic_auth needs at least one user: users = { alice = \"<hash from arka hash-password>\" }")
+		}
+		for _, name := range sortedKeys(b.Users) {
+			up := bp + ".users." + name
+			if name == "" || strings.ContainsAny(name, ":") || !validHeaderValue(name) {
+				v.errAt(up, "user name %q must not be empty or contain \":\" or control characters (RFC 7617 section 2)", name)
+			}
+			if _, err := bcrypt.Cost([]byte(b.Users[name])); err != nil {
+				v.errAt(up, "user %q: expected a bcrypt hash (\"$2a$...\"), not a password; make one with `arka hash-password`", name)
+			}
+		}
+	}
+	o.AllowNets = v.prefixes(at, "allow", o.Allow)
+	o.DenyNets = v.prefixes(at, "deny", o.Deny)
+}
+
+// prefixes parses a list of networks at at.key[i].
+func (v *validator) prefixes(at, key string, list []string) []netip.Prefix {
+	var out []netip.Prefix
+	path := key
+	if at != "" {
+		path = at + "." + key
+	}
+	for i, c := range list {
+		p, err := ParsePrefix(c)
+		if err != nil {
+			v.errAt(fmt.Sprintf("%s[%d]", path, i), "%s: %v", key, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// siteOptions validates the site-level keys of issue 19's features.
+func (v *validator) siteOptions(s *Site) {
+	s.TrustedNets = v.prefixes("", "trusted_proxies", s.TrustedProxies)
+}

@@ -1,0 +1,88 @@
+// Package realip names the client of a request: the direct peer, or, when
+// the peer is a trusted proxy, the client it forwarded for. The proxy
+// handler's X-Real-IP, route allow/deny and the access log all use it, so
+// they agree on who the client is.
+package realip
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Peer returns the address part of a RemoteAddr ("192.0.2.1:5000",
+// "[2001:db8::1]:5000") without allocating.
+func Peer(remote string) string {
+	if i := strings.LastIndexByte(remote, ':'); i >= 0 && (remote[0] != '[' || remote[i-1] == ']') {
+		if strings.IndexByte(remote, ':') == i || remote[0] == '[' {
+			remote = remote[:i]
+		}
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(remote, "["), "]")
+}
+
+// Trusted reports whether the address ip falls in one of nets.
+func Trusted(nets []netip.Prefix, ip string) bool {
+	if len(nets) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, n := range nets {
+		if n.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Client returns the address of the client of a request that came from
+// remote (a RemoteAddr) with header h:
+//
+//   - from a peer that is not in trusted: the peer;
+//   - from a trusted peer: its X-Real-IP when that is an address (the
+//     original client, as the front proxy saw it); else the right-most
+//     X-Forwarded-For entry that is not itself a trusted proxy (entries
+//     further left were written by whoever sent the request to the first
+//     proxy, and could be forged); else the peer.
+//
+// It does not allocate.
+func Client(remote string, h http.Header, trusted []netip.Prefix) string {
+	peer := Peer(remote)
+	if len(trusted) == 0 || !Trusted(trusted, peer) {
+		return peer
+	}
+	if v := h["X-Real-Ip"]; len(v) > 0 {
+		if ip := strings.TrimSpace(v[0]); validAddr(ip) {
+			return ip
+		}
+	}
+	xff := h["X-Forwarded-For"]
+	for i := len(xff) - 1; i >= 0; i-- {
+		list := xff[i]
+		for list != "" {
+			var e string
+			if j := strings.LastIndexByte(list, ','); j >= 0 {
+				e, list = list[j+1:], list[:j]
+			} else {
+				e, list = list, ""
+			}
+			e = strings.TrimSpace(e)
+			if !validAddr(e) {
+				return peer
+			}
+			if !Trusted(trusted, e) {
+				return e
+			}
+		}
+	}
+	return peer
+}
+
+func validAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
