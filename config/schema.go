@@ -165,6 +165,10 @@ type Proxy struct {
 	IdleTimeout           *Duration `toml:"idle_timeout"`
 	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
 	Health                *Health   `toml:"health"`
+	// RequestBuffering reads a request body whole (memory, then a spool
+	// file) before an upstream connection is taken. Default true; false
+	// streams it (uploads the upstream must see as they come).
+	RequestBuffering *bool `toml:"request_buffering"`
 }
 
 // Health is an active upstream health check.
@@ -194,6 +198,10 @@ type FastCGI struct {
 
 	ConnectTimeout *Duration `toml:"connect_timeout"`
 	ReadTimeout    *Duration `toml:"read_timeout"` // longest wait for output from the script
+	// RequestBuffering reads a request body whole (memory, then a spool
+	// file) before a php-fpm connection is taken. Default true; false
+	// streams bodies of known length while the script runs.
+	RequestBuffering *bool `toml:"request_buffering"`
 }
 
 // Queue is the FIFO of requests waiting for a FastCGI connection.

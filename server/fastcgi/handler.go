@@ -37,11 +37,12 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/spool"
 )
 
-// DefaultMaxSpool is the largest request body of unknown length (chunked)
-// spooled for a script when Options.MaxSpool is 0; larger ones get 413.
-const DefaultMaxSpool = 1 << 30
+// DefaultMaxSpool is the largest request body spooled for a script when
+// Options.MaxSpool is 0; larger ones get 413.
+const DefaultMaxSpool = spool.DefaultMax
 
 // retryAfter is the Retry-After value, in seconds, of a 503 from a full
 // queue or a queue timeout (RFC 9110 section 10.2.3).
@@ -113,6 +114,7 @@ type Handler struct {
 	static       http.Handler
 	tempDir      string
 	maxSpool     int64
+	buffering    bool // request_buffering: bodies read whole before a connection is taken
 
 	staticParams []byte // encoded pairs sent with every request
 	envParams    []byte // the route's env, sent last so it can override
@@ -253,6 +255,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	if h.maxSpool <= 0 {
 		h.maxSpool = DefaultMaxSpool
 	}
+	h.buffering = cfg.RequestBufferingEnabled()
 
 	logger := opts.Logger
 	if logger == nil {
@@ -519,7 +522,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		// The client stopped sending its body (the engine's body read
 		// timeout, like nginx's client_body_timeout).
 		errpage.Write(w, r, http.StatusRequestTimeout)
-	case strings.HasPrefix(err.Error(), "spool request body"):
+	case errors.As(err, new(*spool.WriteError)):
 		h.errs.Add(1)
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusInternalServerError)
