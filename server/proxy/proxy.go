@@ -64,8 +64,8 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
-	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/realip"
+	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
