@@ -21,7 +21,8 @@ import (
 )
 
 const (
-	stateIdle   int32 = iota // waiting for a request's first byte
+	stateIdle   int32 = iota // kept alive, waiting for the next request's first byte
+	stateNew                 // new, waiting for the first request's first byte
 	stateHead                // reading a request head
 	stateActive              // serving a request
 	stateHijacked
@@ -55,6 +56,7 @@ type conn struct {
 	cancel context.CancelFunc
 	tmpl   *http.Request // carries ctx; copied for each request
 	state  atomic.Int32
+	seq    uint64 // order of acceptance (Server.seq)
 
 	url      url.URL
 	header   http.Header
@@ -132,7 +134,11 @@ func (c *conn) serve() {
 		}
 	}()
 	for first := true; ; first = false {
-		c.state.Store(stateIdle)
+		if first {
+			c.state.Store(stateNew)
+		} else {
+			c.state.Store(stateIdle)
+		}
 		if c.srv.closing.Load() {
 			return
 		}

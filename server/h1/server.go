@@ -12,12 +12,14 @@
 package h1
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +53,7 @@ type Server struct {
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
 	wg        sync.WaitGroup
+	seq       uint64 // connections accepted (conn.seq), under mu
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -132,6 +135,8 @@ func (s *Server) track(c *conn, add bool) bool {
 		if s.conns == nil {
 			s.conns = map[*conn]struct{}{}
 		}
+		s.seq++
+		c.seq = s.seq
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		return true
@@ -161,7 +166,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		for c := range s.conns {
-			if c.state.Load() == stateIdle {
+			if st := c.state.Load(); st == stateIdle || st == stateNew {
 				c.rwc.Close()
 			}
 		}
@@ -177,37 +182,44 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// CloseIdle closes up to n connections that are waiting for their next
-// request, to make room under a connection limit (as nginx reuses idle
-// keep-alive connections); with match set, only those whose remote
-// address (host:port) it accepts. It returns how many it closed.
+// CloseIdle closes up to n kept-alive connections that are waiting for
+// their next request, to make room under a connection limit (as nginx
+// reuses idle keep-alive connections); with match set, only those whose
+// remote address (host:port) it accepts. It returns how many it closed.
 func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
-	return s.closeIn(stateIdle, n, match)
+	return s.closeIn(stateIdle, stateIdle, n, match)
 }
 
-// CloseReadingHead closes up to n connections still sending a request
-// head, the second choice under a connection limit: a slowloris client
-// drips header bytes to hold its slots, while a real client sends its
-// head in one go. match is as for CloseIdle. It returns how many it
-// closed.
+// CloseReadingHead closes up to n connections that have not sent a whole
+// request head yet (new ones included), oldest first: the second choice
+// under a connection limit, as a slowloris client drips header bytes (or
+// sends nothing) to hold its slots, while a real client sends its head in
+// one go right after connecting. match is as for CloseIdle. It returns how
+// many it closed.
 func (s *Server) CloseReadingHead(n int, match func(remote string) bool) int {
-	return s.closeIn(stateHead, n, match)
+	return s.closeIn(stateNew, stateHead, n, match)
 }
 
-func (s *Server) closeIn(state int32, n int, match func(string) bool) int {
+// closeIn closes up to n connections in state a or b, oldest first: a
+// connection just accepted, whose client is about to send its request, is
+// the last to go.
+func (s *Server) closeIn(a, b int32, n int, match func(string) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	closed := 0
+	var cand []*conn
 	for c := range s.conns {
-		if closed >= n {
-			break
-		}
-		if c.state.Load() == state && (match == nil || match(c.remote)) {
-			c.rwc.Close()
-			closed++
+		if st := c.state.Load(); (st == a || st == b) && (match == nil || match(c.remote)) {
+			cand = append(cand, c)
 		}
 	}
-	return closed
+	if len(cand) > n {
+		slices.SortFunc(cand, func(a, b *conn) int { return cmp.Compare(a.seq, b.seq) })
+		cand = cand[:n]
+	}
+	for _, c := range cand {
+		c.rwc.Close()
+	}
+	return len(cand)
 }
 
 // Close closes listeners and every connection at once.
