@@ -15,8 +15,10 @@ build:
 run: build
 	./bin/arka -state $(STATE)
 
+# go vet, staticcheck (honnef.co/go/tools, pinned as a tool in go.mod) and gofmt.
 vet:
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
 
 # Every test: unit, integration (real binary, real php-fpm, real clients) and

@@ -11,9 +11,13 @@ require (
 	github.com/maypok86/otter/v2 v2.4.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
+	golang.org/x/crypto v0.59.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	google.golang.org/protobuf v1.36.12
+	periph.io/x/conn/v3 v3.7.3
+	periph.io/x/host/v3 v3.8.5
 )
 
 require (
@@ -40,16 +44,20 @@ tool (
 	github.com/gokrazy/gokrazy/cmd/ntp
 	github.com/gokrazy/gokrazy/cmd/randomd
 	github.com/summerwind/h2spec/cmd/h2spec
+	honnef.co/go/tools/cmd/staticcheck
 )
 
 require (
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/summerwind/h2spec v2.2.1+incompatible // indirect
-	golang.org/x/crypto v0.59.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
+	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	honnef.co/go/tools v0.7.0 // indirect
 )

@@ -36,11 +36,9 @@ const (
 // (Overrides); "auto" (nil) keeps the derived value.
 type Budget struct {
 	// Inputs the numbers were derived from.
-	Cores       int    // logical CPUs
-	RAMBytes    uint64 // usable RAM the split is computed from
-	RAMAssumed  bool   // RAM was unknown and FloorRAMBytes was used
-	SlowCPU     bool   // Cortex-A53 class cores (Pi Zero 2 W, Pi 3): less on-the-fly compression
-	ThermalHotC float64
+	Cores      int    // logical CPUs
+	RAMBytes   uint64 // usable RAM the split is computed from
+	RAMAssumed bool   // RAM was unknown and FloorRAMBytes was used
 
 	GOMAXPROCS         int   // runtime.GOMAXPROCS
 	MemoryLimitBytes   int64 // soft Go memory limit (GOMEMLIMIT) for the arka process
@@ -106,13 +104,11 @@ func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 //	                     per request; nginx's `keepalive 128` is the peer
 func ComputeBudget(b Board, o Overrides) Budget {
 	r := b.UsableRAMBytes()
-	bud := Budget{Cores: max(b.Cores, 1), RAMBytes: r, ThermalHotC: DefaultHotC}
+	bud := Budget{Cores: max(b.Cores, 1), RAMBytes: r}
 	if r == 0 {
 		r, bud.RAMBytes, bud.RAMAssumed = FloorRAMBytes, FloorRAMBytes, true
 	}
 	n := bud.Cores
-	bud.SlowCPU = b.Kind == KindRPiZero2W || b.Kind == KindRPi3B || b.Kind == KindRPi3BPlus ||
-		b.Kind == KindRPi3APlus || b.CPU == "Cortex-A53" || b.CPU == "Cortex-A7" || b.CPU == "ARM1176"
 
 	limit := clamp(int64(r)*30/100, 64*MiB, 8*GiB)
 	bud.GOMAXPROCS = n

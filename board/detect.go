@@ -6,12 +6,20 @@
 // Every reader takes a filesystem root, so tests run on fixture trees
 // (testdata/<board>/proc/..., .../sys/...) and production passes "/".
 //
-// Why not periph.io/x/host/v3: its distro package (DTModel, CPUInfo) reads fixed
-// absolute paths (/proc/device-tree/model, /proc/cpuinfo) and caches them in
-// package-level variables, its Raspberry Pi revision decoder is unexported, and its
-// drivers register themselves from init(). None of it can read a root other than "/",
-// and using it would bring global mutable state the house rules forbid, so the few
-// files involved are parsed here.
+// periph.io/x/host/v3 (v3.8.5) is Arka's hardware library where hardware is
+// driven: the case fan's GPIO pin (package board/fan: host.Init,
+// gpioreg.ByName). It is not used for what this package reads, because none
+// of it can read a root other than "/": its distro package (DTModel,
+// DTCompatible, CPUInfo) reads fixed absolute paths (/proc/device-tree/model,
+// /proc/cpuinfo) and caches them in package-level variables; its Raspberry Pi
+// revision decoder (rpi's parseRevision) is unexported; its sysfs thermal
+// sensors (sysfs.ThermalSensors) and LEDs (sysfs.LEDs) are discovered once,
+// from /sys, when its drivers register from init(). Using them would lose the
+// fixture-root tests (testdata/<board>/...) and bring global mutable state,
+// so the few files involved are parsed here, and the activity LED (package
+// board/led) writes the kernel's LED class files itself: periph's LED cannot
+// set the trigger, so it could neither take the LED from the kernel nor give
+// it back.
 package board
 
 import (

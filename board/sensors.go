@@ -28,6 +28,7 @@ type Sensors struct {
 	DiskFree  *uint64        `json:"disk_free_bytes"`  // free space for unprivileged writers on DiskPath
 	DiskTotal *uint64        `json:"disk_total_bytes"` // size of the filesystem holding DiskPath
 	DiskPath  string         `json:"disk_path,omitempty"`
+	Fans      []KernelFan    `json:"fans,omitempty"`  // fans the kernel drives (Pi 5 fan header); see KernelFan
 	Notes     []string       `json:"notes,omitempty"` // malformed files that were ignored
 }
 
@@ -243,6 +244,7 @@ func ReadSensorsFS(fsys fs.FS) Sensors {
 			s.Uptime = &d
 		}
 	}
+	s.Fans = readKernelFans(fsys, note)
 	sort.Strings(s.Notes)
 	return s
 }

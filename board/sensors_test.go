@@ -176,3 +176,35 @@ func TestThermalCustomLimits(t *testing.T) {
 		t.Errorf("%+v", st)
 	}
 }
+
+// TestReadSensorsKernelFans reads a Raspberry Pi 5 tree: the fan header is the
+// "pwm-fan" cooling device (levels 0-4) with a tachometer on hwmon "pwmfan";
+// the CPU frequency cooling device is not a fan.
+func TestReadSensorsKernelFans(t *testing.T) {
+	s := ReadSensorsFS(fstest.MapFS{
+		"sys/class/thermal/cooling_device0/type":      {Data: []byte("pwm-fan\n")},
+		"sys/class/thermal/cooling_device0/cur_state": {Data: []byte("2\n")},
+		"sys/class/thermal/cooling_device0/max_state": {Data: []byte("4\n")},
+		"sys/class/thermal/cooling_device1/type":      {Data: []byte("cpufreq-cpu0\n")},
+		"sys/class/thermal/cooling_device1/cur_state": {Data: []byte("0\n")},
+		"sys/class/thermal/cooling_device1/max_state": {Data: []byte("3\n")},
+		"sys/class/hwmon/hwmon0/name":                 {Data: []byte("cpu_thermal\n")},
+		"sys/class/hwmon/hwmon2/name":                 {Data: []byte("pwmfan\n")},
+		"sys/class/hwmon/hwmon2/fan1_input":           {Data: []byte("3012\n")},
+	})
+	if len(s.Fans) != 1 {
+		t.Fatalf("fans %+v", s.Fans)
+	}
+	f := s.Fans[0]
+	if f.Device != "cooling_device0" || f.Type != "pwm-fan" || f.Level != 2 || f.MaxLevel != 4 || f.RPM == nil || *f.RPM != 3012 {
+		t.Errorf("fan %+v", f)
+	}
+	s = ReadSensorsFS(fstest.MapFS{
+		"sys/class/thermal/cooling_device0/type":      {Data: []byte("gpio-fan\n")},
+		"sys/class/thermal/cooling_device0/cur_state": {Data: []byte("on\n")},
+		"sys/class/thermal/cooling_device0/max_state": {Data: []byte("1\n")},
+	})
+	if len(s.Fans) != 0 || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "cur_state") {
+		t.Errorf("malformed level: fans %+v notes %q", s.Fans, s.Notes)
+	}
+}

@@ -20,7 +20,7 @@ import (
 )
 
 // HandlerTypes are the route handler types a site file may name.
-var HandlerTypes = []string{"static", "proxy", "fastcgi", "status"}
+var HandlerTypes = []string{"static", "proxy", "fastcgi", "status", "redirect", "respond"}
 
 // Load reads the site configuration at path: one site file, or a directory
 // whose *.toml files are each one site (read in name order; other files and
@@ -273,6 +273,7 @@ var knownKeys = []string{
 	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
 	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
 	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
+	"fan", "pin", "on", "off", // [global] fan (config/fan.go)
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
@@ -281,7 +282,8 @@ var knownKeys = []string{
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
-	"set", "add", "remove", "basic_auth", "realm", "users", "deny",
+	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
+	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify",
 }
 
 func editDistance(a, b string) int {
@@ -384,6 +386,12 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	case "status":
 		r.Status = &Status{}
 		target = r.Status
+	case "redirect":
+		r.Redirect = &Redirect{}
+		target = r.Redirect
+	case "respond":
+		r.Respond = &Respond{}
+		target = r.Respond
 	case "":
 		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
 		v.failed = append(v.failed, i)
@@ -407,6 +415,10 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 		v.fastcgi(hp, r.FastCGI)
 	case r.Status != nil:
 		v.status(hp, r.Status)
+	case r.Redirect != nil:
+		v.redirect(hp, r.Redirect)
+	case r.Respond != nil:
+		v.respond(hp, r.Respond)
 	}
 	site.Routes = append(site.Routes, r)
 }
@@ -521,6 +533,9 @@ func (v *validator) site(s *Site) {
 		}
 		if g.PHP != nil {
 			v.php("global.php", g.PHP)
+		}
+		if g.Fan != nil {
+			v.fan("global.fan", g.Fan)
 		}
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis
@@ -729,10 +744,11 @@ func validHeaderName(k string) bool {
 type Upstream struct {
 	Network string // "tcp" or "unix"
 	Address string // "host:port" or a socket path
+	TLS     bool   // "https://": spoken to over TLS (see Proxy.TLSCA)
 }
 
-// ParseUpstream parses "host:port", "[v6]:port", "http://host:port" or
-// "unix:/path.sock".
+// ParseUpstream parses "host:port", "[v6]:port", "http://host:port",
+// "https://host:port" (port 443 if left out) or "unix:/path.sock".
 func ParseUpstream(s string) (Upstream, error) {
 	t := strings.TrimSpace(s)
 	if p, ok := strings.CutPrefix(t, "unix:"); ok {
@@ -741,16 +757,21 @@ func ParseUpstream(s string) (Upstream, error) {
 		}
 		return Upstream{Network: "unix", Address: p}, nil
 	}
-	if rest, ok := strings.CutPrefix(t, "http://"); ok {
+	secure := strings.HasPrefix(t, "https://")
+	if rest, ok := cutScheme(t); ok {
 		t = strings.TrimSuffix(rest, "/")
 		if strings.Contains(t, "/") {
 			return Upstream{}, errors.New("an upstream is an address, not a URL with a path")
 		}
 		if _, _, err := net.SplitHostPort(t); err != nil {
-			t = net.JoinHostPort(strings.Trim(t, "[]"), "80")
+			port := "80"
+			if secure {
+				port = "443"
+			}
+			t = net.JoinHostPort(strings.Trim(t, "[]"), port)
 		}
 	} else if strings.Contains(t, "://") {
-		return Upstream{}, errors.New("only http:// upstreams are supported")
+		return Upstream{}, errors.New("only http:// and https:// upstreams are supported")
 	}
 	host, port, err := net.SplitHostPort(t)
 	if err != nil || host == "" {
@@ -762,7 +783,7 @@ func ParseUpstream(s string) (Upstream, error) {
 	if _, err := netip.ParseAddr(host); err != nil && checkHostName(strings.ToLower(strings.TrimSuffix(host, "."))) != nil {
 		return Upstream{}, fmt.Errorf("host %q is neither an IP address nor a host name", host)
 	}
-	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port)}, nil
+	return Upstream{Network: "tcp", Address: net.JoinHostPort(host, port), TLS: secure}, nil
 }
 
 // ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address.
@@ -786,11 +807,15 @@ func (v *validator) proxy(at string, p *Proxy) {
 	if len(p.Upstreams) == 0 {
 		v.errAt(at+".upstreams", "proxy needs at least one upstream (upstreams = [\"127.0.0.1:8080\"])")
 	}
+	anyTLS := false
 	for i, u := range p.Upstreams {
-		if _, err := ParseUpstream(u); err != nil {
+		a, err := ParseUpstream(u)
+		if err != nil {
 			v.errAt(fmt.Sprintf("%s.upstreams[%d]", at, i), "upstream %q: %v", u, err)
 		}
+		anyTLS = anyTLS || a.TLS
 	}
+	v.proxyTLS(at, p, anyTLS)
 	switch p.LB {
 	case "", "round_robin", "least_conn":
 	default:

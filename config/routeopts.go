@@ -157,4 +157,5 @@ func (v *validator) prefixes(at, key string, list []string) []netip.Prefix {
 // siteOptions validates the site-level keys of issue 19's features.
 func (v *validator) siteOptions(s *Site) {
 	s.TrustedNets = v.prefixes("", "trusted_proxies", s.TrustedProxies)
+	v.errorPages(&s.Errors)
 }

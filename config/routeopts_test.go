@@ -86,3 +86,65 @@ func TestRouteOptionsErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
 	}
 }
+
+// www to apex is a two-line site file.
+func TestTwoLineRedirectSite(t *testing.T) {
+	s := loadOK(t, `server_names = ["www.example.org"]
+routes = [{ path = "/", handler = { type = "redirect", to = "https://example.org{uri}", status = 301 } }]
+`)
+	r := s.Routes[0].Redirect
+	if r == nil || r.Status != 301 || len(r.Parts) != 2 || r.Parts[1].Kind != PhURI || s.Listen[0] != ":80" {
+		t.Errorf("%+v %+v", s, r)
+	}
+}
+
+func TestRedirectRespondErrors(t *testing.T) {
+	at := func(h string) string { return "[[routes]]\npath = \"/\"\nhandler = " + h + "\n" }
+	cases := []struct{ name, src, want string }{
+		{"unknown placeholder", at(`{ type = "redirect", to = "/x{request_uri}" }`), `:3:32: redirect target "/x{request_uri}": unknown placeholder {request_uri}`},
+		{"unbalanced", at(`{ type = "redirect", to = "/x{path" }`), `unbalanced { }`},
+		{"bad status", at(`{ type = "redirect", to = "/x", status = 200 }`), `:3:43: redirect status 200: use 301, 302, 303, 307 or 308`},
+		{"no target", at(`{ type = "redirect" }`), `:3:1: redirect needs a target`},
+		{"scheme-relative", at(`{ type = "redirect", to = "//evil.example{uri}" }`), `is scheme-relative`},
+		{"not a URL", at(`{ type = "redirect", to = "example.org{uri}" }`), `must be a path ("/new{path}") or an http:// or https:// URL`},
+		{"host first", at(`{ type = "redirect", to = "{host}/x" }`), `must start with a path, a URL`},
+		{"control char", at(`{ type = "redirect", to = "/a\nb" }`), `must not contain spaces, control characters`},
+		{"respond status", at(`{ type = "respond", status = 99 }`), `:3:31: respond status 99: use 200 to 599`},
+		{"respond 204 body", at(`{ type = "respond", status = 204, body = "x" }`), `a 204 response has no body`},
+		{"respond unknown key", at(`{ type = "respond", stauts = 404 }`), `unknown key "routes.handler.stauts" (did you mean "status"?)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
+	}
+}
+
+func TestErrorPagesErrors(t *testing.T) {
+	route := "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n"
+	cases := []struct{ name, src, want string }{
+		{"bad status", "[errors]\nroot = \"WWW\"\npages = { \"600\" = \"x.html\" }\n" + route, `:3:11: error page key "600": use a status from 400 to 599`},
+		{"missing file", "[errors]\nroot = \"WWW\"\npages = { \"404\" = \"nope.html\" }\n" + route, `:3:11: error page "nope.html": no such file under root`},
+		{"outside root", "[errors]\nroot = \"WWW\"\npages = { \"5xx\" = \"../x.html\" }\n" + route, `error page "../x.html" must be a file name under root`},
+		{"missing root", "[errors]\nroot = \"nope\"\npages = { \"404\" = \"x.html\" }\n" + route, `:2:1: root "`},
+		{"intercept alone", "[errors]\nintercept_errors = true\n" + route, `intercept_errors needs pages`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
+	}
+}
+
+func TestProxyTLSErrors(t *testing.T) {
+	at := func(h string) string { return "[[routes]]\npath = \"/\"\nhandler = " + h + "\n" }
+	cases := []struct{ name, src, want string }{
+		{"unreadable CA", at(`{ type = "proxy", upstreams = ["https://10.0.0.5"], tls_ca = "nope.pem" }`), `:3:63: tls_ca: cannot read `},
+		{"CA not PEM", at(`{ type = "proxy", upstreams = ["https://10.0.0.5"], tls_ca = "site.toml" }`), `holds no PEM certificate`},
+		{"tls keys without https upstream", at(`{ type = "proxy", upstreams = ["10.0.0.5:80"], tls_server_name = "a.lan" }`), `:3:58: tls_server_name applies to https:// upstreams, and this route has none`},
+		{"bad server name", at(`{ type = "proxy", upstreams = ["https://10.0.0.5"], tls_server_name = "a b" }`), `tls_server_name "a b" is not a host name`},
+	}
+	for _, c := range cases[:4] {
+		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
+	}
+	s := loadOK(t, at(`{ type = "proxy", upstreams = ["https://pve.lan", "http://10.0.0.6"] }`))
+	if a, err := ParseUpstream(s.Routes[0].Proxy.Upstreams[0]); err != nil || !a.TLS || a.Address != "pve.lan:443" {
+		t.Errorf("https upstream: %+v %v", a, err)
+	}
+}

@@ -50,7 +50,8 @@ type Site struct {
 	Log            Log            `toml:"log"`
 	Compression    Compression    `toml:"compression"`
 	Limits         Limits         `toml:"limits"`
-	Routes         []Route        `toml:"-"` // decoded from rawRoute
+	Errors         ErrorPages     `toml:"errors"` // custom error pages
+	Routes         []Route        `toml:"-"`      // decoded from rawRoute
 
 	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
 	// see PHP for how it combines with [global] php.
@@ -115,12 +116,14 @@ type Limits struct {
 // is set, according to Type.
 type Route struct {
 	Path string // starts with "/"; matched by longest prefix
-	Type string // "static", "proxy", "fastcgi" or "status"
+	Type string // one of HandlerTypes
 
-	Static  *Static
-	Proxy   *Proxy
-	FastCGI *FastCGI
-	Status  *Status
+	Static   *Static
+	Proxy    *Proxy
+	FastCGI  *FastCGI
+	Status   *Status
+	Redirect *Redirect
+	Respond  *Respond
 
 	// Options apply whatever the handler (see RouteOptions).
 	Options RouteOptions
@@ -165,6 +168,16 @@ type Proxy struct {
 	IdleTimeout           *Duration `toml:"idle_timeout"`
 	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
 	Health                *Health   `toml:"health"`
+
+	// TLS to https:// upstreams: certificates are verified against the
+	// system's roots, or only against TLSCA (a PEM file of CA
+	// certificates) when set, for the name TLSServerName (default: the
+	// upstream's host). TLSInsecureSkipVerify accepts any certificate
+	// (arka -t warns about it).
+	TLSCA                 string `toml:"tls_ca"`
+	TLSServerName         string `toml:"tls_server_name"`
+	TLSInsecureSkipVerify bool   `toml:"tls_insecure_skip_verify"`
+
 	// RequestBuffering reads a request body whole (memory, then a spool
 	// file) before an upstream connection is taken. Default true; false
 	// streams it (uploads the upstream must see as they come).
@@ -224,6 +237,7 @@ type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -7,8 +7,10 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
+	"github.com/arkaweb/arka/server/respond"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -43,6 +45,12 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				st.cert = c
 			}
 		}
+		if p, err := errpage.LoadPages(cs.Errors.Root, cs.Errors.Pages); err != nil {
+			line, col := cs.Position("errors")
+			fail(cs, line, col, "errors: %v", err)
+		} else {
+			st.pages = p
+		}
 		if cs.Log.Enabled && !dryRun {
 			sink, err := s.sink(t, cs.Log.Path)
 			if err != nil {
@@ -60,7 +68,8 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			}
 			trusted := trustedFor(cs, cr)
 			h, hdr := s.routeOptions(cs, cr, h, trusted)
-			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted})
+			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted,
+				intercept: cs.Errors.InterceptErrors && (cr.Proxy != nil || cr.FastCGI != nil)})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -140,6 +149,10 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		return s.dynamic(cs, cr, h), nil
 	case "fastcgi":
 		return s.fastcgiHandler(cs, cr, t)
+	case "redirect":
+		return respond.NewRedirect(cr.Path, cr.Redirect), nil
+	case "respond":
+		return respond.New(cr.Respond), nil
 	case "proxy":
 		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
 			Logger:    s.log,
@@ -234,6 +247,7 @@ func (s *Server) dynamic(cs *config.Site, cr *config.Route, h http.Handler) http
 	lv[encoding.Zstd] = c.Level("zstd")
 	lv[encoding.Brotli] = c.Level("br")
 	lv[encoding.Gzip] = c.Level("gzip")
-	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained})
+	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained,
+		CompressCookies: cr.Options.Compression != nil && *cr.Options.Compression})
 	return m.Wrap(h)
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/arkaweb/arka/server/errpage"
 )
 
 // recorder wraps the engine's ResponseWriter to learn the status and body
@@ -15,12 +17,62 @@ import (
 // Unwrap (http.ResponseController).
 type recorder struct {
 	w      http.ResponseWriter
+	req    *http.Request
 	status int
 	bytes  int64
 	// hdr are the route's response field changes, applied once, just
 	// before the response head goes to the engine; nil for most routes.
 	hdr     *headerOps
 	applied bool
+	// pages are the site's error pages (errpage.Provider); with intercept
+	// (intercept_errors on a proxy or fastcgi route) they also replace
+	// the body of an error response the handler made, and swallow then
+	// discards what the handler writes.
+	pages     *errpage.Pages
+	intercept bool
+	swallow   bool
+}
+
+// ErrorPages implements errpage.Provider.
+func (r *recorder) ErrorPages() *errpage.Pages { return r.pages }
+
+// interceptError replaces the response the handler began with status code
+// by the site's page for it, keeping the status and the fields that are
+// not about the representation (Set-Cookie, Retry-After,
+// WWW-Authenticate...). It reports whether it did.
+func (r *recorder) interceptError(code int) bool {
+	if !r.intercept || r.swallow || !r.pages.Has(code) {
+		return false
+	}
+	h := r.w.Header()
+	for _, k := range representationFields {
+		delete(h, k)
+	}
+	r.swallow = true
+	r.status = code
+	errpage.Write(errorPageWriter{r}, r.req, code)
+	return true
+}
+
+// representationFields describe an upstream's error body, which the
+// custom page replaces.
+var representationFields = []string{"Content-Length", "Content-Encoding", "Content-Range", "Content-Type",
+	"Content-Language", "Content-Location", "Etag", "Last-Modified", "Accept-Ranges", "Trailer"}
+
+// errorPageWriter writes the custom page through the recorder's engine
+// writer, past the swallowing.
+type errorPageWriter struct{ r *recorder }
+
+func (e errorPageWriter) Header() http.Header        { return e.r.w.Header() }
+func (e errorPageWriter) ErrorPages() *errpage.Pages { return e.r.pages }
+func (e errorPageWriter) WriteHeader(code int) {
+	e.r.head()
+	e.r.w.WriteHeader(code)
+}
+func (e errorPageWriter) Write(p []byte) (int, error) {
+	n, err := e.r.w.Write(p)
+	e.r.bytes += int64(n)
+	return n, err
 }
 
 // head applies the route's field changes before the first final status
@@ -37,6 +89,9 @@ var recorders = sync.Pool{New: func() any { return new(recorder) }}
 func (r *recorder) Header() http.Header { return r.w.Header() }
 
 func (r *recorder) WriteHeader(code int) {
+	if r.swallow || code >= 400 && r.interceptError(code) {
+		return
+	}
 	if r.status == 0 || r.status < 200 {
 		r.status = code
 	}
@@ -47,6 +102,9 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
+	if r.swallow {
+		return len(p), nil
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -57,6 +115,9 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 
 func (r *recorder) WriteString(s string) (int, error) {
+	if r.swallow {
+		return len(s), nil
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -68,6 +129,9 @@ func (r *recorder) WriteString(s string) (int, error) {
 
 // ReadFrom keeps sendfile(2) available to io.Copy from an *os.File.
 func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.swallow {
+		return io.Copy(io.Discard, src)
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -86,6 +150,9 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 func (r *recorder) Flush() { _ = r.FlushError() }
 
 func (r *recorder) FlushError() error {
+	if r.swallow {
+		return nil
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
@@ -54,6 +56,14 @@ type Options struct {
 	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
 	// hot, optional CPU work (brotli, high compression levels) stops.
 	Thermal *board.Thermal
+	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
+	// the same temperature readings as Thermal, and the status page shows it.
+	Fan *fan.Fan
+	// Conditions, when set, are what the appliance is doing and why
+	// (package board/led); the status page shows them as the activity LED
+	// (named LEDName, "" when the board has none) does.
+	Conditions *led.Conditions
+	LEDName    string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string
@@ -550,7 +560,8 @@ func (l *listener) serve(log *slog.Logger) {
 }
 
 // acceptTLS accepts TCP connections, completes each TLS handshake, and
-// hands HTTP/2 connections to net/http and the rest to the h1 engine.
+// hands connections that negotiated "h2" to the h2 engine and the rest to
+// the h1 engine.
 func (l *listener) acceptTLS() error {
 	var delay time.Duration
 	for {
@@ -731,7 +742,8 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := recorders.Get().(*recorder)
 	rec.w, rec.status, rec.bytes = w, 0, 0
-	rec.hdr, rec.applied = rt.hdr, false
+	rec.req, rec.hdr, rec.applied = r, rt.hdr, false
+	rec.pages, rec.intercept, rec.swallow = st.pages, rt.intercept, false
 	defer func() {
 		// Count and log the request even when the handler aborted it
 		// (panic(http.ErrAbortHandler) for a response cut short); the
@@ -749,7 +761,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case status == 0:
 			status = http.StatusOK
 		}
-		rec.w, rec.hdr = nil, nil
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
 		recorders.Put(rec)
 		d := time.Since(start)
 		rt.stats.observe(status, d, n)

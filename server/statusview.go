@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/server/status"
 )
 
@@ -37,6 +38,13 @@ func (s *Server) Snapshot() status.Snapshot {
 	}
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()
+	}
+	if s.o.Fan != nil {
+		st := s.o.Fan.State()
+		snap.Fan = &st
+	}
+	if s.o.Conditions != nil {
+		snap.State = led.StatusOf(s.o.Conditions, s.o.LEDName)
 	}
 	s.rates.mu.Lock()
 	prevAt, prev := s.rates.at, s.rates.prev
@@ -94,8 +102,8 @@ func (s *Server) Snapshot() status.Snapshot {
 	return snap
 }
 
-// sampleLoop feeds the history and the thermal governor every 10 s and
-// remembers counters for rates.
+// sampleLoop feeds the history, the thermal governor and the fan every 10 s
+// and remembers counters for rates.
 func (s *Server) sampleLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -106,6 +114,13 @@ func (s *Server) sampleLoop() {
 		if s.o.Thermal != nil && snap.Sensors.TempC != nil {
 			s.o.Thermal.Update(*snap.Sensors.TempC)
 		}
+		if s.o.Fan != nil {
+			if t := snap.Sensors.TempC; t != nil {
+				s.o.Fan.Update(*t)
+			} else {
+				s.o.Fan.NoReading()
+			}
+		}
 		m := map[*RouteStats]routeSample{}
 		for _, rs := range s.RouteStats() {
 			m[rs] = routeSample{requests: rs.Requests.Load(), hist: rs.Latency.Snapshot()}
@@ -114,4 +129,17 @@ func (s *Server) sampleLoop() {
 		s.rates.at, s.rates.prev = time.Now(), m
 		s.rates.mu.Unlock()
 	})
+}
+
+// Requests returns the number of requests answered since start, over all
+// routes: the activity counter of the LED's serving pattern (read once a
+// second).
+func (s *Server) Requests() uint64 {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	var n uint64
+	for _, st := range s.stats {
+		n += st.Requests.Load()
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
 )
@@ -46,6 +47,8 @@ type site struct {
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
 	cert    *tls.Certificate
+	// pages are the site's own error pages, nil without any.
+	pages *errpage.Pages
 }
 
 // route is one compiled route: its handler with middleware already applied.
@@ -58,6 +61,9 @@ type route struct {
 	hdr *headerOps
 	// trusted are the networks whose forwarding fields name the client.
 	trusted []netip.Prefix
+	// intercept: the site's error pages replace the handler's own error
+	// bodies (intercept_errors, proxy and fastcgi routes).
+	intercept bool
 }
 
 // match finds the site for a Host value (or SNI name): exact name, then the

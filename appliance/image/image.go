@@ -1,6 +1,5 @@
 // Package image builds a bootable, read-only Arka appliance disk image for a
-// board (images/boards/*.toml) in the gokrazy layout documented in
-// shared/design/gokrazy-image.md:
+// board (images/boards/*.toml) in gokrazy's layout:
 //
 //	LBA 0        hybrid MBR (the Raspberry Pi boot ROM reads only this)
 //	LBA 1-33     GPT (UEFI 2.10 §5.3), backup GPT at the end

@@ -404,20 +404,7 @@ func (a *Agent) fail(reason string) {
 	a.Device.Reboot()
 }
 
-func (a *Agent) load() (*Attempt, error) {
-	b, err := os.ReadFile(a.statusFile())
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var at Attempt
-	if err := json.Unmarshal(b, &at); err != nil {
-		return nil, fmt.Errorf("%s: %v", a.statusFile(), err)
-	}
-	return &at, nil
-}
+func (a *Agent) load() (*Attempt, error) { return ReadStatusFile(a.statusFile()) }
 
 // save writes the attempt atomically and durably (it must survive the
 // reboot that follows).

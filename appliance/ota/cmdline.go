@@ -12,7 +12,7 @@ import (
 	"github.com/arkaweb/arka/appliance/image/fat16"
 )
 
-// Kernel command line flags of gokrazy's trial boot (gokrazy-image.md §5.2):
+// Kernel command line flags of gokrazy's trial boot:
 // POST /update/testboot inserts TryFlag before the newline of cmdline.txt;
 // at the next boot gokrazy's init (still on the old root) replaces it with
 // SwitchedFlag and pivots into the other root partition. So the trial
@@ -28,7 +28,7 @@ const (
 var cmdlineFiles = []string{"/cmdline.txt", "/loader/entries/gokrazy.conf"}
 
 // rootArg matches the root= argument in the forms gokrazy's init
-// understands (gokrazy-image.md §1.4); the last submatch is the digit that
+// understands; the last submatch is the digit that
 // selects the root partition:
 //
 //	root=PARTUUID=<GUID of partition 1>/PARTNROFF=<n-1>

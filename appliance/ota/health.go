@@ -1,5 +1,7 @@
 package ota
 
+//lint:file-ignore ST1005 the verdicts name Arka, a proper noun, and are shown as sentences.
+
 import (
 	"context"
 	"crypto/tls"

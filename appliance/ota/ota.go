@@ -1,7 +1,7 @@
 // Package ota is the device side of Arka's over-the-air updates: updates
 // that roll back by themselves.
 //
-// gokrazy's update API (gokrazy-image.md §5) writes a new root file system
+// gokrazy's update API (its /update/ handlers) writes a new root file system
 // to the inactive root partition and a new boot file system to partition 1.
 // Arka's update client (package updater) then asks for a trial boot instead
 // of gokrazy's permanent /update/switch:

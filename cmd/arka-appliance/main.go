@@ -62,7 +62,8 @@ func main() {
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return
 	default:
-		err = fmt.Errorf("unknown command %q\n"+usage, os.Args[1], strings.Join(image.Boards(), ", "))
+		fmt.Fprintf(os.Stderr, usage, strings.Join(image.Boards(), ", "))
+		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "arka-appliance:", err)

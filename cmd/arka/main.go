@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
 )
@@ -75,7 +76,8 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	brd, err := board.Detect("/")
+	root := boardRoot()
+	brd, err := board.Detect(root)
 	if err != nil {
 		logger.Warn("board detection failed; using generic budgets", "err", err)
 	}
@@ -83,17 +85,27 @@ func run(args []string) int {
 	budget := budgetFor(brd, global)
 	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
 	php := &phpRunner{log: logger, budget: budget, state: state}
-	srv := server.New(server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
-		MaxConns: maxConns(budget)})
+	// conds is what the appliance is doing and why: the activity LED and the
+	// status page show it (package board/led says how to raise a condition).
+	conds := led.NewConditions()
+	srvOpts := server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
+		MaxConns: maxConns(budget), Conditions: conds}
 	if *check {
+		srv := server.New(srvOpts)
 		err := php.prepareCheck(sites)
 		if err == nil {
 			err = srv.Check(sites)
+		}
+		if err == nil {
+			err = checkFan(sites)
 		}
 		if err != nil {
 			printConfigError(err)
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
+		}
+		for _, w := range config.Warnings(sites) {
+			fmt.Fprintln(os.Stderr, w)
 		}
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
@@ -109,6 +121,20 @@ func run(args []string) int {
 	default:
 		defer lock.Close()
 	}
+	// The board's LED and fan are touched only by the server that holds the
+	// state lock, never by arka -t.
+	srvOpts.Fan = openFan(sites, conds, logger)
+	startFan := fanOf(sites)
+	actLED := takeLED(root, logger)
+	if actLED != nil {
+		srvOpts.LEDName = actLED.Name
+	}
+	srv := server.New(srvOpts)
+	stopLED := runLED(actLED, conds, srv.Requests, logger)
+	defer stopLED() // every return below gives the LED back to the kernel
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go watchUpdateStatus(watchCtx, root, conds, logger)
 	applyRuntime(budget, logger)
 	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
 		// A debugging aid: a CPU profile of the whole run, written on exit.
@@ -127,6 +153,7 @@ func run(args []string) int {
 		php.stop()
 		return 1
 	}
+	conds.Started()
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
 		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
 		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
@@ -152,8 +179,11 @@ func run(args []string) int {
 			if err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
 				printConfigError(err)
+				conds.Set("config", led.Degraded, "reload failed, the previous configuration keeps serving: "+firstLine(err))
 				continue
 			}
+			conds.Clear("config")
+			warnFanChanged(fanOf(sites), startFan, logger)
 			srv.ReopenLogs()
 			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
 		case syscall.SIGUSR1:
@@ -167,10 +197,26 @@ func run(args []string) int {
 				logger.Warn("shutdown did not finish cleanly", "err", err)
 			}
 			php.stop() // after the server: its connections to php-fpm are closed
+			stopLED()
+			logger.Info("stopped")
 			return 0
 		}
 	}
 	return 0
+}
+
+// firstLine is the first line of err's message (config.Errors have one per
+// mistake), with the count of the others, for the status page.
+func firstLine(err error) string {
+	var ce config.Errors
+	if errors.As(err, &ce) && len(ce) > 0 {
+		if len(ce) > 1 {
+			return fmt.Sprintf("%s (and %d more)", ce[0].Error(), len(ce)-1)
+		}
+		return ce[0].Error()
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 // printConfigError prints config.Errors one per line, "file:line:col: msg".

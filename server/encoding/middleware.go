@@ -20,13 +20,20 @@ type Options struct {
 	// Constrained, when it returns true (the board is hot), drops every
 	// coding to its cheapest level. Nil means never.
 	Constrained func() bool
+	// CompressCookies codes responses that set a cookie too. By default
+	// they are sent as they are: a response that carries a secret (a
+	// session, a CSRF token) and reflects request input leaks the secret
+	// through its compressed length (BREACH), and setting a cookie is the
+	// sign of such a response that a server can see.
+	CompressCookies bool
 }
 
 // Middleware encodes responses made per request (proxy, FastCGI) with the
 // best coding the client accepts: zstd, else brotli at a low level (Safari
 // has no zstd), else gzip. It streams, flushing the encoder when the handler
 // flushes, and leaves alone responses that are already encoded, marked
-// Cache-Control: no-transform (RFC 9111 section 5.2.2.6), partial (206),
+// Cache-Control: no-transform (RFC 9111 section 5.2.2.6), setting a cookie
+// (unless Options.CompressCookies; BREACH), partial (206),
 // bodiless (1xx, 204, 304), not of a compressible type, or shorter than
 // MinSize.
 type Middleware struct {
@@ -143,7 +150,8 @@ func (e *encWriter) decideFromHeaders() {
 	case e.status == http.StatusNoContent, e.status == http.StatusNotModified,
 		e.status == http.StatusPartialContent,
 		h.Get("Content-Encoding") != "", h.Get("Content-Range") != "",
-		wire.HasToken(h["Cache-Control"], "no-transform"):
+		wire.HasToken(h["Cache-Control"], "no-transform"),
+		!e.m.o.CompressCookies && len(h["Set-Cookie"]) > 0:
 		e.pass()
 		return
 	}

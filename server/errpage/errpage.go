@@ -13,13 +13,19 @@ import (
 type page struct {
 	body []byte
 	cl   []string
+	ct   []string // nil: htmlType
 }
 
 var pages = func() map[int]page {
 	m := map[int]page{}
-	for _, code := range []int{301, 308, 400, 403, 404, 405, 408, 411, 412, 413, 414, 416, 417, 421, 429, 431, 500, 501, 502, 503, 504, 505} {
+	for code := 300; code < 600; code++ {
+		if wire.StatusText(code) == "" {
+			continue
+		}
 		text := strconv.Itoa(code) + " " + wire.StatusText(code)
-		body := []byte("<!DOCTYPE html>\n<html><head><title>" + text + "</title></head>\n<body><h1>" + text + "</h1><hr><p>arka</p></body></html>\n")
+		body := []byte("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" +
+			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" + text + "</title></head>\n" +
+			"<body style=\"font-family:system-ui,sans-serif;margin:2em auto;max-width:40em;padding:0 1em\"><h1>" + text + "</h1><hr><p>arka</p></body></html>\n")
 		m[code] = page{body: body, cl: []string{strconv.Itoa(len(body))}}
 	}
 	return m
@@ -45,7 +51,8 @@ func pageOf(code int) page {
 	return p
 }
 
-// Write sends status code with its HTML error page. Header fields already
+// Write sends status code with its HTML error page: the site's own (see
+// Pages) when the writer chain carries one for code, else the built-in. Header fields already
 // set by the caller (Allow, Retry-After, Content-Range...) are kept, except
 // representation fields of a file that is not being sent.
 func Write(w http.ResponseWriter, r *http.Request, code int) {
@@ -55,7 +62,13 @@ func Write(w http.ResponseWriter, r *http.Request, code int) {
 	delete(h, "Content-Encoding")
 	delete(h, "Accept-Ranges")
 	p := pageOf(code)
+	if c := customFor(w, code); c != nil {
+		p = *c
+	}
 	h["Content-Type"] = htmlType
+	if p.ct != nil {
+		h["Content-Type"] = p.ct
+	}
 	h["Content-Length"] = p.cl
 	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(code)

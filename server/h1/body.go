@@ -274,15 +274,10 @@ func (b *body) readTrailer() error {
 	}
 }
 
-// readLine reads one line ending in LF (a preceding CR is dropped) of at
-// most max bytes. A bare CR inside the line is an error (RFC 9112 section 2.2).
-// The result is valid until the next read.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	return readLineInto(br, max, nil)
-}
-
-// readLineInto is readLine for lines that may be longer than the reader's
-// buffer: they are gathered in *scratch.
+// readLineInto reads one line ending in LF (a preceding CR is dropped) of at
+// most max bytes. A bare CR inside the line is an error (RFC 9112 section
+// 2.2). A line longer than the reader's buffer is gathered in *scratch (nil:
+// such a line is errHeaderTooLarge). The result is valid until the next read.
 func readLineInto(br *bufio.Reader, max int, scratch *[]byte) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {

@@ -387,10 +387,9 @@ func (c *conn) readRequest() (*http.Request, error) {
 	buf = append(buf, target...)
 	mEnd, tEnd := len(method), len(method)+len(target)
 	type field struct {
-		key        string
-		ks, ke     int // canonical key in buf when key == ""
-		vs, ve     int // value in buf
-		contentLen bool
+		key    string
+		ks, ke int // canonical key in buf when key == ""
+		vs, ve int // value in buf
 	}
 	var fieldsArr [32]field
 	fields := fieldsArr[:0]

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,7 +23,6 @@ var (
 	errURITooLong     = &parseError{http.StatusRequestURITooLong, "request target too long"}
 	errVersion        = &parseError{http.StatusHTTPVersionNotSupported, "HTTP version not supported"}
 	errTECoding       = &parseError{http.StatusNotImplemented, "transfer coding not implemented"}
-	errIdle           = errors.New("idle connection closed")
 )
 
 // tokenChar: RFC 9110 section 5.6.2 tchar.

@@ -33,7 +33,6 @@ type response struct {
 	closeAfter  bool
 	trailers    []string
 	pending     []byte // body held back until the handler ends or it grows
-	pendingMax  int
 	fullDuplex  bool
 }
 

@@ -7,8 +7,8 @@
 // and no background read is started unless a handler asks to learn of the
 // client going away (by waiting on the request context).
 //
-// HTTP/2 is not served here: TLS connections that negotiate "h2" are
-// handed to net/http by the caller.
+// HTTP/2 is not served here: the caller hands TLS connections that
+// negotiate "h2" to package h2.
 package h1
 
 import (

@@ -166,7 +166,6 @@ type body struct {
 	closed  bool // the handler is done; pushes are discarded
 	got     bool // some data arrived
 	unacked int32
-	trailer http.Header // request trailers, set before eof
 
 	// Read timeouts (Limits.BodyRead and BodyMinRate): the first read,
 	// the last bytes pushed, all bytes pushed; a handler's own deadline

@@ -115,6 +115,9 @@ func requestField(k string) int {
 		if k == "Content-Length" {
 			return fieldDrop // framing is ours: written from r.ContentLength
 		}
+		if k == "Http2-Settings" {
+			return fieldDrop // RFC 9113 removed h2c upgrades; never passed on
+		}
 	case 15:
 		if k == "X-Forwarded-For" {
 			return fieldFwd

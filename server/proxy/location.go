@@ -24,7 +24,7 @@ type authority struct {
 }
 
 // selfAuthorities lists the names of the route's upstreams: each TCP
-// upstream's address as written in upstreams (scheme http), and
+// upstream's address as written in upstreams (with its scheme), and
 // host_header (either scheme, with the scheme's default port when it has
 // none).
 func selfAuthorities(ups []*upstream, hostHeader string) []authority {
@@ -34,7 +34,7 @@ func selfAuthorities(ups []*upstream, hostHeader string) []authority {
 			continue
 		}
 		if host, port, err := net.SplitHostPort(u.address); err == nil {
-			out = append(out, authority{host: canonicalHost(host), port: port, scheme: "http"})
+			out = append(out, authority{host: canonicalHost(host), port: port, scheme: u.scheme()})
 		}
 	}
 	if hostHeader != "" {
@@ -147,7 +147,7 @@ func (h *Handler) isSelf(host, port, scheme string, c *conn) bool {
 			return true
 		}
 	}
-	if scheme != "http" || c == nil {
+	if c == nil || scheme != c.up.scheme() {
 		return false
 	}
 	if ta, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {

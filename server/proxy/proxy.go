@@ -162,8 +162,12 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 	if len(cfg.TrustedProxies) == 0 {
 		h.trusted = o.Trusted
 	}
+	base, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range cfg.Upstreams {
-		u, err := newUpstream(h, s)
+		u, err := newUpstream(h, s, base)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %v", s, err)
 		}
@@ -359,9 +363,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusMethodNotAllowed)
 		return
 	}
+	// Only a WebSocket upgrade (RFC 6455) goes to the upstream. Any other
+	// (h2c, TLS/1.0, an application's own protocol) is dropped with the
+	// other hop-by-hop fields and the request goes as a plain one: a
+	// client cannot open a tunnel of its choice past the route.
 	var upgrade string
 	if r.ProtoMajor == 1 && wire.HasToken(r.Header["Connection"], "upgrade") {
-		if v := r.Header["Upgrade"]; len(v) > 0 {
+		if v := r.Header["Upgrade"]; len(v) == 1 && wire.HasToken(v, "websocket") && !strings.Contains(v[0], ",") {
 			upgrade = v[0]
 		}
 	}
@@ -465,7 +473,10 @@ func statusFor(err error) int {
 // describe names a connection error's cause in a few words.
 func describe(err error, timeout time.Duration) string {
 	var ne net.Error
+	var te *tlsError
 	switch {
+	case errors.As(err, &te):
+		return te.Error()
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):

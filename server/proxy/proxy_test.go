@@ -293,8 +293,6 @@ type gatedReader struct {
 	size, gateAt int64
 	sent         atomic.Int64
 	release      chan struct{}
-	h            *sync.Mutex
-	sum          [32]byte
 }
 
 func (g *gatedReader) Read(p []byte) (int, error) {

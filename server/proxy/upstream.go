@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -29,6 +30,7 @@ type upstream struct {
 	name    string // as written in the site file, for logs and stats
 	network string // "tcp" or "unix"
 	address string
+	tls     *tls.Config // https:// upstreams; nil for plain ones
 	h       *Handler
 
 	mu   sync.Mutex
@@ -53,12 +55,48 @@ type UpstreamStats struct {
 	Dials    uint64 // new connections made
 }
 
-func newUpstream(h *Handler, s string) (*upstream, error) {
+func newUpstream(h *Handler, s string, base *tls.Config) (*upstream, error) {
 	a, err := config.ParseUpstream(s)
 	if err != nil {
 		return nil, err
 	}
-	return &upstream{name: s, network: a.Network, address: a.Address, h: h}, nil
+	u := &upstream{name: s, network: a.Network, address: a.Address, h: h}
+	if a.TLS {
+		u.tls = base.Clone()
+		if u.tls.ServerName == "" {
+			host, _, _ := net.SplitHostPort(a.Address)
+			u.tls.ServerName = host
+		}
+		u.tls.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+	}
+	return u, nil
+}
+
+// tlsConfig is the base TLS configuration of a route's https:// upstreams
+// (config.Proxy's tls_* keys); nil when it has none.
+func tlsConfig(cfg *config.Proxy) (*tls.Config, error) {
+	c := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		NextProtos:         []string{"http/1.1"},
+		ServerName:         cfg.TLSServerName,
+		InsecureSkipVerify: cfg.TLSInsecureSkipVerify,
+	}
+	if cfg.TLSCA != "" {
+		pool, err := config.LoadCAFile(cfg.TLSCA)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
+}
+
+// scheme is the URL scheme the upstream is spoken to with.
+func (u *upstream) scheme() string {
+	if u.tls != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // available reports whether the balancer may pick u now.
@@ -88,7 +126,8 @@ func (u *upstream) stats() UpstreamStats {
 
 // conn is one HTTP/1.1 connection to an upstream with its buffers.
 type conn struct {
-	nc        net.Conn
+	nc        net.Conn // the connection spoken on: raw, or TLS over raw
+	raw       net.Conn // the TCP or unix connection, for liveness checks
 	lr        limitReader
 	br        *bufio.Reader
 	bw        *bufio.Writer
@@ -133,7 +172,7 @@ func (u *upstream) get(check bool) *conn {
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
 		age := time.Since(c.idleSince)
-		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.nc)) {
+		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.raw)) {
 			c.reused = true
 			return c
 		}
@@ -166,17 +205,36 @@ func (u *upstream) put(c *conn) {
 // dial opens a new connection, bounded by the connect timeout and ctx.
 func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	u.dials.Add(1)
-	nc, err := u.h.dialer.DialContext(ctx, u.network, u.address)
+	raw, err := u.h.dialer.DialContext(ctx, u.network, u.address)
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{nc: nc, up: u}
+	nc := raw
+	if u.tls != nil {
+		tc := tls.Client(raw, u.tls)
+		hctx, cancel := context.WithTimeout(ctx, u.h.dialer.Timeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			raw.Close()
+			return nil, &tlsError{err}
+		}
+		nc = tc
+	}
+	c := &conn{nc: nc, raw: raw, up: u}
 	c.lr.r = nc
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
 	return c, nil
 }
+
+// tlsError is a failed TLS handshake with an upstream (an untrusted or
+// expired certificate, a wrong name, no common version).
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return "TLS handshake: " + e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
 
 // prune closes pooled connections idle for longer than the idle timeout.
 func (u *upstream) prune(now time.Time) {
@@ -255,6 +313,13 @@ func (u *upstream) probe(ctx context.Context, hc *healthCheck) error {
 		return err
 	}
 	defer nc.Close()
+	if u.tls != nil {
+		tc := tls.Client(nc, u.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return &tlsError{err}
+		}
+		nc = tc
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}

@@ -1,5 +1,7 @@
 package proxy
 
+//lint:file-ignore SA1019 x/net's HTTP/2 Transport is the client that sends extended CONNECT (net/http's refuses ":protocol").
+
 import (
 	"bytes"
 	"context"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/led"
 )
 
 // maxRouteRows bounds the route table so the page stays under 10 KB; JSON and
@@ -116,6 +117,7 @@ var funcs = template.FuncMap{
 	"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
 	"f2":     func(f float64) string { return fmt.Sprintf("%.2f", f) },
+	"conds":  conds,
 	"ghz":    func(hz uint64) string { return fmt.Sprintf("%.2f GHz", float64(hz)/1e9) },
 	"frac":   func(a, b int64) string { return fmt.Sprintf("%.0f", 100*float64(a)/float64(max(b, 1))) },
 	"flags":  func(t board.Throttle) string { return strings.Join(t.Flags(), ", ") },
@@ -144,6 +146,19 @@ func formatAnyBytes(v any) string {
 	return "?"
 }
 
+// conds keeps the page small: at most 3 conditions, messages cut at 200
+// bytes (?format=json has them all, whole).
+func conds(cs []led.Condition) []led.Condition {
+	out := make([]led.Condition, 0, min(len(cs), 3))
+	for _, c := range cs[:min(len(cs), 3)] {
+		if len(c.Message) > 200 {
+			c.Message = strings.ToValidUTF8(c.Message[:200], "") + "…"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // The page: no scripts, no external assets; a meta refresh reloads it.
 var page = template.Must(template.New("status").Funcs(funcs).Parse(strings.TrimSpace(`
 <!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -158,17 +173,20 @@ h1{font-size:18px;margin:0}h2{font-size:13px;margin:0 0 6px;color:var(--mu);text
 .mu{color:var(--mu)}.g{display:grid;gap:10px;grid-template-columns:repeat(auto-fit,minmax(210px,1fr));margin:10px 0}
 .c{background:var(--cd);border:1px solid var(--ln);border-radius:8px;padding:10px;overflow-x:auto}
 .v{font-size:24px;font-weight:600}.sp{width:100%;height:34px;display:block;margin-top:4px}
-.hot{background:#c0392b;color:#fff;padding:8px 10px;border-radius:8px;margin-top:10px}
+.hot{background:#c0392b;color:#fff;padding:8px 10px;border-radius:8px;margin-top:10px}.busy{background:#3070d0}
 .warn{color:#c0392b}.ok{color:#1e9e5a}table{border-collapse:collapse;width:100%;font-size:13px}
 td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}
 .bar{height:6px;background:var(--ln);border-radius:3px}.bar i{display:block;height:6px;background:#3070d0;border-radius:3px}
 </style></head><body>
 {{with .S}}<h1>{{.Board.Model}}</h1>
-<div class="mu">Arka {{.Version}} · {{.Board.Kind}}{{if .Board.SoC}} · {{.Board.SoC}}{{end}} · {{.Board.Cores}} cores · {{bytes .Board.RAMBytes}} · up {{since (sub .Time .StartedAt)}}</div>
+<div class="mu">Arka {{.Version}} · {{.Board.Kind}}{{if .Board.SoC}} · {{.Board.SoC}}{{end}} · {{.Board.Cores}} cores · {{bytes .Board.RAMBytes}} · up {{since (sub .Time .StartedAt)}} · <b>{{.State.State}}</b>{{with .State.LED}} (LED {{.}}){{end}}</div>
+{{if .State.Conditions}}<div class="hot{{if eq .State.State.String "updating" "booting"}} busy{{end}}">{{range conds .State.Conditions}}<div><b>{{.State}}</b> · {{.Name}}: {{.Message}}</div>{{end}}{{if gt (len .State.Conditions) 3}}<div>{{len .State.Conditions}} in all: ?format=json</div>{{end}}</div>{{end}}
 {{if .Thermal.Hot}}<div class="hot">Too hot: optional CPU work is paused (no on-the-fly brotli, lower compression levels) until {{f1 .Thermal.ResumeC}} °C.</div>{{end}}
 <div class="g">
 <div class="c"><h2>Temperature</h2><div class="v">{{with .Sensors.TempC}}{{f1 .}} °C{{else}}<span class="mu">n/a</span>{{end}}</div>
 <div class="mu">limit {{f1 .Thermal.LimitC}} °C{{with .Sensors.CPUFreqHz}} · {{ghz .}}{{end}}</div>
+{{with .Fan}}<div>fan {{.Pin}} {{if .Running}}<b>running</b>{{else}}stopped{{end}} <span class="mu">(on {{f1 .OnC}}, off {{f1 .OffC}} °C)</span>{{with .Error}} <span class="warn">{{.}}</span>{{end}}</div>{{end}}
+{{range .Sensors.Fans}}<div>fan {{.Type}} {{.Level}}/{{.MaxLevel}}{{with .RPM}} · {{.}} rpm{{end}}</div>{{end}}
 {{with .Sensors.Throttled}}{{if .Flags}}<div class="warn">{{flags .}}</div>{{else}}<div class="ok">no throttling, power OK</div>{{end}}{{end}}
 {{with .History}}{{spTemp . $.S.Thermal.LimitC}}{{end}}</div>
 <div class="c"><h2>Load</h2><div class="v">{{with .Sensors.Load}}{{f2 .Load1}}{{else}}<span class="mu">n/a</span>{{end}}</div>

@@ -4,6 +4,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/arkaweb/arka/board/led"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
@@ -75,6 +76,25 @@ func writePrometheus(w io.Writer, s *Snapshot) error {
 	}
 	f.gauge("arka_thermal_hot", "1 while optional CPU work is paused because the board is too hot.", b2f(s.Thermal.Hot))
 	f.gauge("arka_thermal_limit_celsius", "Temperature above which optional CPU work pauses.", s.Thermal.LimitC)
+	for st := led.Serving; st <= led.Updating; st++ {
+		f.gauge("arka_state", "1 for the state the appliance is in (as the activity LED shows it), 0 for the others.", b2f(s.State.State == st), "state", st.String())
+	}
+	for _, c := range s.State.Conditions {
+		f.gauge("arka_condition", "Conditions that set the state, by who raised them (the message is on the status page).", 1, "name", c.Name, "state", c.State.String())
+	}
+	if fs := s.Fan; fs != nil {
+		f.gauge("arka_fan_running", "1 while the GPIO fan Arka drives runs.", b2f(fs.Running), "pin", fs.Pin)
+		f.gauge("arka_fan_on_celsius", "Temperature at or above which the fan starts.", fs.OnC, "pin", fs.Pin)
+		f.gauge("arka_fan_off_celsius", "Temperature at or below which the fan stops.", fs.OffC, "pin", fs.Pin)
+		f.counter("arka_fan_transitions_total", "Fan starts and stops.", float64(fs.Transitions), "pin", fs.Pin)
+	}
+	for _, kf := range se.Fans {
+		f.gauge("arka_board_fan_level", "Level of a fan the kernel drives (cooling device cur_state; 0 is off).", float64(kf.Level), "device", kf.Device, "type", kf.Type)
+		f.gauge("arka_board_fan_max_level", "Highest level of a fan the kernel drives (max_state).", float64(kf.MaxLevel), "device", kf.Device, "type", kf.Type)
+		if kf.RPM != nil {
+			f.gauge("arka_board_fan_rpm", "Fan speed from its tachometer.", float64(*kf.RPM), "device", kf.Device, "type", kf.Type)
+		}
+	}
 	if se.CPUFreqHz != nil {
 		f.gauge("arka_board_cpu_frequency_hertz", "Current frequency of CPU 0.", float64(*se.CPUFreqHz))
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 )
 
 // Source returns the current state of the server. It is called once per status
@@ -40,7 +42,12 @@ type Snapshot struct {
 	Board   BoardInfo          `json:"board"`
 	Sensors board.Sensors      `json:"sensors"`
 	Thermal board.ThermalState `json:"thermal"`
+	Fan     *fan.State         `json:"fan,omitempty"` // the GPIO fan Arka drives; nil without [global] fan (kernel fans: Sensors.Fans)
 	Memory  Memory             `json:"memory"`
+
+	// State is what the appliance is doing and why (booting, serving,
+	// updating, degraded, rolled-back), as the activity LED shows it.
+	State led.Status `json:"state"`
 
 	Routes    []RouteStats    `json:"routes"`
 	Caches    []CacheStats    `json:"caches"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -44,6 +47,8 @@ func demoSnapshot(now time.Time) Snapshot {
 			DiskFree: u64(21 << 30), DiskTotal: u64(28 << 30), DiskPath: "/perm",
 		},
 		Thermal: board.ThermalState{LimitC: 80, ResumeC: 75},
+		Fan:     &fan.State{Pin: "GPIO14", OnC: 65, OffC: 55, LastC: f64(61.3), Since: now.Add(-20 * time.Minute), Transitions: 12},
+		State:   led.Status{State: led.Serving, LED: "ACT"},
 		Memory: Memory{RSSBytes: u64(38 << 20), HeapAllocBytes: 21 << 20, HeapSysBytes: 31 << 20,
 			GoSysBytes: 44 << 20, LimitBytes: bud.MemoryLimitBytes, NumGC: 412, Goroutines: 57},
 		Routes: []RouteStats{
@@ -219,10 +224,14 @@ func TestJSON(t *testing.T) {
 			"fastcgi.0.max_conns", "upstreams.0.address", "upstreams.0.healthy", "upstreams.0.active_conns",
 			"phpfpm.0.listen_queue", "phpfpm.0.max_children_reached", "phpfpm.0.slow_requests",
 			"history.interval_seconds", "history.temp_c", "history.load1", "history.req_per_sec",
+			"fan.pin", "fan.running", "fan.on_c", "fan.off_c", "fan.last_c", "fan.transitions", "state.state", "state.led",
 		} {
 			if _, ok := lookup(m, path); !ok {
 				t.Errorf("JSON has no %s", path)
 			}
+		}
+		if v, _ := lookup(m, "state.state"); v != "serving" {
+			t.Errorf("state.state = %v", v)
 		}
 		if v, _ := lookup(m, "board.model"); v != "Raspberry Pi 4 Model B Rev 1.1" {
 			t.Errorf("board.model = %v", v)
@@ -276,10 +285,19 @@ func TestPrometheus(t *testing.T) {
 	for _, name := range []string{"arka_build_info", "arka_board_temperature_celsius", "arka_board_throttle_flag",
 		"arka_requests_total", "arka_request_latency_seconds", "arka_cache_bytes", "arka_cache_budget_bytes",
 		"arka_fastcgi_connections", "arka_fastcgi_rejected_total", "arka_upstream_healthy", "arka_phpfpm_listen_queue",
-		"arka_thermal_hot", "arka_board_load", "arka_process_resident_memory_bytes"} {
+		"arka_thermal_hot", "arka_board_load", "arka_process_resident_memory_bytes",
+		"arka_state", "arka_fan_running", "arka_fan_on_celsius", "arka_fan_transitions_total"} {
 		if fams[name] == nil {
 			t.Errorf("missing %s", name)
 		}
+	}
+	for _, m := range fams["arka_state"].Metric {
+		if want := b2f(m.Label[0].GetValue() == "serving"); m.GetGauge().GetValue() != want {
+			t.Errorf("arka_state{state=%q} = %v, want %v", m.Label[0].GetValue(), m.GetGauge().GetValue(), want)
+		}
+	}
+	if n := len(fams["arka_state"].Metric); n != 5 {
+		t.Errorf("arka_state has %d states, want 5", n)
 	}
 	var twoxx float64
 	for _, m := range fams["arka_requests_total"].Metric {
@@ -308,7 +326,8 @@ func TestHTML(t *testing.T) {
 		t.Errorf("HTML is %d bytes, must be under 10 KB", len(body))
 	}
 	for _, want := range []string{"<svg", `http-equiv="refresh"`, `name="viewport"`, "Raspberry Pi 4 Model B Rev 1.1",
-		"61.3 °C", "under-voltage-since-boot", "blog.example.org", "unix:/run/php/php-fpm.sock", "127.0.0.1:3001"} {
+		"61.3 °C", "under-voltage-since-boot", "blog.example.org", "unix:/run/php/php-fpm.sock", "127.0.0.1:3001",
+		"fan GPIO14 stopped", "<b>serving</b> (LED ACT)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -322,13 +341,18 @@ func TestHTML(t *testing.T) {
 		t.Errorf("%d sparklines, want 3", n)
 	}
 
-	// Hot board and a huge route list still fit.
+	// Hot board, conditions with long messages and a huge route list still fit.
 	snap.Thermal.Hot = true
+	snap.State.State = led.Degraded
+	for i := range 20 {
+		snap.State.Conditions = append(snap.State.Conditions, led.Condition{Name: fmt.Sprint("site", i), State: led.Degraded, Message: strings.Repeat("é", 2000)})
+	}
 	for i := 0; i < 200; i++ {
 		snap.Routes = append(snap.Routes, RouteStats{Site: "very-long-host-name-number.example.org", Route: "/some/long/route/prefix/", Handler: "static", Requests: 123456789})
 	}
 	body = get(newTestHandler(t, nil, snap, demoHistory(now)), "127.0.0.1:1", "/", nil).Body.String()
-	if len(body) >= 10*1024 || !strings.Contains(body, "Too hot") || !strings.Contains(body, "more routes") {
+	if len(body) >= 10*1024 || !strings.Contains(body, "Too hot") || !strings.Contains(body, "more routes") ||
+		!strings.Contains(body, "<b>degraded</b> · site0: éé") || strings.Contains(body, "site3:") || !strings.Contains(body, "20 in all") {
 		t.Errorf("hot/large page: %d bytes, hot banner %v", len(body), strings.Contains(body, "Too hot"))
 	}
 	// Empty snapshot renders too.

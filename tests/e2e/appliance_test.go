@@ -4,7 +4,9 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -328,7 +330,7 @@ func TestArm64Appliance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots QEMU: skipped with -short")
 	}
-	img, _, _ := buildImage(t, "rpi")
+	img, pwFile, _ := buildImage(t, "rpi")
 	// Content on /perm overrides the page baked into the image.
 	const page = "<h1>served from /perm/arka/www</h1>\n"
 	putOnPerm(t, img, "arka/www/index.html", page)
@@ -344,6 +346,33 @@ func TestArm64Appliance(t *testing.T) {
 	code, body := get(t, plain, fmt.Sprintf("http://127.0.0.1:%d/", v.Ports[80]), "", "", nil)
 	if code != 200 || body != page {
 		t.Errorf("GET /: %d %q, want the page from /perm/arka/www", code, body)
+	}
+	// The activity LED: driven (the state's "led" names it) when the guest's
+	// kernel has one, else a clean "no LED"; either way the state is shown.
+	code, body = get(t, plain, fmt.Sprintf("http://127.0.0.1:%d/status", v.Ports[80]), "", "", map[string]string{"Accept": "application/json"})
+	var st struct {
+		State struct {
+			State string `json:"state"`
+			LED   string `json:"led"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.State.State != "serving" ||
+		(st.State.LED != "" && st.State.LED != "ACT" && st.State.LED != "led0") {
+		t.Errorf("GET /status: %d (%v), want state serving and an LED name or none:\n%.600s", code, err, body)
+	}
+	t.Logf("raspi3b: state %q, activity LED %q", st.State.State, st.State.LED)
+	// Arka's own log (gokrazy keeps it) says which: driven, or no LED.
+	pw, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "no activity LED on this board"
+	if st.State.LED != "" {
+		want = "activity LED driven"
+	}
+	if err := streamContains(fmt.Sprintf("http://127.0.0.1:%d/log?path=/user/arka&stream=stderr", v.Ports[8080]),
+		"gokrazy", strings.TrimSpace(string(pw)), want, 20*time.Second); err != nil {
+		t.Errorf("arka's log (gokrazy /log?path=/user/arka): %v", err)
 	}
 	log, _ := os.ReadFile(v.SerialLog)
 	if !strings.Contains(string(log), `model "Raspberry Pi 3 Model B"`) {
@@ -365,4 +394,35 @@ func TestArm64Appliance(t *testing.T) {
 	if nb := resp.TLS.PeerCertificates[0].NotBefore; nb.Year() < 2025 {
 		t.Errorf("certificate valid from %s: generated with the 1970 clock", nb)
 	}
+}
+
+// streamContains reads a gokrazy log stream (it never ends by itself) until a
+// line contains want, or fails after d with what it read.
+func streamContains(url, user, pw, want string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(user, pw)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	var seen strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
+			return nil
+		}
+		if seen.Len() < 4000 {
+			seen.WriteString(sc.Text() + "\n")
+		}
+	}
+	return fmt.Errorf("no %q in the log (%v); it had:\n%s", want, sc.Err(), seen.String())
 }

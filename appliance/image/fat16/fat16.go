@@ -1,6 +1,6 @@
 // Package fat16 writes the boot file system of an Arka image: FAT16 (the
 // Microsoft FAT specification, "FAT16B") laid out the way gokrazy's running
-// init can read and edit in place (shared/design/gokrazy-image.md §3.3):
+// init can read and edit in place:
 //
 //   - exactly one FAT, 512-byte sectors, 4 sectors per cluster, 4 reserved
 //     sectors (one cluster), media 0xF8, a fixed root directory rounded to

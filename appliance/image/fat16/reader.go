@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Extents finds path in a FAT16 volume the way gokrazy's running init does
-// (shared/design/gokrazy-image.md §3.3), so a test can prove that init will
+// Extents finds path in a FAT16 volume the way gokrazy's running init does,
+// so a test can prove that init will
 // find and edit cmdline.txt and loader/entries/gokrazy.conf in place:
 //
 //   - geometry comes from the 16-bit BPB fields only (sectors per FAT at

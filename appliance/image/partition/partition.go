@@ -2,7 +2,7 @@
 // a GUID Partition Table (UEFI 2.10 §5.3) plus gokrazy's hybrid MBR in LBA 0,
 // with the fixed gokrazy layout (boot, root A, root B, perm).
 //
-// Layout (512-byte sectors, see shared/design/gokrazy-image.md §1):
+// Layout (512-byte sectors):
 //
 //	#  role    first LBA  sectors      type
 //	1  boot       8192     204800      EFI System (FAT16)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -158,7 +159,8 @@ func TestParamsWriter(t *testing.T) {
 }
 
 func TestAppendStreamAndReader(t *testing.T) {
-	// 150000 bytes: three records, through an 4 KiB buffer.
+	// 150000 bytes: three records (two of the largest 8-aligned length,
+	// 65528, and the rest), through a 4 KiB buffer.
 	content := make([]byte, 150000)
 	for i := range content {
 		content[i] = byte(i * 7)
@@ -169,13 +171,17 @@ func TestAppendStreamAndReader(t *testing.T) {
 	s = AppendEndRequest(s, 1, 0, StatusRequestComplete)
 	rd := NewReader(bufio.NewReaderSize(bytes.NewReader(s), 4096))
 	var out, errOut bytes.Buffer
+	var stdoutLens []int
 	for {
 		h, err := rd.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.ContentLength > 0 && h.ContentLength > 65535 {
-			t.Fatal("record too long")
+		if (int(h.ContentLength)+int(h.PaddingLength))%8 != 0 {
+			t.Errorf("record of %d bytes with %d of padding: not a multiple of 8", h.ContentLength, h.PaddingLength)
+		}
+		if h.Type == TypeStdout {
+			stdoutLens = append(stdoutLens, int(h.ContentLength))
 		}
 		if h.Type == TypeEndRequest {
 			break
@@ -201,6 +207,9 @@ func TestAppendStreamAndReader(t *testing.T) {
 	}
 	if !bytes.Equal(out.Bytes(), content) || errOut.String() != "warn" {
 		t.Errorf("content mismatch: %d bytes, stderr %q", out.Len(), errOut.String())
+	}
+	if want := []int{65528, 65528, 150000 - 2*65528, 0}; !slices.Equal(stdoutLens, want) {
+		t.Errorf("stdout records of %v bytes, want %v", stdoutLens, want)
 	}
 }
 

@@ -265,11 +265,9 @@ func (r *Run) probeArka(ctx context.Context) error {
 	if why := r.arkaSupp["static"]; why != "" {
 		return fmt.Errorf("arka cannot serve static files: %s", why)
 	}
-	var skipped []string
 	for _, t := range r.tests {
 		if why := r.arkaSupp[t.Handler]; why != "" {
 			r.skip(Arka, t.Name, why)
-			skipped = append(skipped, t.Name)
 		}
 	}
 	for _, typ := range ArkaHandlerTypes {

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/board/fan"
+	"github.com/arkaweb/arka/board/led"
+	"github.com/arkaweb/arka/config"
+)
+
+// boardRoot is the directory that stands for "/" when Arka reads the board
+// (/proc, /sys) and the appliance's update status (/perm): "/", or
+// $ARKA_BOARD_ROOT, which tests point at a fixture tree (a fake LED class
+// directory, an update-status.json) to watch the LED driven by real events.
+func boardRoot() string {
+	if r := os.Getenv("ARKA_BOARD_ROOT"); r != "" {
+		return r
+	}
+	return "/"
+}
+
+// takeLED finds the activity LED under root and takes it from the kernel,
+// or returns nil, after logging why, when there is none or it cannot be
+// written (Arka not running as root).
+func takeLED(root string, log *slog.Logger) *led.LED {
+	l, err := led.Find(root)
+	if errors.Is(err, led.ErrNoLED) {
+		log.Info("no activity LED on this board; the state is on the status page only")
+		return nil
+	}
+	if err != nil {
+		log.Warn("activity LED", "err", err)
+		return nil
+	}
+	if err := l.Take(); err != nil {
+		log.Warn("activity LED not driven", "led", l.Name, "err", err)
+		return nil
+	}
+	log.Info("activity LED driven", "led", l.Name, "default_trigger", l.DefaultTrigger())
+	return l
+}
+
+// runLED blinks l (nil: none) with the state of conds until the returned stop
+// is called; stop gives the LED back to the kernel's default trigger and
+// waits for that. It may be called more than once.
+func runLED(l *led.LED, conds *led.Conditions, activity func() uint64, log *slog.Logger) (stop func()) {
+	if l == nil {
+		return func() {}
+	}
+	d := &led.Driver{LED: l, Source: conds, Activity: activity, Log: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := d.Run(ctx); err != nil {
+			log.Warn("activity LED", "led", l.Name, "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// UpdateStatusInterval is how often watchUpdateStatus reads the update agent's
+// status file.
+const UpdateStatusInterval = 2 * time.Second
+
+// watchUpdateStatus turns the update agent's status file (appliance/ota
+// StatusFile under root; arka-init's agent writes it) into the "update"
+// condition until ctx ends: pending or trial is Updating, failed or
+// rolled-back is RolledBack (until the next update attempt), confirmed or no
+// file clears it. A file that cannot be read or parsed is logged once per
+// change and leaves the condition as it was.
+func watchUpdateStatus(ctx context.Context, root string, conds *led.Conditions, log *slog.Logger) {
+	path := filepath.Join(root, ota.StatusFile)
+	var lastErr string
+	t := time.NewTicker(UpdateStatusInterval)
+	defer t.Stop()
+	for {
+		at, err := ota.ReadStatusFile(path)
+		switch {
+		case err != nil:
+			if err.Error() != lastErr {
+				log.Warn("update status unreadable; the LED keeps its update state", "err", err)
+			}
+			lastErr = err.Error()
+		default:
+			lastErr = ""
+			applyUpdateStatus(conds, at)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// applyUpdateStatus sets the "update" condition from the last update attempt
+// (nil: none).
+func applyUpdateStatus(conds *led.Conditions, at *ota.Attempt) {
+	if at == nil {
+		conds.Clear("update")
+		return
+	}
+	to := at.To.Version
+	if to == "" {
+		to = at.To.BuildTimestamp
+	}
+	switch at.State {
+	case ota.Pending:
+		conds.Set("update", led.Updating, fmt.Sprintf("update to %s written; it boots on trial next", to))
+	case ota.Trial:
+		conds.Set("update", led.Updating, fmt.Sprintf("update to %s on trial: health check running", to))
+	case ota.Failed, ota.RolledBack:
+		msg := fmt.Sprintf("update to %s failed and was rolled back", to)
+		if at.Reason != "" {
+			msg += ": " + at.Reason
+		}
+		conds.Set("update", led.RolledBack, msg)
+	default:
+		conds.Clear("update")
+	}
+}
+
+// fanOf returns the [global] fan of the sites, or nil.
+func fanOf(sites []*config.Site) *config.Fan {
+	return config.GlobalOf(sites).Fan
+}
+
+// checkFan is arka -t's check of the fan pin against this board. On a board
+// with GPIO, a pin it does not have is an error at the pin's file:line:col.
+// On a machine without GPIO (a PC checking a Pi's configuration), or as a
+// user who cannot open the GPIO chips, the pin cannot be checked: that is a
+// note on standard error, not a failure.
+func checkFan(sites []*config.Site) error {
+	fc := fanOf(sites)
+	if fc == nil {
+		return nil
+	}
+	_, err := fan.Lookup(fc.Pin)
+	for _, e := range []error{fan.ErrNoGPIO, fan.ErrGPIOAccess} {
+		if errors.Is(err, e) {
+			file, line, col := fc.PinPosition()
+			fmt.Fprintf(os.Stderr, "%s:%d:%d: note: fan pin %q not checked: %v (Arka checks it when it starts on the board)\n", file, line, col, fc.Pin, e)
+			return nil
+		}
+	}
+	if err != nil {
+		return fc.PinError(err.Error())
+	}
+	return nil
+}
+
+// warnFanChanged logs, after a reload, that a changed [global] fan takes a
+// restart: the fan keeps running with the settings Arka started with.
+func warnFanChanged(now, start *config.Fan, log *slog.Logger) {
+	key := func(f *config.Fan) string {
+		if f == nil {
+			return "none"
+		}
+		return fmt.Sprintf("pin %s, on %g °C, off %g °C", f.Pin, f.On, f.Off)
+	}
+	if key(now) != key(start) {
+		log.Warn("[global] fan changed; restart Arka to apply it", "running", key(start), "configured", key(now))
+	}
+}
+
+// openFan starts the fan of the configuration, or returns nil when there is
+// none or its pin cannot be had. A missing pin on a board with GPIO is a
+// Degraded condition ("fan") and an error log line; a machine without GPIO
+// only logs, since the configuration is then meant for another board.
+func openFan(sites []*config.Site, conds *led.Conditions, log *slog.Logger) *fan.Fan {
+	fc := fanOf(sites)
+	if fc == nil {
+		return nil
+	}
+	file, line, col := fc.PinPosition()
+	where := fmt.Sprintf("%s:%d:%d", file, line, col)
+	pin, err := fan.Lookup(fc.Pin)
+	switch {
+	case errors.Is(err, fan.ErrNoGPIO):
+		log.Warn("fan not driven: this machine has no GPIO", "pin", fc.Pin, "config", where)
+		return nil
+	case err != nil:
+		log.Error("fan not driven", "err", err, "config", where)
+		conds.Set("fan", led.Degraded, fmt.Sprintf("%s: %v", where, err))
+		return nil
+	}
+	log.Info("fan driven", "pin", fc.Pin, "on_c", fc.On, "off_c", fc.Off)
+	return fan.New(pin, fc.On, fc.Off, log)
+}
