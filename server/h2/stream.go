@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/server/internal/core"
 	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/wire"
 	"golang.org/x/net/http2"
@@ -415,26 +416,18 @@ func (w *responseWriter) WriteHeader(code int) {
 	if w.wroteHeader {
 		return
 	}
-	if code < 100 || code > 999 {
-		panic("h2: invalid WriteHeader code " + strconv.Itoa(code))
+	core.CheckStatus("h2", code)
+	if code == http.StatusSwitchingProtocols {
+		return // no such thing over HTTP/2 (RFC 9113 section 8.6)
 	}
-	if code < 200 {
-		if code != http.StatusSwitchingProtocols {
-			w.writeInformational(code)
-		}
+	if core.Interim(code) {
+		w.writeInformational(code)
 		return
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = code != http.StatusNoContent && code != http.StatusNotModified
-	w.cl = -1
-	if v := w.header["Content-Length"]; len(v) == 1 {
-		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
-			w.cl = n
-		} else {
-			delete(w.header, "Content-Length")
-		}
-	}
+	w.bodyOK = core.BodyAllowed(code)
+	w.cl = core.DeclaredLength(w.header)
 }
 
 func (w *responseWriter) writeInformational(code int) {
@@ -457,11 +450,8 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if !w.bodyOK {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
-		return 0, http.ErrContentLength
+	if err := core.CheckWrite(w.bodyOK, w.cl, w.written, len(p)); err != nil {
+		return 0, err
 	}
 	w.written += int64(len(p))
 	if w.head {
