@@ -1,8 +1,12 @@
 package server_test
 
 import (
+	"bytes"
 	"crypto/tls"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/arkaweb/arka/server"
 	"github.com/arkaweb/arka/server/servertest"
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // dialFrom connects from a given loopback address (127.0.0.x), so that one
@@ -105,5 +110,51 @@ func TestPerAddressShare(t *testing.T) {
 	h1 := e.Clients()[0]
 	if resp, body := h1.Get(t, "/", "Host: a.example"); resp.StatusCode != 200 || !strings.HasPrefix(string(body), "ok") {
 		t.Fatalf("another address: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestStarvedHTTP2AtLimit: HTTP/2 connections whose only streams are
+// uploads that never send their body hold their slots without progress;
+// at the limit they are closed to make room for a new client.
+func TestStarvedHTTP2AtLimit(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up") }))
+	defer up.Close()
+	const limit = 4
+	e := servertest.StartWith(t, server.Options{MaxConns: limit}, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[[routes]]
+path = "/"
+handler = { type = "proxy", upstreams = ["`+strings.TrimPrefix(up.URL, "http://")+`"] }
+`)
+	var held []net.Conn
+	for range limit {
+		c, err := dialFrom(t, "127.0.0.2", e.HTTPS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		tc.Write([]byte(http2.ClientPreface))
+		fr := http2.NewFramer(tc, tc)
+		fr.WriteSettings()
+		var b bytes.Buffer
+		enc := hpack.NewEncoder(&b)
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/up"}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b.Bytes(), EndHeaders: true})
+		held = append(held, tc)
+	}
+	time.Sleep(200 * time.Millisecond) // every handler waits for its body
+	h2c := e.Clients()[2]
+	if resp, body := h2c.Get(t, "/x"); resp.StatusCode != 200 || string(body) != "up" {
+		t.Fatalf("new client at the limit: %d %q", resp.StatusCode, body)
+	}
+	if n := open(held); n > limit-1 {
+		t.Errorf("%d of %d starved connections still open", n, limit)
 	}
 }

@@ -697,6 +697,31 @@ func (c *conn) closeStream(st *stream) {
 	}
 }
 
+// progressing reports whether some stream of the connection has a handler
+// that is not waiting on the client (for body bytes or window): a
+// connection that holds a slot only through streams the client starves
+// may be closed to make room (Server.CloseIdle).
+func (c *conn) progressing() bool {
+	c.smu.Lock()
+	active := c.active
+	starved := 0
+	if active > 0 {
+		for _, st := range c.streams {
+			if st.running.Load() && st.body.starved() {
+				starved++
+			}
+		}
+	}
+	c.smu.Unlock()
+	if active == 0 {
+		return false
+	}
+	c.wmu.Lock()
+	starved += c.stalled
+	c.wmu.Unlock()
+	return starved < active
+}
+
 // maybeClose closes a stream whose both halves are done.
 func (c *conn) maybeClose(st *stream) {
 	if st.remoteClosed && st.localClosed.Load() {

@@ -137,10 +137,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// CloseIdle ends up to n connections none of whose streams has a running
-// handler (GOAWAY, then close), to make room under a connection limit:
-// a connection that only holds half-open or stalled streams counts as
-// idle. With match set, only connections whose remote address (host:port)
+// CloseIdle ends up to n connections none of whose streams progresses
+// (GOAWAY, then close), to make room under a connection limit: no handler
+// runs, or every running one waits for request body bytes or for
+// flow-control window the client does not send. With match set, only connections whose remote address (host:port)
 // it accepts. It returns how many it closed.
 func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
 	s.mu.Lock()
@@ -152,11 +152,9 @@ func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
 		if match != nil && !match(c.remote) {
 			continue
 		}
-		c.smu.Lock()
-		if c.active == 0 {
+		if !c.progressing() {
 			idle = append(idle, c)
 		}
-		c.smu.Unlock()
 	}
 	s.mu.Unlock()
 	for _, c := range idle {

@@ -177,6 +177,7 @@ type body struct {
 	deadline time.Time
 	fixed    bool
 	timer    *time.Timer
+	waiting  bool // the handler waits for the client's next bytes
 }
 
 func (b *body) init(st *stream, eof bool) {
@@ -308,8 +309,18 @@ func (b *body) waitLocked() error {
 			b.timer.Reset(wait)
 		}
 	}
+	b.waiting = true
 	b.cond.Wait()
+	b.waiting = false
 	return nil
+}
+
+// starved reports whether the handler waits for body bytes that do not
+// come.
+func (b *body) starved() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
 }
 
 // streamCtx is a stream's request context: the connection's values, and
