@@ -117,6 +117,7 @@ func (c *Cache) Stats() CacheStats {
 func (c *Cache) Close() {
 	c.files.StopAllGoroutines()
 	c.variants.StopAllGoroutines()
+	c.bg.stop()
 }
 
 func (c *Cache) now() int64 { return int64(time.Since(c.start)) }
@@ -411,7 +412,18 @@ type bgCompressor struct {
 	mu      sync.Mutex
 	pending map[variantKey]bool
 	jobs    chan func()
+	stopped bool
 	done    atomic.Uint64 // jobs finished, for tests and the status page
+}
+
+// stop ends the worker after the job it runs; queued jobs are dropped.
+func (b *bgCompressor) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped && b.jobs != nil {
+		close(b.jobs)
+	}
+	b.stopped = true
 }
 
 const bgQueue = 64
@@ -419,7 +431,7 @@ const bgQueue = 64
 func (b *bgCompressor) schedule(k variantKey, job func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.pending[k] {
+	if b.pending[k] || b.stopped {
 		return
 	}
 	if b.jobs == nil {
@@ -443,6 +455,12 @@ func (b *bgCompressor) loop() {
 	runtime.LockOSThread() // the thread keeps its low priority
 	lowerPriority()
 	for job := range b.jobs {
+		b.mu.Lock()
+		stopped := b.stopped
+		b.mu.Unlock()
+		if stopped {
+			continue // drain without running
+		}
 		job()
 		b.done.Add(1)
 	}
