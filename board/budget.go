@@ -70,10 +70,6 @@ type Overrides struct {
 	OpcacheMiB         *int
 }
 
-// DefaultHotC is the default temperature above which Arka sheds optional CPU work:
-// a Raspberry Pi's firmware starts soft-throttling at 80 °C.
-const DefaultHotC = 80.0
-
 func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 
 // ComputeBudget derives the budget for b and applies o. The formula, with R the

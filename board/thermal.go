@@ -1,11 +1,20 @@
 package board
 
 import (
+	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// ThermalInterval is how often Run reads the SoC temperature.
+const ThermalInterval = 10 * time.Second
+
+// DefaultHotC is the default temperature above which Arka sheds optional CPU work:
+// a Raspberry Pi's firmware starts soft-throttling at 80 °C.
+const DefaultHotC = 80.0
 
 // DefaultHysteresisC is how far below the limit the temperature must fall before
 // optional work resumes, so a board hovering at the limit does not flap.
@@ -16,7 +25,7 @@ const DefaultHysteresisC = 5.0
 // brotli-compressing new files on the fly (gzip or identity instead) and lowers
 // compression levels, and the status page says so. It stays hot until the
 // temperature falls to limit - hysteresis or below. Hot is lock-free and safe to
-// call on every request; Update is called by the sampler (every 10 s).
+// call on every request; Update is called by Run (every ThermalInterval).
 type Thermal struct {
 	limitC, resumeC float64
 	log             *slog.Logger
@@ -43,6 +52,42 @@ func NewThermal(limitC, hysteresisC float64, log *slog.Logger) *Thermal {
 		log = slog.Default()
 	}
 	return &Thermal{limitC: limitC, resumeC: limitC - hysteresisC, log: log}
+}
+
+// SetLimits changes the limit and hysteresis (same defaults as NewThermal),
+// for a reload; the current state is kept until the next reading.
+func (t *Thermal) SetLimits(limitC, hysteresisC float64) {
+	if limitC <= 0 {
+		limitC = DefaultHotC
+	}
+	if hysteresisC <= 0 {
+		hysteresisC = DefaultHysteresisC
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.limitC, t.resumeC = limitC, limitC-hysteresisC
+}
+
+// Run feeds the governor the SoC temperature read under root ("" or "/"
+// in production; see ReadSensors) every ThermalInterval until ctx ends. On
+// a board without a temperature sensor it stays cool.
+func (t *Thermal) Run(ctx context.Context, root string) {
+	if root == "" {
+		root = defaultRootPath
+	}
+	fsys := os.DirFS(root)
+	tk := time.NewTicker(ThermalInterval)
+	defer tk.Stop()
+	for {
+		if c := ReadSensorsFS(fsys).TempC; c != nil {
+			t.Update(*c)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+	}
 }
 
 // Hot reports whether optional CPU work should be skipped now.

@@ -1,39 +1,15 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// writeCert writes a throwaway self-signed certificate and key into dir.
-func writeCert(t *testing.T, dir string) (string, string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench.local"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"bench.local"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(k)
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	return cert, key
-}
+	"github.com/arkaweb/arka/tests/testkit"
+)
 
 // seedTree lays out the seed's /srv/bench under a temp dir and returns the
 // seed site file with paths rewritten.
@@ -42,7 +18,7 @@ func seedTree(t *testing.T) (root, file string) {
 	root = t.TempDir()
 	os.MkdirAll(filepath.Join(root, "www"), 0o755)
 	os.MkdirAll(filepath.Join(root, "tls"), 0o755)
-	writeCert(t, filepath.Join(root, "tls"))
+	testkit.WriteCert(t, filepath.Join(root, "tls"))
 	src, err := os.ReadFile("testdata/seed.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +98,6 @@ func TestErrorsAreLocated(t *testing.T) {
 			`:2:13: compression.min_size: size "12 parsecs": unknown unit`},
 		{"bad duration", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", queue = { timeout = \"30\" } }\n",
 			`duration "30" needs a unit`},
-		{"unreadable cert", "[tls]\nlisten = [\":8443\"]\ncert = \"/nonexistent/c.pem\"\nkey = \"/nonexistent/k.pem\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
-			`:3:1: cannot load certificate /nonexistent/c.pem`},
 		{"syntax", "listen = [\":80\"\n", `:1:16: listen: expected a comma`},
 		{"bad listen", "listen = [\"80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:11: listen "80": expected host:port`},
@@ -143,6 +117,12 @@ func TestErrorsAreLocated(t *testing.T) {
 			`cache_control "max-age=60\nX: y" has a control character`},
 		{"host_header not a host", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"127.0.0.1:1\"], host_header = \"a\\r\\nX: y\" }\n",
 			`host_header "a\r\nX: y" must be a host name`},
+		{"NUL in split_path", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", split_path = [\".php\\u0000\"] }\n",
+			`:3:59: split_path ".php\x00" must be an extension like ".php"`},
+		{"fallback not a script", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", fallback = \"/index.html\" }\n",
+			`:3:45: fallback "/index.html" must be the path of a script under the root`},
+		{"fallback with a dot segment", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", fallback = \"/../index.php\" }\n",
+			`fallback "/../index.php" must be the path of a script under the root`},
 		{"bad name", "server_names = [\"example.org:80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:17: server name "example.org:80": a server name has no port`},
 	}
@@ -150,7 +130,7 @@ func TestErrorsAreLocated(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := filepath.Join(root, strings.ReplaceAll(c.name, " ", "_")+".toml")
 			os.WriteFile(f, []byte(strings.ReplaceAll(c.src, "WWW", "www")), 0o644)
-			_, err := Load(f)
+			_, err := loadChecked(f)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -158,6 +138,62 @@ func TestErrorsAreLocated(t *testing.T) {
 				t.Errorf("error %q\nwant it to start with %s: and contain %q", err, f, c.want)
 			}
 		})
+	}
+}
+
+// loadChecked is what arka does: Load, then CheckEnvironment.
+func loadChecked(path string) ([]*Site, error) {
+	sites, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return sites, CheckEnvironment(sites)
+}
+
+// Load reads the site files and nothing else: a missing root, a missing
+// php-fpm and a log directory that does not exist are found by
+// CheckEnvironment (located like any other mistake), and a listen host
+// name is not resolved (a board may boot before its network is up).
+func TestLoadDoesNoIO(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "site.toml")
+	src := `listen = ["arka-test-name.invalid:8080"]
+php = { fpm = "/nonexistent/php-fpm" }
+[log]
+enabled = true
+path = "/nonexistent/dir/access.log"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "/nonexistent/www", fallback = "/index.html" }
+[[routes]]
+path = "/app/"
+handler = { type = "fastcgi", root = "/nonexistent/app" }
+`
+	os.WriteFile(f, []byte(src), 0o644)
+	sites, err := Load(f)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := sites[0].Listen[0]; got != "arka-test-name.invalid:8080" {
+		t.Errorf("listen %q", got)
+	}
+	err = CheckEnvironment(sites)
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("CheckEnvironment: %v", err)
+	}
+	want := []string{
+		f + `:2:9: fpm "/nonexistent/php-fpm": no such file or directory`,
+		f + `:5:1: log path /nonexistent/dir/access.log: directory /nonexistent/dir: no such file or directory`,
+		f + `:8:30: root "/nonexistent/www": no such file or directory`,
+		f + `:11:31: root "/nonexistent/app": no such file or directory`,
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CheckEnvironment:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

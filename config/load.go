@@ -1,8 +1,6 @@
 package config
 
 import (
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,10 +11,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
-	"golang.org/x/sys/unix"
+	"github.com/arkaweb/arka/board"
 )
 
 // HandlerTypes are the route handler types a site file may name.
@@ -283,7 +280,7 @@ var knownKeys = []string{
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
 	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
-	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify",
+	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version", "browse",
 }
 
 func editDistance(a, b string) int {
@@ -346,7 +343,7 @@ func (v *validator) abs(p string) string {
 func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 	at := fmt.Sprintf("routes[%d]", i)
 	line, col := v.pos.at(at)
-	r := Route{Path: rr.Path, Line: line, Col: col, Options: rr.RouteOptions}
+	r := Route{Path: rr.Path, Line: line, Col: col, Options: rr.RouteOptions, index: i}
 	v.routeOptions(at, &r.Options)
 	switch {
 	case rr.Path == "":
@@ -424,6 +421,11 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 }
 
 func (v *validator) has(path string) bool { _, ok := v.pos.indexed[path]; return ok }
+
+// hasControl reports whether s has a NUL or another control character.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
 
 func hasDotSegment(p string) bool {
 	for _, seg := range strings.Split(p, "/") {
@@ -505,10 +507,6 @@ func (v *validator) site(s *Site) {
 		v.errAt("tls", "tls needs both cert and key (or neither, for a generated self-signed certificate)")
 	case s.TLS.Cert != "" && len(s.TLS.Listen) == 0:
 		v.errAt("tls", "tls has a certificate but no listen address (for example listen = [\":443\"])")
-	case s.TLS.Cert != "":
-		if _, err := tls.LoadX509KeyPair(s.TLS.Cert, s.TLS.Key); err != nil {
-			v.errAt("tls.cert", "cannot load certificate %s with key %s: %s", s.TLS.Cert, s.TLS.Key, errText(err))
-		}
 	}
 	switch s.Log.Format {
 	case "":
@@ -519,11 +517,6 @@ func (v *validator) site(s *Site) {
 	}
 	if s.Log.Path != "" && s.Log.Path != "-" {
 		s.Log.Path = v.abs(s.Log.Path)
-		if s.Log.Enabled {
-			if err := writable(s.Log.Path); err != nil {
-				v.errAt("log.path", "log path %s: %v", s.Log.Path, err)
-			}
-		}
 	}
 	if g := s.Global; g != nil {
 		switch g.Budget.PHPPM {
@@ -540,10 +533,10 @@ func (v *validator) site(s *Site) {
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis
 		if limit == 0 {
-			limit = 80
+			limit = board.DefaultHotC
 		}
 		if hyst == 0 {
-			hyst = 5
+			hyst = board.DefaultHysteresisC
 		}
 		if t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || hyst >= limit {
 			v.errAt("global.thermal", "thermal limit must be 1..150 °C and hysteresis smaller than it (work resumes at limit - hysteresis)")
@@ -618,33 +611,10 @@ func checkHostName(host string) error {
 	return nil
 }
 
-// writable reports why a log file could not be opened for appending: the
-// file itself if it exists, else its directory.
-func writable(path string) error {
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return errors.New("is a directory")
-		}
-		return unix.Access(path, unix.W_OK)
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("directory %s: %v", dir, errText(err))
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("directory %s: %v", dir, err)
-	}
-	return nil
-}
-
-// resolveTimeout bounds the name lookup of a listen host.
-const resolveTimeout = 3 * time.Second
-
-// normalizeListen checks "host:port" and returns it in canonical form.
+// normalizeListen checks "host:port" and returns it in canonical form. A
+// host name is checked for its form only: it is resolved when it is bound
+// (a name that does not resolve yet, as on a board whose network comes up
+// after Arka, is no configuration error).
 func normalizeListen(a string) (string, error) {
 	host, port, err := net.SplitHostPort(strings.TrimSpace(a))
 	if err != nil {
@@ -660,36 +630,22 @@ func normalizeListen(a string) (string, error) {
 			if _, err := normalizeName(host); err != nil {
 				return "", fmt.Errorf("host %q is not an IP address or host name", host)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
-			defer cancel()
-			if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
-				return "", fmt.Errorf("host %q cannot be resolved; use an IP address", host)
-			}
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }
 
-func (v *validator) dirExists(path, key, p string) bool {
+// dirGiven checks that a directory key is set; that it is a directory is
+// for CheckEnvironment.
+func (v *validator) dirGiven(path, key, p string) {
 	if p == "" {
 		v.errAt(path, "%s: missing (a directory)", key)
-		return false
 	}
-	fi, err := os.Stat(p)
-	switch {
-	case err != nil:
-		v.errAt(path+"."+key, "%s %q: %s", key, p, errText(err))
-		return false
-	case !fi.IsDir():
-		v.errAt(path+"."+key, "%s %q is not a directory", key, p)
-		return false
-	}
-	return true
 }
 
 func (v *validator) static(at string, s *Static) {
 	s.Root = v.abs(s.Root)
-	v.dirExists(at, "root", s.Root)
+	v.dirGiven(at, "root", s.Root)
 	for i, n := range s.Index {
 		if n == "" || strings.ContainsAny(n, "/\\\x00") {
 			v.errAt(fmt.Sprintf("%s.index[%d]", at, i), "index %q must be a plain file name", n)
@@ -699,10 +655,6 @@ func (v *validator) static(at string, s *Static) {
 	case s.Fallback == "":
 	case !strings.HasPrefix(s.Fallback, "/") || hasDotSegment(s.Fallback):
 		v.errAt(at+".fallback", "fallback %q must be a path under root starting with \"/\"", s.Fallback)
-	default:
-		if fi, err := os.Stat(filepath.Join(s.Root, s.Fallback)); err != nil || !fi.Mode().IsRegular() {
-			v.errAt(at+".fallback", "fallback %q: no such file under root %s", s.Fallback, s.Root)
-		}
 	}
 	for k, val := range s.Headers {
 		if !validHeaderName(k) {
@@ -836,7 +788,7 @@ func (v *validator) proxy(at string, p *Proxy) {
 
 func (v *validator) fastcgi(at string, f *FastCGI) {
 	f.Root = v.abs(f.Root)
-	v.dirExists(at, "root", f.Root)
+	v.dirGiven(at, "root", f.Root)
 	switch a := f.Address; {
 	case a == "" || a == "php":
 	case strings.HasPrefix(a, "unix:"):
@@ -854,12 +806,23 @@ func (v *validator) fastcgi(at string, f *FastCGI) {
 		}
 	}
 	for i, s := range f.SplitPath {
-		if !strings.HasPrefix(s, ".") || len(s) < 2 || strings.Contains(s, "/") {
+		if !strings.HasPrefix(s, ".") || len(s) < 2 || strings.Contains(s, "/") || hasControl(s) {
 			v.errAt(fmt.Sprintf("%s.split_path[%d]", at, i), "split_path %q must be an extension like \".php\"", s)
 		}
 	}
-	if f.Fallback != "" && !strings.HasPrefix(f.Fallback, "/") {
-		v.errAt(at+".fallback", "fallback %q must be a path starting with \"/\"", f.Fallback)
+	if fb := f.Fallback; fb != "" {
+		exts := f.SplitPath
+		if len(exts) == 0 {
+			exts = []string{DefaultSplitPath}
+		}
+		script := false
+		for _, e := range exts {
+			script = script || len(fb) > len(e) && strings.EqualFold(fb[len(fb)-len(e):], e)
+		}
+		if !strings.HasPrefix(fb, "/") || strings.HasSuffix(fb, "/") || strings.Contains(fb, "//") ||
+			hasDotSegment(fb) || hasControl(fb) || !script {
+			v.errAt(at+".fallback", "fallback %q must be the path of a script under the root, like \"/index.php\"", fb)
+		}
 	}
 	for k := range f.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

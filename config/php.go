@@ -68,11 +68,13 @@ type PHP struct {
 	// override them: ini = { "date.timezone" = "Europe/Berlin" }.
 	INI map[string]string `toml:"ini"`
 
-	// FPMPath is FPM resolved to an existing executable file.
+	// FPMPath is FPM as an absolute path; for "auto" it is set, and for
+	// both it is checked to be an executable file, by CheckEnvironment.
 	FPMPath string `toml:"-"`
 
 	file      string // where the table is, for conflict messages
 	line, col int
+	fpmAt     [2]int // line and column of the fpm key
 }
 
 // PHP defaults.
@@ -175,25 +177,14 @@ var (
 func (v *validator) php(at string, p *PHP) {
 	p.file = v.file
 	p.line, p.col = v.pos.at(at)
+	p.fpmAt[0], p.fpmAt[1] = v.pos.at(at + ".fpm")
 	switch f := p.FPM; {
 	case f == "":
 		v.errAt(at, "php: fpm is missing: the php-fpm binary, such as fpm = \"/usr/sbin/php-fpm8.2\", or fpm = \"auto\"")
 	case f == "auto":
-		path, err := FindFPM()
-		if err != nil {
-			v.errAt(at+".fpm", "fpm = \"auto\": %v", err)
-		}
-		p.FPMPath = path
+		// Looked up by CheckEnvironment.
 	default:
-		path := v.abs(f)
-		fi, err := os.Stat(path)
-		switch {
-		case err != nil:
-			v.errAt(at+".fpm", "fpm %q: %s", f, errText(err))
-		case !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0:
-			v.errAt(at+".fpm", "fpm %q is not an executable file", f)
-		}
-		p.FPMPath = path
+		p.FPMPath = v.abs(f) // checked by CheckEnvironment
 	}
 	if u := p.User; u != "" && u != "auto" && u != "root" && !userRE.MatchString(u) {
 		v.errAt(at+".user", "user %q: use \"auto\", \"root\", a user name, \"name:group\", \"uid\" or \"uid:gid\"", u)
@@ -268,7 +259,7 @@ func phpConflicts(sites []*Site) Errors {
 
 func samePHP(a, b *PHP) bool {
 	x, y := *a, *b
-	x.file, x.line, x.col = "", 0, 0
-	y.file, y.line, y.col = "", 0, 0
+	x.file, x.line, x.col, x.fpmAt = "", 0, 0, [2]int{}
+	y.file, y.line, y.col, y.fpmAt = "", 0, 0, [2]int{}
 	return reflect.DeepEqual(x, y)
 }

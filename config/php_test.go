@@ -72,7 +72,7 @@ func TestPHPAuto(t *testing.T) {
 	t.Cleanup(func() { FPMSearchDirs = old })
 	t.Setenv("PATH", "")
 	f := writeSite(t, dir, "a.toml", "[global.php]\nfpm = \"auto\"\n"+phpRoute)
-	sites, err := Load(f)
+	sites, err := loadChecked(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestPHPAuto(t *testing.T) {
 		t.Errorf("auto found %q, want the newest, %q", p.FPMPath, want)
 	}
 	FPMSearchDirs = []string{filepath.Join(dir, "nothing")}
-	_, err = Load(f)
+	_, err = loadChecked(f)
 	if err == nil || !strings.Contains(err.Error(), f+":2:1: fpm = \"auto\": no php-fpm found") {
 		t.Errorf("auto without php-fpm: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestPHPErrorsAreLocated(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := writeSite(t, dir, strings.ReplaceAll(c.name, " ", "_")+".toml", strings.ReplaceAll(c.src, "FPM", "php-fpm")+phpRoute)
-			_, err := Load(f)
+			_, err := loadChecked(f)
 			if err == nil {
 				t.Fatal("no error")
 			}

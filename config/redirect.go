@@ -29,7 +29,7 @@ type Redirect struct {
 //	handler = { type = "respond", status = 404 }
 //	handler = { type = "respond", status = 200, body = "ok\n" }
 type Respond struct {
-	// Status is 200..599. Default 200.
+	// Status is 200..599 (not a redirection: see Redirect). Default 200.
 	Status int `toml:"status"`
 	// Body is sent as is (at most MaxRespondBody bytes). Without a body, an
 	// error status gets the site's error page (or the built-in one) and
@@ -155,8 +155,11 @@ func (v *validator) respond(at string, r *Respond) {
 	if r.Status == 0 {
 		r.Status = DefaultRespondStatus
 	}
-	if r.Status < 200 || r.Status > 599 {
+	switch {
+	case r.Status < 200 || r.Status > 599:
 		v.errAt(at+".status", "respond status %d: use 200 to 599", r.Status)
+	case r.Status >= 300 && r.Status < 400 && r.Status != 304:
+		v.errAt(at+".status", "respond status %d is a redirection: use handler = { type = \"redirect\", to = ..., status = %d }", r.Status, r.Status)
 	}
 	if r.Body != "" && (r.Status == 204 || r.Status == 304) {
 		v.errAt(at+".body", "a %d response has no body (RFC 9110 section 15.3.5, 15.4.5)", r.Status)

@@ -67,6 +67,9 @@ type BasicAuth struct {
 	Users map[string]string `toml:"users"`
 }
 
+// DefaultTLSMinVersion is the oldest TLS version a site accepts.
+const DefaultTLSMinVersion = "1.2"
+
 // DefaultBasicAuthRealm is the realm of a basic_auth without one.
 const DefaultBasicAuthRealm = "restricted"
 
@@ -158,4 +161,11 @@ func (v *validator) prefixes(at, key string, list []string) []netip.Prefix {
 func (v *validator) siteOptions(s *Site) {
 	s.TrustedNets = v.prefixes("", "trusted_proxies", s.TrustedProxies)
 	v.errorPages(&s.Errors)
+	switch s.TLS.MinVersion {
+	case "":
+		s.TLS.MinVersion = DefaultTLSMinVersion
+	case "1.2", "1.3":
+	default:
+		v.errAt("tls.min_version", "min_version %q: use \"1.2\" or \"1.3\"", s.TLS.MinVersion)
+	}
 }

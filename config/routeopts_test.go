@@ -110,6 +110,7 @@ func TestRedirectRespondErrors(t *testing.T) {
 		{"host first", at(`{ type = "redirect", to = "{host}/x" }`), `must start with a path, a URL`},
 		{"control char", at(`{ type = "redirect", to = "/a\nb" }`), `must not contain spaces, control characters`},
 		{"respond status", at(`{ type = "respond", status = 99 }`), `:3:31: respond status 99: use 200 to 599`},
+		{"respond redirection", at(`{ type = "respond", status = 301 }`), `respond status 301 is a redirection: use handler = { type = "redirect"`},
 		{"respond 204 body", at(`{ type = "respond", status = 204, body = "x" }`), `a 204 response has no body`},
 		{"respond unknown key", at(`{ type = "respond", stauts = 404 }`), `unknown key "routes.handler.stauts" (did you mean "status"?)`},
 	}
@@ -147,4 +148,8 @@ func TestProxyTLSErrors(t *testing.T) {
 	if a, err := ParseUpstream(s.Routes[0].Proxy.Upstreams[0]); err != nil || !a.TLS || a.Address != "pve.lan:443" {
 		t.Errorf("https upstream: %+v %v", a, err)
 	}
+}
+
+func TestTLSMinVersionErrors(t *testing.T) {
+	locatedErr(t, "[tls]\nlisten = [\":8443\"]\nmin_version = \"1.1\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n", `:3:1: min_version "1.1": use "1.2" or "1.3"`)
 }

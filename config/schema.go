@@ -84,6 +84,9 @@ type TLS struct {
 	// state directory (see cmd/arka -state).
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
+	// MinVersion is the oldest TLS version accepted: "1.2" (default) or
+	// "1.3".
+	MinVersion string `toml:"min_version"`
 }
 
 // Log configures the site's access log.
@@ -129,6 +132,7 @@ type Route struct {
 	Options RouteOptions
 
 	Line, Col int // where the route's table starts in the site file
+	index     int // position in the file's routes array
 }
 
 // Static serves files from a directory.
@@ -150,6 +154,9 @@ type Static struct {
 	CacheControl string `toml:"cache_control"`
 	// Headers are extra response headers for every file.
 	Headers map[string]string `toml:"headers"`
+	// Browse lists directories that have no index file (HTML, names
+	// escaped). Default false: such directories answer 403.
+	Browse bool `toml:"browse"`
 }
 
 // Proxy forwards requests to HTTP/1.1 upstreams.

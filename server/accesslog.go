@@ -3,11 +3,14 @@ package server
 import (
 	"bufio"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/arkaweb/arka/server/internal/realip"
 )
 
 // logSink is one access-log destination, shared by every site that names
@@ -81,6 +84,9 @@ func (s *logSink) close() {
 type accessLog struct {
 	sink *logSink
 	json bool
+	// trusted are the proxies whose forwarding fields name the client
+	// (realip.Client): the site's trusted_proxies and its proxy routes'.
+	trusted []netip.Prefix
 }
 
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -89,21 +95,24 @@ var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 //
 //	127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 2326 "referer" "agent"
 //
-// JSON: one object per line with time, remote, host, method, uri, proto,
+// remote is the client: behind a trusted proxy the one it forwarded for.
+// JSON: one object per line with time, remote, peer (the direct peer), host, method, uri, proto,
 // status, bytes, duration_ms, referer, user_agent and request_id.
 // Client-controlled text is escaped, so a request cannot forge log lines.
 func (l *accessLog) log(r *http.Request, status int, n int64, start time.Time, d time.Duration, reqID string) {
 	bp := lineBufs.Get().(*[]byte)
 	b := (*bp)[:0]
-	remote := r.RemoteAddr
-	if h, _, ok := splitHostPort(remote); ok {
-		remote = h
-	}
+	// remote is the client, as a proxy route would forward it; peer the
+	// address the connection came from.
+	peer := realip.Peer(r.RemoteAddr)
+	remote := realip.Client(r.RemoteAddr, r.Header, l.trusted)
 	if l.json {
 		b = append(b, `{"time":"`...)
 		b = start.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 		b = append(b, `","remote":`...)
 		b = appendJSON(b, remote)
+		b = append(b, `,"peer":`...)
+		b = appendJSON(b, peer)
 		b = append(b, `,"host":`...)
 		b = appendJSON(b, r.Host)
 		b = append(b, `,"method":`...)
@@ -201,20 +210,4 @@ func appendJSON(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, '"')
-}
-
-// splitHostPort splits "host:port" or "[v6]:port" without allocating.
-func splitHostPort(a string) (host, port string, ok bool) {
-	i := len(a) - 1
-	for i >= 0 && a[i] != ':' {
-		i--
-	}
-	if i < 0 {
-		return a, "", false
-	}
-	host, port = a[:i], a[i+1:]
-	if len(host) >= 2 && host[0] == '[' && host[len(host)-1] == ']' {
-		host = host[1 : len(host)-1]
-	}
-	return host, port, true
 }

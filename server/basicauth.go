@@ -87,7 +87,7 @@ func (a *basicAuth) check(w http.ResponseWriter, r *http.Request, trusted []neti
 		if good {
 			return true
 		}
-		client := realip.Client(r.RemoteAddr, r.Header, trusted)
+		client := failureKey(realip.Client(r.RemoteAddr, r.Header, trusted))
 		if a.limited(client) {
 			w.Header()["Retry-After"] = retryAfterWindow
 			errpage.Write(w, r, http.StatusTooManyRequests)
@@ -111,6 +111,21 @@ func (a *basicAuth) check(w http.ResponseWriter, r *http.Request, trusted []neti
 	w.Header()["Www-Authenticate"] = a.challenge
 	errpage.Write(w, r, http.StatusUnauthorized)
 	return false
+}
+
+// failureKey is what failed attempts are counted by: the client's IPv4
+// address, or its IPv6 /64 (one host typically holds a whole /64, and
+// could otherwise take a new address for every few attempts).
+func failureKey(client string) string {
+	a, err := netip.ParseAddr(client)
+	if err != nil {
+		return client
+	}
+	if a = a.Unmap(); a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 // limited reports whether client has used up its failed attempts.

@@ -19,22 +19,22 @@ import (
 // generated when dryRun is false), handlers constructed, middleware applied.
 // Errors are config.Errors located at the offending route or key.
 func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
-	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}}
+	t := newTable()
 	var errs config.Errors
 	fail := func(cs *config.Site, line, col int, format string, args ...any) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, cs := range sites {
-		st := &site{cfg: cs, reqID: cs.RequestID}
+		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3", stats: s.routeStats(cs, siteRoute)}
 		if m := cs.Limits.MaxBodySize; m != nil {
 			st.maxBody = int64(*m)
 		}
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":
-				c, err := loadCert(cs.TLS.Cert, cs.TLS.Key)
+				c, err := LoadCertificate(cs)
 				if err != nil {
-					fail(cs, 0, 0, "tls: %v", err)
+					errs = append(errs, err.(config.Errors)...)
 				}
 				st.cert = c
 			case !dryRun:
@@ -56,7 +56,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			if err != nil {
 				fail(cs, 0, 0, "log: %v", err)
 			} else {
-				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json"}
+				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json", trusted: logTrusted(cs)}
 			}
 		}
 		for i := range cs.Routes {
@@ -75,7 +75,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 		add := func(addr string, isTLS bool) {
 			v := t.vhosts[addr]
 			if v == nil {
-				v = &vhosts{tls: isTLS, exact: map[string]*site{}}
+				v = &vhosts{t: t, tls: isTLS, exact: map[string]*site{}}
 				t.vhosts[addr] = v
 			}
 			if v.first == nil {
@@ -108,6 +108,10 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	}
 	return t, nil
 }
+
+// siteRoute names the counters of a site's responses that no route made
+// (site.stats).
+var siteRoute = &config.Route{Path: "-", Type: "server"}
 
 func sortWild(w []wildSite) {
 	for i := 1; i < len(w); i++ {

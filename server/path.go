@@ -1,6 +1,11 @@
 package server
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+
+	"github.com/arkaweb/arka/server/internal/wire"
+)
 
 // cleanPath normalizes a decoded request path for routing and file lookup:
 // "." and ".." segments are resolved (RFC 3986 section 5.2.4) and repeated
@@ -52,4 +57,82 @@ func cleanPath(p string) (string, bool) {
 		out += "/"
 	}
 	return out, true
+}
+
+// normalizeURL normalizes a request's path for routing and the handlers,
+// in place: u.Path becomes the cleaned decoded path (cleanPath) and, when
+// the client percent-encoded anything, u.RawPath the same path as the
+// client encoded it, segment by segment (wire.ClientPath). It reports false
+// for paths refused with 400 (cleanPath's, and encoded slashes that would
+// hide a dot segment, below).
+//
+// An encoded slash (%2F) is data inside a segment, never a separator (RFC
+// 3986 section 2.2): "/api/items/a%2F%2Fb" keeps its three segments, and
+// the proxy sends it upstream as it came. Dot segments are recognized only
+// between real slashes ("%2E%2E" is ".."); a segment in which an encoded
+// slash would make a dot segment ("a%2F..%2Fsecret") is refused, since
+// servers that decode %2F before removing dot segments would resolve it
+// and servers that do not would not: no reading of it is safe to route.
+func normalizeURL(u *url.URL) bool {
+	if u.RawPath == "" || !wire.HasEncodedSlash(u) {
+		p, ok := cleanPath(u.Path)
+		if !ok {
+			return false
+		}
+		if p == u.Path {
+			return true
+		}
+		if u.RawPath == "" {
+			u.Path = p
+			return true
+		}
+	}
+	esc, dec, ok := cleanRawPath(u.RawPath)
+	if !ok {
+		return false
+	}
+	u.Path, u.RawPath = dec, esc
+	return true
+}
+
+// cleanRawPath is cleanPath over an escaped path, keeping each segment's
+// encoding: it returns the cleaned escaped path and its decoding.
+func cleanRawPath(raw string) (esc, dec string, ok bool) {
+	if raw == "" || raw[0] != '/' {
+		return "", "", false
+	}
+	var escs, decs []string
+	trailing := false
+	for _, s := range strings.Split(raw[1:], "/") {
+		d, err := url.PathUnescape(s)
+		if err != nil || strings.IndexByte(d, 0) >= 0 || strings.IndexByte(d, '\\') >= 0 {
+			return "", "", false
+		}
+		switch d {
+		case "", ".":
+			trailing = true
+			continue
+		case "..":
+			if len(escs) == 0 {
+				return "", "", false
+			}
+			escs, decs = escs[:len(escs)-1], decs[:len(decs)-1]
+			trailing = true
+			continue
+		}
+		if strings.IndexByte(d, '/') >= 0 {
+			for _, part := range strings.Split(d, "/") {
+				if part == "." || part == ".." {
+					return "", "", false
+				}
+			}
+		}
+		escs, decs = append(escs, s), append(decs, d)
+		trailing = false
+	}
+	esc, dec = "/"+strings.Join(escs, "/"), "/"+strings.Join(decs, "/")
+	if trailing && len(escs) > 0 {
+		esc, dec = esc+"/", dec+"/"
+	}
+	return esc, dec, true
 }

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 func TestCleanPath(t *testing.T) {
@@ -112,4 +115,79 @@ func TestVhostMatch(t *testing.T) {
 			t.Errorf("match(%q) wrong site", host)
 		}
 	}
+}
+
+// normalizeURL: routing gets the cleaned decoded path, handlers the same
+// path as the client encoded it; %2F is data, never a separator, and a dot
+// segment hidden behind one is refused (issue 18).
+func TestNormalizeURL(t *testing.T) {
+	for _, c := range []struct{ in, path, raw string }{
+		{"/a/b", "/a/b", ""},
+		{"/caf%C3%A9", "/café", ""},
+		{"/api/items/a%2F%2Fb", "/api/items/a//b", "/api/items/a%2F%2Fb"},
+		{"/api/items/a%2fb/", "/api/items/a/b/", "/api/items/a%2fb/"},
+		{"/x/../api/./a%2Fb", "/api/a/b", "/api/a%2Fb"},
+		{"//api//a%2Fb", "/api/a/b", "/api/a%2Fb"},
+		{"/a/%2e%2e/b%3Bc", "/b;c", "/b%3Bc"},
+		{"/a/%2E/caf%c3%a9", "/a/café", "/a/caf%c3%a9"},
+		{"/%2F", "//", "/%2F"},
+		{"/a%2F.b", "/a/.b", "/a%2F.b"},
+	} {
+		u := &url.URL{}
+		if err := wire.SetPath(u, c.in); err != nil { // as the engines do
+			t.Fatal(err)
+		}
+		if !normalizeURL(u) || u.Path != c.path || u.RawPath != c.raw {
+			t.Errorf("normalizeURL(%q): Path %q RawPath %q; want %q %q", c.in, u.Path, u.RawPath, c.path, c.raw)
+		}
+		if got, want := wire.ClientPath(u), c.raw; want != "" && got != want {
+			t.Errorf("ClientPath(%q) = %q", c.in, got)
+		}
+	}
+	for _, in := range []string{
+		"/a%2F..%2Fsecret", "/files/a%2F..%2F..%2Fetc", "/a/%2E%2E%2Fb", "/.%2F", "/x%2f.",
+		"/%2e%2e/a%2Fb", "/a%2Fb%5C", "/a%2Fb%00", "/..",
+	} {
+		u := &url.URL{}
+		if err := wire.SetPath(u, in); err != nil {
+			t.Fatal(err)
+		}
+		if normalizeURL(u) {
+			t.Errorf("normalizeURL(%q) accepted: %q %q", in, u.Path, u.RawPath)
+		}
+	}
+	u := &url.URL{Path: "/assets/app.js"}
+	if n := testing.AllocsPerRun(100, func() { normalizeURL(u) }); n != 0 {
+		t.Errorf("normalizeURL allocates on a clean path")
+	}
+}
+
+// FuzzNormalizeURL: whatever the client sends, an accepted path has no dot
+// segment and no empty one, its encoded form decodes to it, and splitting
+// either at real slashes gives the same segments.
+func FuzzNormalizeURL(f *testing.F) {
+	for _, s := range []string{"/a/../b", "/a%2F..%2Fb", "/%2e%2e/", "//x%2f/", "/a/%2E/b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		u := &url.URL{}
+		if len(in) == 0 || in[0] != '/' || wire.SetPath(u, in) != nil {
+			return
+		}
+		if !normalizeURL(u) {
+			return
+		}
+		for _, seg := range strings.Split(u.Path, "/")[1:] {
+			if seg == ".." || seg == "." {
+				t.Fatalf("%q -> %q keeps a dot segment", in, u.Path)
+			}
+		}
+		raw := wire.ClientPath(u)
+		if strings.Contains(raw, "//") {
+			t.Fatalf("%q -> %q keeps an empty segment", in, raw)
+		}
+		if dec, err := url.PathUnescape(raw); err != nil || dec != u.Path {
+			t.Fatalf("%q -> %q, which decodes to %q, not %q", in, raw, dec, u.Path)
+		}
+	})
 }

@@ -76,11 +76,13 @@ func (e errorPageWriter) Write(p []byte) (int, error) {
 }
 
 // head applies the route's field changes before the first final status
-// or body byte reaches the engine.
+// or body byte reaches the engine; caching fields only to a 2xx or 304
+// (an error keeps errpage's Cache-Control: no-store, or what the
+// upstream or script set).
 func (r *recorder) head() {
 	if r.hdr != nil && !r.applied {
 		r.applied = true
-		r.hdr.apply(r.w.Header())
+		r.hdr.apply(r.w.Header(), r.status >= 200 && r.status < 300 || r.status == http.StatusNotModified)
 	}
 }
 

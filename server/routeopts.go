@@ -72,14 +72,21 @@ func compileHeaders(o *config.HeaderOps) *headerOps {
 // apply changes the fields of a response about to be sent: remove, set,
 // add, then merge Vary (RFC 9110 section 12.5.5: a response varies on the
 // union of what every party chose it by, so Vary is never replaced).
-func (o *headerOps) apply(h http.Header) {
+// Caching fields (wire.CachingField) are set or added only when caching
+// is true: for 2xx and 304 responses, never for errors.
+func (o *headerOps) apply(h http.Header, caching bool) {
 	for _, k := range o.remove {
 		delete(h, k)
 	}
 	for _, kv := range o.set {
-		h[kv.k] = kv.v
+		if caching || !wire.CachingField(kv.k) {
+			h[kv.k] = kv.v
+		}
 	}
 	for _, kv := range o.add {
+		if !caching && wire.CachingField(kv.k) {
+			continue
+		}
 		if old := h[kv.k]; len(old) > 0 {
 			h[kv.k] = append(old[:len(old):len(old)], kv.v...)
 		} else {
@@ -189,4 +196,16 @@ func trustedFor(cs *config.Site, cr *config.Route) []netip.Prefix {
 		return out
 	}
 	return cs.TrustedNets
+}
+
+// logTrusted are the proxies whose forwarding fields the site's access log
+// believes: the site's trusted_proxies and those of its proxy routes.
+func logTrusted(cs *config.Site) []netip.Prefix {
+	out := cs.TrustedNets
+	for i := range cs.Routes {
+		if cr := &cs.Routes[i]; cr.Proxy != nil && len(cr.Proxy.TrustedProxies) > 0 {
+			out = append(out[:len(out):len(out)], trustedFor(cs, cr)...)
+		}
+	}
+	return out
 }

@@ -157,12 +157,14 @@ headers = { set = { Cache-Control = "private" } }
 		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Basic realm="family", charset="UTF-8"` || strings.Contains(string(body), "photos") {
 			t.Errorf("no credentials: %d %v", resp.StatusCode, resp.Header)
 		}
-		if resp.Header.Get("Cache-Control") != "private" {
-			t.Errorf("401 without the route's headers: %v", resp.Header)
+		// A route's caching fields go on 2xx and 304 only; errors are
+		// no-store (issue 18).
+		if resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("401 with the route's caching fields: %v", resp.Header)
 		}
 		resp, body = c.Get(t, "/", from, basic("alice", "correct horse"))
-		if resp.StatusCode != 200 || string(body) != "family photos" {
-			t.Errorf("good credentials: %d %q", resp.StatusCode, body)
+		if resp.StatusCode != 200 || string(body) != "family photos" || resp.Header.Get("Cache-Control") != "private" {
+			t.Errorf("good credentials: %d %q, Cache-Control %q", resp.StatusCode, body, resp.Header.Get("Cache-Control"))
 		}
 		resp, _ = c.Get(t, "/", from, basic("alice", "correct horse"))
 		if resp.StatusCode != 200 {

@@ -53,8 +53,9 @@ type Options struct {
 	// takes the package defaults.
 	Board  board.Board
 	Budget board.Budget
-	// Thermal, when set, is fed the SoC temperature every 10 s; while it is
-	// hot, optional CPU work (brotli, high compression levels) stops.
+	// Thermal, when set, says when the board is too hot: optional CPU work
+	// (brotli, high compression levels) then stops, and the status page
+	// shows its state. Its owner feeds it readings (board.Thermal.Run).
 	Thermal *board.Thermal
 	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
 	// the same temperature readings as Thermal, and the status page shows it.
@@ -64,6 +65,9 @@ type Options struct {
 	// (named LEDName, "" when the board has none) does.
 	Conditions *led.Conditions
 	LEDName    string
+	// BoardRoot is the directory that stands for "/" when the sensors are
+	// read (/proc, /sys); default "/". Tests point it at fixture trees.
+	BoardRoot string
 	// DiskPath is the writable partition whose free space the status page
 	// shows (default StateDir).
 	DiskPath string
@@ -99,6 +103,9 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
+	// Listen binds a listen address (default net.Listen), for tests that
+	// hand over sockets they bound themselves.
+	Listen func(network, address string) (net.Listener, error)
 	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
@@ -154,6 +161,9 @@ func New(o Options) *Server {
 	if o.DiskPath == "" {
 		o.DiskPath = o.StateDir
 	}
+	if o.Listen == nil {
+		o.Listen = net.Listen
+	}
 	if b := o.Budget; b.OpenFileCacheBytes > 0 && o.Cache.FileBytes == 0 {
 		o.Cache.FileBytes = b.OpenFileCacheBytes + b.ContentCacheBytes
 		o.Cache.VariantBytes = b.CompressedBytes
@@ -192,11 +202,17 @@ func (s *Server) Check(sites []*config.Site) error {
 	return nil
 }
 
-// Apply compiles sites and makes them the served configuration: new
-// listeners are bound, removed ones shut down gracefully, and requests
-// already in flight finish on the configuration they started on. If
-// anything fails (a handler, a certificate, a bind), nothing changes and
-// the error says why.
+// Apply compiles sites and makes them the served configuration, as one
+// transaction. First everything the new configuration needs is prepared
+// while the old one keeps serving: handlers, certificates, and a socket
+// for every listen address (the socket of an address that stays is kept,
+// also when the address switches between plain HTTP and TLS). Only when
+// all of that succeeded is the new configuration swapped in; otherwise
+// nothing changes, every address keeps serving what it served, and the
+// error says why. After the swap, listeners for removed addresses shut
+// down gracefully, and requests already in flight finish on the
+// configuration they started on, whose handlers are closed when the last
+// of them ends.
 func (s *Server) Apply(sites []*config.Site) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,55 +223,95 @@ func (s *Server) Apply(sites []*config.Site) error {
 	if err != nil {
 		return err
 	}
+	// Prepare: nothing old is touched.
 	next := map[string]*listener{}
-	var bound []*listener
-	for addr, vh := range t.vhosts {
-		if l, ok := s.listeners[addr]; ok && l.tls == vh.tls {
+	var fresh []*listener    // on sockets bound now
+	var switched []*listener // on an old listener's socket, TLS switched on or off
+	for _, addr := range sortedAddrs(t.vhosts) {
+		vh := t.vhosts[addr]
+		old, ok := s.listeners[addr]
+		switch {
+		case ok && old.tls == vh.tls:
+			next[addr] = old
+		case ok:
+			l := s.newListener(addr, old.sock.raw, vh.tls)
+			switched = append(switched, l)
 			next[addr] = l
-			continue
-		}
-		if l, ok := s.listeners[addr]; ok {
-			// Same address, TLS switched on or off: the old listener must
-			// go before the new one can bind.
-			l.shutdown(s.o.ShutdownTimeout)
-			delete(s.listeners, addr)
-		}
-		l, err := s.listen(addr, vh.tls)
-		if err != nil {
-			for _, b := range bound {
-				b.ln.Close()
+		default:
+			raw, err := s.o.Listen("tcp", addr)
+			if err != nil {
+				for _, l := range fresh {
+					l.sock.raw.Close()
+				}
+				t.close()
+				return listenError(sites, addr, vh.tls, fmt.Errorf("listen %s: %w", addr, err))
 			}
-			t.close()
-			return listenError(sites, addr, vh.tls, err)
+			l := s.newListener(addr, raw, vh.tls)
+			fresh = append(fresh, l)
+			next[addr] = l
 		}
-		bound = append(bound, l)
-		next[addr] = l
 	}
+	// Commit: nothing below fails.
 	for addr, l := range next {
 		l.vh.Store(t.vhosts[addr])
 	}
-	for _, l := range bound {
-		go l.serve(s.log)
-	}
-	for addr, l := range s.listeners {
-		if next[addr] != l {
-			go l.shutdown(s.o.ShutdownTimeout)
-		}
+	for _, l := range fresh {
+		l.start(s.log)
 	}
 	old := s.table
-	s.table, s.listeners = t, next
-	s.served.Store(t)
-	s.retireSinks(t)
-	if old != nil {
-		// Requests that loaded the old table just before the swap may still
-		// be starting; give them time before closing its handlers (whose
-		// Close waits for their own in-flight work).
+	// A listener that goes keeps the old table alive until it has shut
+	// down: its open connections may still start requests.
+	retire := func(l *listener) {
+		if old != nil {
+			old.refs.Add(1)
+		}
 		go func() {
-			time.Sleep(2 * time.Second)
-			old.close()
+			l.shutdown(s.o.ShutdownTimeout)
+			if old != nil {
+				old.release()
+			}
 		}()
 	}
+	for _, l := range switched {
+		prev := s.listeners[l.addr]
+		prev.detach()
+		l.start(s.log)
+		retire(prev)
+	}
+	for addr, l := range s.listeners {
+		if next[addr] == nil {
+			retire(l)
+		}
+	}
+	s.table, s.listeners = t, next
+	s.served.Store(t)
+	retired := s.retireSinks(t)
+	if old != nil {
+		// The old table's handlers, and the log files only it wrote to,
+		// are closed when its last request ends.
+		old.onClose = append(old.onClose, func() {
+			for _, k := range retired {
+				k.close()
+			}
+		})
+		old.release()
+	} else {
+		for _, k := range retired {
+			k.close()
+		}
+	}
 	return nil
+}
+
+// sortedAddrs returns the listen addresses in a fixed order, so that which
+// bind fails first (and is reported) does not depend on map order.
+func sortedAddrs(m map[string]*vhosts) []string {
+	out := make([]string, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // listenError locates a failure to bind addr at the first site file line
@@ -336,6 +392,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	if s.table != nil {
+		// The listeners' wait is over: close the handlers even if a
+		// request still runs on them.
 		s.table.close()
 	}
 	close(s.done)
@@ -380,14 +438,17 @@ func (s *Server) sink(t *table, path string) (*logSink, error) {
 	return k, nil
 }
 
-// retireSinks makes t's sinks the server's, closing those no longer used.
-func (s *Server) retireSinks(t *table) {
+// retireSinks makes t's sinks the server's and returns those no longer
+// used, for the caller to close once nothing writes to them.
+func (s *Server) retireSinks(t *table) []*logSink {
+	var retired []*logSink
 	for p, k := range s.sinks {
 		if t.sinks[p] == nil {
-			k.close()
+			retired = append(retired, k)
 		}
 	}
 	s.sinks = t.sinks
+	return retired
 }
 
 func (s *Server) flushLoop() {
@@ -425,12 +486,17 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 }
 
 // RouteStats returns the counters of every route seen, sorted by site and
-// route.
+// route. A site's "-" row (responses no route made: a path refused, no
+// route, requests the engines could not parse) is there once it counted
+// one.
 func (s *Server) RouteStats() []*RouteStats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
 	out := make([]*RouteStats, 0, len(s.stats))
 	for _, st := range s.stats {
+		if st.Route == siteRoute.Path && st.Requests.Load() == 0 {
+			continue
+		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -451,13 +517,19 @@ func (s *Server) CacheStats() static.CacheStats { return s.cache.Stats() }
 type listener struct {
 	addr string
 	tls  bool
-	ln   net.Listener
-	srv  *http.Server // everything with the net/http engine
-	h1   *h1.Server   // nil with the net/http engine
-	h2   *h2.Server   // nil with the net/http engine
-	tlsc *tls.Config
-	hsTO time.Duration
-	vh   atomic.Pointer[vhosts]
+	sock *socket      // the bound socket, which may outlive this listener
+	ln   net.Listener // sock, bounded by Options.MaxConns
+	// stopped is closed when the accept loop has returned.
+	stopped chan struct{}
+	srv     *http.Server // everything with the net/http engine
+	h1      *h1.Server   // nil with the net/http engine
+	h2      *h2.Server   // nil with the net/http engine
+	tlsc    *tls.Config
+	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
+	// sites that ask for it.
+	tlsc13 *tls.Config
+	hsTO   time.Duration
+	vh     atomic.Pointer[vhosts]
 
 	hsMu        sync.Mutex
 	handshaking map[net.Conn]struct{} // TLS handshakes in progress
@@ -502,15 +574,13 @@ func (l *listener) makeRoom(n int, from netip.Addr) int {
 	return k
 }
 
-func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	l := &listener{addr: addr, tls: isTLS, ln: ln, hsTO: s.limits.ReadHeaderTimeout()}
+// newListener sets up the engines for a bound socket; start serves it.
+func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listener {
+	sock := &socket{raw: raw}
+	l := &listener{addr: addr, tls: isTLS, sock: sock, ln: sock, hsTO: s.limits.ReadHeaderTimeout(), stopped: make(chan struct{})}
 	var limited *limitListener
 	if s.o.MaxConns > 0 {
-		limited = newLimitListener(ln, s.o.MaxConns)
+		limited = newLimitListener(sock, s.o.MaxConns)
 		l.ln = limited
 	}
 	l.srv = &http.Server{
@@ -529,18 +599,70 @@ func (s *Server) listen(addr string, isTLS bool) (*listener, error) {
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc
+		l.tlsc.CipherSuites = tls12CipherSuites
+		// Sites with [tls] min_version = "1.3" get this one, by SNI.
+		l.tlsc13 = l.tlsc.Clone()
+		l.tlsc13.MinVersion = tls.VersionTLS13
+		l.tlsc.GetConfigForClient = l.configForClient
 	}
 	if s.o.Engine != "net/http" {
-		l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log}
+		l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
 		if limited != nil {
 			limited.makeRoom = l.makeRoom
 		}
 		if isTLS {
-			l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log}
+			l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
 		}
 	}
-	return l, nil
+	return l
 }
+
+// start runs the accept loop.
+func (l *listener) start(log *slog.Logger) {
+	go func() {
+		defer close(l.stopped)
+		l.serve(log)
+	}()
+}
+
+// detach stops l's accept loop without closing its socket, for another
+// listener to serve it; connections l accepted stay l's. Its shutdown then
+// leaves the socket open.
+func (l *listener) detach() {
+	l.sock.detached.Store(true)
+	if d, ok := l.sock.raw.(interface{ SetDeadline(time.Time) error }); ok {
+		d.SetDeadline(time.Unix(1, 0)) // wakes a blocked Accept
+		<-l.stopped
+		d.SetDeadline(time.Time{})
+	}
+}
+
+// socket is a bound listening socket. When an address switches between
+// plain HTTP and TLS on reload, the old listener's socket is detached and
+// served by the new one, so that the address never stops accepting and a
+// reload that fails later has closed nothing.
+type socket struct {
+	raw      net.Listener
+	detached atomic.Bool
+}
+
+func (s *socket) Accept() (net.Conn, error) {
+	c, err := s.raw.Accept()
+	if err != nil && s.detached.Load() {
+		return nil, net.ErrClosed
+	}
+	return c, err
+}
+
+// Close closes the socket unless another listener took it over.
+func (s *socket) Close() error {
+	if s.detached.Load() {
+		return nil
+	}
+	return s.raw.Close()
+}
+
+func (s *socket) Addr() net.Addr { return s.raw.Addr() }
 
 func (l *listener) serve(log *slog.Logger) {
 	var err error
@@ -600,10 +722,12 @@ func (l *listener) handshake(c net.Conn) {
 		// do, instead of closing without a word.
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
+			const body = "Client sent an HTTP request to an HTTPS server.\n"
 			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"+
-				"Client sent an HTTP request to an HTTPS server.\n")
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"+body)
 			re.Conn.Close()
+			method, _, _ := strings.Cut(string(re.RecordHeader[:]), " ")
+			l.rejected(&http.Request{Method: method, RemoteAddr: c.RemoteAddr().String(), Header: http.Header{}}, http.StatusBadRequest, int64(len(body)))
 		}
 		tc.Close()
 		return
@@ -642,6 +766,21 @@ func (l *listener) shutdown(timeout time.Duration) {
 	wg.Wait()
 }
 
+// acquire returns the virtual hosts to serve a request with, holding a
+// reference on their table until release: a reload that swaps in a new
+// table closes the old one's handlers only when its last request ended.
+func (l *listener) acquire() *vhosts {
+	for {
+		vh := l.vh.Load()
+		vh.t.refs.Add(1)
+		if l.vh.Load() == vh {
+			return vh
+		}
+		// Swapped meanwhile: the old table may be closing.
+		vh.t.release()
+	}
+}
+
 // certificate picks the certificate for a TLS handshake by SNI: the site
 // named, else the default site, else the first site on this address.
 func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -672,11 +811,72 @@ const StatusClientClosedRequest = 499
 
 // ServeHTTP dispatches one request: virtual host, path normalization, route,
 // then the route's handler wrapped in request id, counters and access log.
+// Every response is counted and logged with the status the client saw,
+// whoever made it: the route's handler, or this dispatch itself (no site,
+// a path refused, a slash redirect, no route, a body too large), the
+// latter counted on the site's "-" row (see site.stats).
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	vh := l.vh.Load()
+	vh := l.acquire()
+	defer vh.t.release()
 	w.Header()["Server"] = serverHeader
+	rec := recorders.Get().(*recorder)
+	rec.w, rec.status, rec.bytes = w, 0, 0
+	rec.req, rec.hdr, rec.applied = r, nil, false
+	rec.pages, rec.intercept, rec.swallow = nil, false, false
 	st := vh.match(r.Host)
+	if st != nil {
+		rec.pages = st.pages // dispatch's own errors get the site's pages too
+	}
+	var rt *route
+	var reqID string
+	defer func() {
+		// Count and log the request even when the handler aborted it
+		// (panic(http.ErrAbortHandler) for a response cut short); the
+		// panic goes on to the engine, which closes the connection.
+		p := recover()
+		status, n := rec.status, rec.bytes
+		switch {
+		case (status == 0 || status == http.StatusContinue || status == http.StatusEarlyHints) &&
+			(p == http.ErrAbortHandler || p == nil && r.Context().Err() != nil):
+			// The client went away before any response was written, and
+			// the handler saw it (it waited on the request's context, or
+			// its body read failed and it aborted with
+			// http.ErrAbortHandler): nobody received a response. Logged
+			// 499, as nginx does.
+			status = StatusClientClosedRequest
+		case p != nil && status == 0:
+			status = http.StatusInternalServerError
+		case status == 0:
+			status = http.StatusOK
+		}
+		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
+		recorders.Put(rec)
+		ls := st
+		if ls == nil {
+			ls = vh.first // no site for this Host: the address's first site logs it
+		}
+		d := time.Since(start)
+		switch {
+		case rt != nil:
+			rt.stats.observe(status, d, n)
+		case ls != nil:
+			ls.stats.observe(status, d, n)
+		}
+		if ls != nil && ls.log != nil {
+			ls.log.log(r, status, n, start, d, reqID)
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
+	l.dispatch(rec, r, vh, st, &rt, &reqID)
+}
+
+// dispatch is ServeHTTP's choice of the response: it sets *rt to the route
+// that serves r (nil when dispatch answers itself) and *reqID to its
+// request id.
+func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, rt **route, reqID *string) {
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
 		// connection was made for another name (RFC 9110 section 15.5.20),
@@ -694,8 +894,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusMisdirectedRequest)
 		return
 	}
-	p, ok := cleanPath(r.URL.Path)
-	if !ok {
+	if !normalizeURL(r.URL) {
 		if r.Method == http.MethodOptions && r.RequestURI == "*" {
 			w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
 			w.WriteHeader(http.StatusNoContent)
@@ -704,11 +903,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, http.StatusBadRequest)
 		return
 	}
-	if p != r.URL.Path {
-		r.URL.Path, r.URL.RawPath = p, ""
-	}
-	rt, redirect := st.matchRoute(p)
+	route, redirect := st.matchRoute(r.URL.Path)
 	if redirect != "" {
+		*rt = st.route(redirect)
 		loc := redirect
 		if r.URL.RawQuery != "" {
 			loc += "?" + r.URL.RawQuery
@@ -721,10 +918,11 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errpage.Write(w, r, code)
 		return
 	}
-	if rt == nil {
+	if route == nil {
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	}
+	*rt = route
 	if st.maxBody > 0 && r.Body != nil && r.Body != http.NoBody {
 		// RFC 9110 section 15.5.14: refuse a declared length at once; cap
 		// a streamed (chunked) body as it is read.
@@ -735,44 +933,38 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, st.maxBody)
 	}
-	var reqID string
 	if st.reqID {
-		reqID = requestID(r)
-		w.Header()["X-Request-Id"] = []string{reqID}
+		*reqID = requestID(r)
+		w.Header()["X-Request-Id"] = []string{*reqID}
 	}
-	rec := recorders.Get().(*recorder)
-	rec.w, rec.status, rec.bytes = w, 0, 0
-	rec.req, rec.hdr, rec.applied = r, rt.hdr, false
-	rec.pages, rec.intercept, rec.swallow = st.pages, rt.intercept, false
-	defer func() {
-		// Count and log the request even when the handler aborted it
-		// (panic(http.ErrAbortHandler) for a response cut short); the
-		// panic goes on to the engine, which closes the connection.
-		p := recover()
-		status, n := rec.status, rec.bytes
-		switch {
-		case status == 0 && (p == nil || p == http.ErrAbortHandler) && r.Context().Err() != nil:
-			// The client went away before any response was written, and
-			// the handler saw it (it waited on the request's context):
-			// nobody received anything. Logged 499, as nginx does.
-			status = StatusClientClosedRequest
-		case p != nil && status == 0:
-			status = http.StatusInternalServerError
-		case status == 0:
-			status = http.StatusOK
-		}
-		rec.w, rec.req, rec.hdr, rec.pages = nil, nil, nil, nil
-		recorders.Put(rec)
-		d := time.Since(start)
-		rt.stats.observe(status, d, n)
-		if st.log != nil {
-			st.log.log(r, status, n, start, d, reqID)
-		}
-		if p != nil {
-			panic(p)
-		}
-	}()
-	rt.h.ServeHTTP(rec, r)
+	w.hdr, w.intercept = route.hdr, route.intercept
+	route.h.ServeHTTP(w, r)
+}
+
+// rejected counts and logs a response an engine wrote itself, for a
+// request it could not parse (400, 408, 414, 431, 505...; h1.Server and
+// h2.Server's Rejected), or the listener's answer to plain HTTP on a TLS
+// port. r holds what is known: the client's address and, when the request
+// line was read, method, target and protocol. The site is the one its Host
+// names if known, else the address's default or first site; the
+// response is counted on that site's "-" row.
+func (l *listener) rejected(r *http.Request, status int, n int64) {
+	vh := l.vh.Load()
+	if vh == nil {
+		return
+	}
+	st := vh.match(r.Host)
+	if st == nil {
+		st = vh.first
+	}
+	if st == nil {
+		return
+	}
+	now := time.Now()
+	st.stats.observe(status, 0, n)
+	if st.log != nil {
+		st.log.log(r, status, n, now, 0, "")
+	}
 }
 
 // engineLog routes net/http's own messages to the error log, dropping the

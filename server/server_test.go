@@ -158,6 +158,60 @@ func TestReload(t *testing.T) {
 	}
 }
 
+// A reload is a transaction: when addresses switch between plain HTTP and
+// TLS and a bind fails afterwards, every address keeps serving what it
+// served (whatever order the addresses are handled in); a reload that
+// succeeds switches them over on the same sockets.
+func TestReloadSwitchTLSAndFailedBind(t *testing.T) {
+	dir := t.TempDir()
+	root := www(t, dir, "a", "hello")
+	e := servertest.Start(t, siteFor(`"a.example"`, root, true))
+	swapped := strings.NewReplacer(`listen = ["{{HTTP}}"]`, `listen = ["{{HTTPS}}"]`,
+		`listen = ["{{HTTPS}}"]`, `listen = ["{{HTTP}}"]`).Replace(siteFor(`"a.example"`, root, true))
+	get := func(url string) (string, error) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	check := func(when, plain, secure string) {
+		t.Helper()
+		if b, err := get("http://" + plain + "/"); b != "hello" {
+			t.Fatalf("%s: http://%s: %q, %v", when, plain, b, err)
+		}
+		if b, err := get("https://" + secure + "/"); b != "hello" {
+			t.Fatalf("%s: https://%s: %q, %v", when, secure, b, err)
+		}
+	}
+	for i := range 10 {
+		// A second address that cannot be bound: the reload fails after
+		// both old addresses were prepared for the switch.
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := strings.Replace(swapped, `listen = ["{{HTTPS}}"]`, `listen = ["{{HTTPS}}", "`+busy.Addr().String()+`"]`, 1)
+		if err := e.Reload(0, src); err == nil || !strings.Contains(err.Error(), "site0.toml:") {
+			t.Fatalf("run %d: reload with a busy address: %v", i, err)
+		}
+		busy.Close()
+		check("after a failed reload", e.HTTP, e.HTTPS)
+	}
+	if err := e.Reload(0, swapped); err != nil {
+		t.Fatal(err)
+	}
+	check("after the switch", e.HTTPS, e.HTTP)
+	if err := e.Reload(0, siteFor(`"a.example"`, root, true)); err != nil {
+		t.Fatal(err)
+	}
+	check("after switching back", e.HTTP, e.HTTPS)
+}
+
 func TestRequestIDAndAccessLog(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "access.log")
@@ -498,4 +552,15 @@ handler = { type = "proxy", upstreams = ["`+strings.TrimPrefix(up.URL, "http://"
 			}
 		}
 	})
+}
+
+// The certificate is read when the server builds the sites (arka -t too),
+// and a failure is located at tls.cert.
+func TestCertificateErrorLocated(t *testing.T) {
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, t.TempDir(), "a", "a"), true))
+	src := strings.Replace(siteFor(`"a.example"`, "{{DIR}}", true), "[tls]\n", "[tls]\ncert = \"/nonexistent/c.pem\"\nkey = \"/nonexistent/k.pem\"\n", 1)
+	err := e.Reload(0, src)
+	if err == nil || !strings.Contains(err.Error(), "site0.toml:5:1: cannot load certificate /nonexistent/c.pem with key /nonexistent/k.pem: /nonexistent/c.pem: no such file or directory") {
+		t.Fatalf("reload with a missing certificate: %v", err)
+	}
 }

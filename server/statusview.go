@@ -33,7 +33,7 @@ func (s *Server) Snapshot() status.Snapshot {
 		Version:   Version,
 		StartedAt: s.started,
 		Board:     status.BoardInfoFrom(s.o.Board),
-		Sensors:   board.ReadSensors("/", s.o.DiskPath),
+		Sensors:   board.ReadSensors(s.o.BoardRoot, s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
 	}
 	if s.o.Thermal != nil {
@@ -111,9 +111,6 @@ func (s *Server) sampleLoop() {
 		cancel()
 	}()
 	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
-		if s.o.Thermal != nil && snap.Sensors.TempC != nil {
-			s.o.Thermal.Update(*snap.Sensors.TempC)
-		}
 		if s.o.Fan != nil {
 			if t := snap.Sensors.TempC; t != nil {
 				s.o.Fan.Update(*t)

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
@@ -15,17 +17,40 @@ import (
 
 // table is one compiled configuration: every listener's virtual hosts,
 // routes and handlers. It is immutable once built; a reload builds a new
-// one and swaps it in.
+// one and swaps it in, and the old one is closed when the last request
+// that started on it ends (see acquire and release).
 type table struct {
 	vhosts  map[string]*vhosts // by listen address
 	closers []interface{ Close() error }
 	proxies []*proxy.Handler   // also in closers; their upstreams go on the status page
 	fastcgi []*fastcgi.Handler // for the status page's pool figures
 	sinks   map[string]*logSink
+
+	// refs counts the requests running on the table, plus one while it is
+	// the served table. The one who brings it to zero closes the table.
+	refs      atomic.Int64
+	closeOnce sync.Once
+	onClose   []func() // run after the handlers are closed (sinks no longer used)
+	closed    chan struct{}
+}
+
+// newTable returns an empty table holding its "served" reference.
+func newTable() *table {
+	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}, closed: make(chan struct{})}
+	t.refs.Store(1)
+	return t
+}
+
+// release drops one reference; the last closes the table.
+func (t *table) release() {
+	if t.refs.Add(-1) == 0 {
+		t.close()
+	}
 }
 
 // vhosts are the sites reachable on one listen address.
 type vhosts struct {
+	t     *table // the table these belong to
 	tls   bool
 	exact map[string]*site // lower-case names
 	wild  []wildSite       // "*.example.org" as suffix ".example.org", longest first
@@ -49,6 +74,23 @@ type site struct {
 	cert    *tls.Certificate
 	// pages are the site's own error pages, nil without any.
 	pages *errpage.Pages
+	// tls13 is [tls] min_version = "1.3".
+	tls13 bool
+	// stats counts the responses no route made: a path refused, no route,
+	// no site for the Host (counted on the address's first site), and the
+	// engines' answers to requests they could not parse. The status page
+	// shows it as the site's route "-".
+	stats *RouteStats
+}
+
+// route returns the route whose prefix is exactly prefix, or nil.
+func (s *site) route(prefix string) *route {
+	for _, r := range s.routes {
+		if r.prefix == prefix {
+			return r
+		}
+	}
+	return nil
 }
 
 // route is one compiled route: its handler with middleware already applied.
@@ -141,7 +183,20 @@ func sortRoutes(rs []*route) {
 	sort.SliceStable(rs, func(i, j int) bool { return len(rs[i].prefix) > len(rs[j].prefix) })
 }
 
+// close closes the table's handlers (once), whether or not requests still
+// run on it: for a table never served, and for Shutdown once its wait is
+// over.
 func (t *table) close() {
+	t.closeOnce.Do(t.closeHandlers)
+}
+
+func (t *table) closeHandlers() {
+	defer close(t.closed)
+	defer func() {
+		for _, f := range t.onClose {
+			f()
+		}
+	}()
 	for _, c := range t.closers {
 		c.Close()
 	}

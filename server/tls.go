@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/arkaweb/arka/config"
 )
 
 // selfSignedNames are the names of a generated certificate for a site that
@@ -97,15 +99,25 @@ func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
 	return &c, nil
 }
 
-// loadCert loads a PEM certificate chain and key.
-func loadCert(certFile, keyFile string) (*tls.Certificate, error) {
-	c, err := tls.LoadX509KeyPair(certFile, keyFile)
+// LoadCertificate loads the PEM certificate chain and key a site names
+// (tls.cert and tls.key; nil, nil when it names none). It is the one place
+// Arka reads them: the server calls it once per site when it builds a
+// configuration (for `arka -t` too). An error is a config.Errors located
+// at tls.cert, saying which file and why.
+func LoadCertificate(cs *config.Site) (*tls.Certificate, error) {
+	if cs.TLS.Cert == "" {
+		return nil, nil
+	}
+	c, err := tls.LoadX509KeyPair(cs.TLS.Cert, cs.TLS.Key)
 	if err != nil {
+		msg := err.Error()
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %v", pe.Path, pe.Err)
+			msg = fmt.Sprintf("%s: %v", pe.Path, pe.Err)
 		}
-		return nil, err
+		line, col := cs.Position("tls.cert")
+		return nil, config.Errors{{File: cs.File, Line: line, Col: col,
+			Msg: fmt.Sprintf("cannot load certificate %s with key %s: %s", cs.TLS.Cert, cs.TLS.Key, msg)}}
 	}
 	return &c, nil
 }

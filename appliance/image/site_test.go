@@ -33,6 +33,9 @@ func TestDefaultSiteValid(t *testing.T) {
 		os.WriteFile(f, []byte(strings.ReplaceAll(string(b), `"/etc/arka/www"`, `"`+www+`"`)), 0o644)
 	}
 	got, err := config.Load(sites)
+	if err == nil {
+		err = config.CheckEnvironment(got)
+	}
 	if err != nil {
 		t.Fatalf("the default site does not load: %v", err)
 	}

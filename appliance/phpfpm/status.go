@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
-	"github.com/arkaweb/arka/server/status"
 )
 
 // Pool is php-fpm's own view of its pool, from its status page
@@ -56,20 +55,6 @@ func (s *Supervisor) Pool() (Pool, error) {
 	p, err := QueryStatus("unix", s.c.statusSock(), StatusPath, time.Second)
 	s.status.at, s.status.p, s.status.err = time.Now(), p, err
 	return p, err
-}
-
-// Status implements the server's view of the pool for the status page:
-// one entry, or none while php-fpm is not answering.
-func (s *Supervisor) Status() []status.PHPFPMPool {
-	p, err := s.Pool()
-	if err != nil {
-		return nil
-	}
-	return []status.PHPFPMPool{{
-		Pool: p.Name, ActiveProcesses: p.ActiveProcesses, IdleProcesses: p.IdleProcesses,
-		ListenQueue: p.ListenQueue, MaxChildren: s.c.MaxChildren,
-		MaxChildrenReached: p.MaxChildrenReached, SlowRequests: p.SlowRequests,
-	}}
 }
 
 // QueryStatus fetches php-fpm's status page at path (?json) from a

@@ -27,12 +27,11 @@ func boardRoot() string {
 }
 
 // takeLED finds the activity LED under root and takes it from the kernel,
-// or returns nil, after logging why, when there is none or it cannot be
-// written (Arka not running as root).
+// or returns nil when there is none (quietly: the "arka started" line says
+// led=none) or it cannot be written (logged: Arka not running as root).
 func takeLED(root string, log *slog.Logger) *led.LED {
 	l, err := led.Find(root)
 	if errors.Is(err, led.ErrNoLED) {
-		log.Info("no activity LED on this board; the state is on the status page only")
 		return nil
 	}
 	if err != nil {
@@ -43,7 +42,6 @@ func takeLED(root string, log *slog.Logger) *led.LED {
 		log.Warn("activity LED not driven", "led", l.Name, "err", err)
 		return nil
 	}
-	log.Info("activity LED driven", "led", l.Name, "default_trigger", l.DefaultTrigger())
 	return l
 }
 

@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/board/led"
@@ -57,11 +56,21 @@ func run(args []string) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	state := resolveState(*stateDir)
 
+	// Loading is pure validation of the site files; the environment check
+	// (roots, log files, php-fpm) is the step after it, at start, on
+	// reload and for -t.
 	load := func() ([]*config.Site, error) {
+		var sites []*config.Site
+		var err error
 		if *confPath == "" {
-			return demoSite(state)
+			sites, err = demoSite(state)
+		} else {
+			sites, err = config.Load(*confPath)
 		}
-		return config.Load(*confPath)
+		if err != nil {
+			return nil, err
+		}
+		return sites, config.CheckEnvironment(sites)
 	}
 	name := *confPath
 	if name == "" {
@@ -77,29 +86,10 @@ func run(args []string) int {
 		return 1
 	}
 	root := boardRoot()
-	brd, err := board.Detect(root)
-	if err != nil {
-		logger.Warn("board detection failed; using generic budgets", "err", err)
-	}
-	global := config.GlobalOf(sites)
-	budget := budgetFor(brd, global)
-	thermal := board.NewThermal(global.Thermal.Limit, global.Thermal.Hysteresis, logger)
-	php := &phpRunner{log: logger, budget: budget, state: state}
-	// conds is what the appliance is doing and why: the activity LED and the
-	// status page show it (package board/led says how to raise a condition).
-	conds := led.NewConditions()
-	srvOpts := server.Options{StateDir: state, Logger: logger, Board: brd, Budget: budget, Thermal: thermal, PHP: php,
-		MaxConns: maxConns(budget), Conditions: conds}
+	a := newApp(logger, state, root, load, sites)
+	conds := a.conds
 	if *check {
-		srv := server.New(srvOpts)
-		err := php.prepareCheck(sites)
-		if err == nil {
-			err = srv.Check(sites)
-		}
-		if err == nil {
-			err = checkFan(sites)
-		}
-		if err != nil {
+		if err := a.check(sites); err != nil {
 			printConfigError(err)
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)
 			return 1
@@ -123,19 +113,18 @@ func run(args []string) int {
 	}
 	// The board's LED and fan are touched only by the server that holds the
 	// state lock, never by arka -t.
-	srvOpts.Fan = openFan(sites, conds, logger)
+	a.opts.Fan = openFan(sites, conds, logger)
 	startFan := fanOf(sites)
 	actLED := takeLED(root, logger)
 	if actLED != nil {
-		srvOpts.LEDName = actLED.Name
+		a.opts.LEDName = actLED.Name
 	}
-	srv := server.New(srvOpts)
+	srv := a.server()
 	stopLED := runLED(actLED, conds, srv.Requests, logger)
 	defer stopLED() // every return below gives the LED back to the kernel
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go watchUpdateStatus(watchCtx, root, conds, logger)
-	applyRuntime(budget, logger)
 	if path := os.Getenv("ARKA_CPUPROFILE"); path != "" {
 		// A debugging aid: a CPU profile of the whole run, written on exit.
 		if stop, err := startCPUProfile(path); err != nil {
@@ -144,19 +133,18 @@ func run(args []string) int {
 			defer stop()
 		}
 	}
-	if _, err := php.apply(sites); err != nil {
-		fmt.Fprintln(os.Stderr, "arka: php-fpm:", err)
-		return 1
-	}
-	if err := srv.Apply(sites); err != nil {
+	if err := a.start(sites); err != nil {
 		printConfigError(err)
-		php.stop()
 		return 1
 	}
 	conds.Started()
+	ledName := "none"
+	if actLED != nil {
+		ledName = actLED.Name + " (default trigger " + actLED.DefaultTrigger() + ")"
+	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
-		"board", brd.Model, "cores", brd.Cores, "gomaxprocs", budget.GOMAXPROCS,
-		"memory_limit", board.FormatBytes(budget.MemoryLimitBytes), "listen", listenList(srv))
+		"board", a.board.Model, "cores", a.board.Cores, "led", ledName, "gomaxprocs", a.budget.GOMAXPROCS,
+		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(srv))
 	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
 	sig := make(chan os.Signal, 4)
@@ -164,18 +152,7 @@ func run(args []string) int {
 	for s := range sig {
 		switch s {
 		case syscall.SIGHUP:
-			sites, err := load()
-			var undo func()
-			if err == nil {
-				undo, err = php.apply(sites)
-			}
-			if err == nil {
-				if err = srv.Apply(sites); err != nil {
-					undo()
-				} else {
-					php.retire(sites)
-				}
-			}
+			sites, err := a.reload()
 			if err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
 				printConfigError(err)
@@ -190,13 +167,7 @@ func run(args []string) int {
 			srv.ReopenLogs()
 		default:
 			logger.Info("shutting down", "signal", s.String())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := srv.Shutdown(ctx)
-			cancel()
-			if err != nil {
-				logger.Warn("shutdown did not finish cleanly", "err", err)
-			}
-			php.stop() // after the server: its connections to php-fpm are closed
+			a.shutdown()
 			stopLED()
 			logger.Info("stopped")
 			return 0

@@ -56,7 +56,8 @@ func (p *phpRunner) MaxChildren() int {
 	return 0
 }
 
-// Status implements server.PHP.
+// Status implements server.PHP: php-fpm's own view of its pool (one
+// entry), or none while php-fpm is not running or not answering.
 func (p *phpRunner) Status() []status.PHPFPMPool {
 	p.mu.Lock()
 	sup := p.sup
@@ -64,7 +65,15 @@ func (p *phpRunner) Status() []status.PHPFPMPool {
 	if sup == nil {
 		return nil
 	}
-	return sup.Status()
+	pl, err := sup.Pool()
+	if err != nil {
+		return nil
+	}
+	return []status.PHPFPMPool{{
+		Pool: pl.Name, ActiveProcesses: pl.ActiveProcesses, IdleProcesses: pl.IdleProcesses,
+		ListenQueue: pl.ListenQueue, MaxChildren: sup.MaxChildren(),
+		MaxChildrenReached: pl.MaxChildrenReached, SlowRequests: pl.SlowRequests,
+	}}
 }
 
 // usesPHP reports whether a fastcgi route of the sites uses Arka's php-fpm.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -42,12 +43,15 @@ type Middleware struct {
 	vary sync.Pool
 }
 
-// New returns a Middleware. Zero levels take cheap defaults.
+// New returns a Middleware. Zero levels take the configuration's defaults
+// (config.DefaultZstdLevel, DefaultBrotliLevel, DefaultGzipLevel).
 func New(o Options) *Middleware {
 	if o.Pools == nil {
 		o.Pools = &Pools{}
 	}
-	for c, d := range [NumCodings]int{0, 1, 4, 5} {
+	var def [NumCodings]int
+	def[Zstd], def[Brotli], def[Gzip] = config.DefaultZstdLevel, config.DefaultBrotliLevel, config.DefaultGzipLevel
+	for c, d := range def {
 		if o.Levels[c] == 0 {
 			o.Levels[c] = d
 		}
@@ -85,13 +89,22 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 			ew = &encWriter{}
 		}
 		*ew = encWriter{w: w, m: m, coding: c, level: level, head: r.Method == http.MethodHead, buf: ew.buf[:0]}
+		returned := false
 		defer func() {
-			ew.finish(r)
+			if returned {
+				ew.finish(r)
+			} else if ew.enc != nil {
+				// The handler aborted (panic(http.ErrAbortHandler) for a
+				// response cut short): what is buffered must not go out
+				// as if complete, with a Content-Length of its own.
+				m.o.Pools.Put(ew.coding, ew.level, ew.enc)
+			}
 			buf := ew.buf
 			*ew = encWriter{buf: buf[:0]}
 			m.pool.Put(ew)
 		}()
 		h.ServeHTTP(ew, r)
+		returned = true
 	})
 }
 

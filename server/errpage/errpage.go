@@ -54,13 +54,24 @@ func pageOf(code int) page {
 // Write sends status code with its HTML error page: the site's own (see
 // Pages) when the writer chain carries one for code, else the built-in. Header fields already
 // set by the caller (Allow, Retry-After, Content-Range...) are kept, except
-// representation fields of a file that is not being sent.
+// representation fields of a file that is not being sent. Errors (4xx and
+// 5xx) go out with Cache-Control: no-store in place of any caching field
+// set before (RFC 9111 section 5.2.2.5): a shared cache must not keep an
+// error made for one request, such as a 412 or 416.
 func Write(w http.ResponseWriter, r *http.Request, code int) {
 	h := w.Header()
 	delete(h, "Etag")
 	delete(h, "Last-Modified")
 	delete(h, "Content-Encoding")
 	delete(h, "Accept-Ranges")
+	if code >= 400 {
+		for k := range h {
+			if wire.CachingField(k) {
+				delete(h, k)
+			}
+		}
+		h["Cache-Control"] = noStore
+	}
 	p := pageOf(code)
 	if c := customFor(w, code); c != nil {
 		p = *c
@@ -77,4 +88,7 @@ func Write(w http.ResponseWriter, r *http.Request, code int) {
 	}
 }
 
-var nosniff = []string{"nosniff"}
+var (
+	nosniff = []string{"nosniff"}
+	noStore = []string{"no-store"}
+)

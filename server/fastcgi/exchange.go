@@ -15,6 +15,7 @@ import (
 
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // exchange is one request on one connection: send, read the answer,
@@ -241,6 +242,10 @@ func (x *exchange) finish(c *conn, err error, status int) {
 			errpage.Write(x.w, x.r, http.StatusRequestEntityTooLarge)
 		case ctx.Err() == nil && os.IsTimeout(x.stdinErr):
 			errpage.Write(x.w, x.r, http.StatusRequestTimeout)
+		case ctx.Err() == nil && wire.ClientGone(x.stdinErr):
+			// The client closed its connection mid-upload: nobody to
+			// answer (logged 499).
+			panic(http.ErrAbortHandler)
 		case ctx.Err() == nil:
 			errpage.Write(x.w, x.r, http.StatusBadRequest)
 		}

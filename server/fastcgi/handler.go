@@ -38,6 +38,7 @@ import (
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
 	"github.com/arkaweb/arka/server/internal/spool"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // DefaultMaxSpool is the largest request body spooled for a script when
@@ -203,28 +204,16 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	}
 	h.root = strings.TrimSuffix(h.docRoot, "/")
 
+	// split_path, index, fallback and env names were validated by config.
 	h.splitExts = cfg.SplitPath
 	if len(h.splitExts) == 0 {
 		h.splitExts = []string{config.DefaultSplitPath}
-	}
-	for _, e := range h.splitExts {
-		if len(e) < 2 || e[0] != '.' || strings.ContainsAny(e, "/\x00") {
-			return fail("split_path %q must be an extension like \".php\"", e)
-		}
 	}
 	h.index = cfg.Index
 	if len(h.index) == 0 {
 		h.index = []string{config.DefaultFastCGIIndex}
 	}
-	for _, n := range h.index {
-		if n == "" || strings.ContainsAny(n, "/\x00") {
-			return fail("index %q must be a plain file name", n)
-		}
-	}
 	if f := cfg.Fallback; f != "" {
-		if !cleanPath(f) || strings.HasSuffix(f, "/") || !h.isScript(f[strings.LastIndexByte(f, '/')+1:]) {
-			return fail("fallback %q must be the path of a script under the root, like \"/index.php\"", f)
-		}
 		h.fallback, h.fallbackFile = f, h.root+f
 	}
 
@@ -235,9 +224,6 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	h.staticParams = encodeStatic(h.docRoot, software)
 	for _, k := range sortedKeys(cfg.Env) {
 		v := cfg.Env[k]
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fail("env name %q is not valid", k)
-		}
 		if fcgi.PairLen(len(k), len(v)) > 65528 {
 			return fail("env %s is too long for one FastCGI record", k)
 		}
@@ -445,12 +431,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.putReqBuf(rb)
 	x := &rb.x
 	*x = exchange{h: h, w: w, r: r, rb: rb}
-	switch h.resolve(r.URL.Path, &x.t) {
+	switch h.resolve(r.URL.Path, wire.EncodedSlashAt(r.URL), &x.t) {
 	case resNotFound:
 		errpage.Write(w, r, http.StatusNotFound)
 		return
 	case resSlash:
-		u := r.URL.EscapedPath() + "/"
+		u := wire.ClientPath(r.URL) + "/"
 		if r.URL.RawQuery != "" {
 			u += "?" + r.URL.RawQuery
 		}
@@ -535,8 +521,10 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 	switch {
 	case errors.As(err, &mbe) || err == errBodyTooLarge:
 		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
-	case r.Context().Err() != nil:
+	case r.Context().Err() != nil || wire.ClientGone(err):
+		// The client left mid-upload: nobody to answer (logged 499).
 		h.aborted.Add(1)
+		panic(http.ErrAbortHandler)
 	case os.IsTimeout(err):
 		// The client stopped sending its body (the engine's body read
 		// timeout, like nginx's client_body_timeout).
@@ -546,7 +534,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusInternalServerError)
 	default:
-		// The client sent a broken body (or vanished mid-way).
+		// The client sent a broken body (malformed chunked framing).
 		errpage.Write(w, r, http.StatusBadRequest)
 	}
 }

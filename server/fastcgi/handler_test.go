@@ -21,6 +21,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 func TestHello(t *testing.T) {
@@ -633,8 +634,6 @@ func TestNewErrors(t *testing.T) {
 		{config.FastCGI{Address: "localhost", Root: root}, Options{}, "host:port"},
 		{config.FastCGI{Address: "127.0.0.1:9000", Root: root + "/missing"}, Options{}, "not a directory"},
 		{config.FastCGI{Address: "127.0.0.1:9000", Root: "rel"}, Options{}, "absolute"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, Fallback: "/index.html"}, Options{}, "fallback"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, SplitPath: config.StringList{"php"}}, Options{}, "split_path"},
 	} {
 		_, err := New("/x/", &tc.cfg, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "/x/") {
@@ -664,7 +663,7 @@ func TestFastCGIServerDown(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	log := &logBuffer{}
+	log := &testkit.LogBuffer{}
 	h, err := New("/app/", &config.FastCGI{Address: addr, Root: root}, Options{Logger: newTestLogger(log)})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // scripts are the PHP files most tests use, relative to the root.
@@ -154,12 +155,12 @@ echo json_encode(['front' => true, 'uri' => $_SERVER['REQUEST_URI'], 'script' =>
 type env struct {
 	fpm  *fpmtest.FPM
 	root string
-	log  *logBuffer
+	log  *testkit.LogBuffer
 }
 
 func newEnv(t testing.TB, cfg fpmtest.Config) *env {
 	t.Helper()
-	e := &env{fpm: fpmtest.Start(t, cfg), root: t.TempDir(), log: &logBuffer{}}
+	e := &env{fpm: fpmtest.Start(t, cfg), root: t.TempDir(), log: &testkit.LogBuffer{}}
 	fpmtest.WriteFiles(t, e.root, scripts)
 	return e
 }
@@ -184,24 +185,6 @@ func (e *env) handler(t testing.TB, mod func(*config.FastCGI, *Options)) *Handle
 		}
 	})
 	return h
-}
-
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // proto is one way of reaching a handler.

@@ -41,11 +41,21 @@ const (
 // "location ~ /\. { deny all; }" does: dotfiles hold configuration and
 // version-control data, never pages. "/.well-known/" (RFC 8615) is the
 // exception, below it no dot segment is.
-func (h *Handler) resolve(p string, t *target) resolution {
+//
+// encSlash is the offset in p of the first slash the client sent encoded
+// (%2F; wire.EncodedSlashAt), or -1. Such a slash is data, never a
+// directory separator: a script name or file path containing one names
+// nothing (the fallback runs, or 404), while PATH_INFO may hold it,
+// decoded as RFC 3875 section 4.1.5 wants ("/index.php/a%2Fb": PATH_INFO
+// "/a/b"; REQUEST_URI keeps "%2F" for front controllers that route on it).
+func (h *Handler) resolve(p string, encSlash int, t *target) resolution {
 	if !cleanPath(p) || wire.HasDotSegment(p) {
 		return resNotFound
 	}
 	if script, info, ok := h.splitScript(p); ok {
+		if encSlash >= 0 && encSlash < len(script) {
+			return h.fallbackTarget(t)
+		}
 		switch fileKind(h.root, script, "") {
 		case kindFile:
 			*t = target{scriptName: script, pathInfo: info}
@@ -55,6 +65,9 @@ func (h *Handler) resolve(p string, t *target) resolution {
 		}
 		// A directory or device named like a script: not runnable.
 		return resNotFound
+	}
+	if encSlash >= 0 {
+		return h.fallbackTarget(t)
 	}
 	switch fileKind(h.root, p, "") {
 	case kindDir:

@@ -73,7 +73,7 @@ func TestResolveFiles(t *testing.T) {
 		{"/dir.php/../real/x.php", resNotFound, ""},
 	} {
 		var tg target
-		got := h.resolve(tc.p, &tg)
+		got := h.resolve(tc.p, -1, &tg)
 		file := ""
 		if got == resScript {
 			file = h.root + tg.scriptName
@@ -106,5 +106,47 @@ func TestHostHelpers(t *testing.T) {
 		if h, p := splitHostPort(tc.in); h != tc.host || p != tc.port {
 			t.Errorf("splitHostPort(%q) = %q %q", tc.in, h, p)
 		}
+	}
+}
+
+// An encoded slash is never a separator for the script or file a path
+// names: such a path runs the fallback (or is 404), while after the
+// script it is PATH_INFO, decoded (RFC 3875 section 4.1.5).
+func TestResolveEncodedSlash(t *testing.T) {
+	root := t.TempDir()
+	fpmtest.WriteFiles(t, root, map[string]string{
+		"app/x.php": "<?php",
+		"index.php": "<?php",
+		"app/a.txt": "x",
+	})
+	for _, fallback := range []string{"", "/index.php"} {
+		h, err := New("/", &config.FastCGI{Address: "127.0.0.1:9", Root: root, Fallback: fallback}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			p        string
+			encSlash int
+			script   string
+			info     string
+		}{
+			{"/app/x.php", -1, "/app/x.php", ""},
+			{"/app/x.php", 4, fallback, ""},              // "/app%2Fx.php"
+			{"/app/a.txt", 4, fallback, ""},              // "/app%2Fa.txt": not the file
+			{"/app/x.php/a/b", 12, "/app/x.php", "/a/b"}, // "/app/x.php/a%2Fb"
+		} {
+			var tg target
+			res := h.resolve(tc.p, tc.encSlash, &tg)
+			if tc.script == "" {
+				if res != resNotFound {
+					t.Errorf("resolve(%q, %d) without fallback = %v, want 404", tc.p, tc.encSlash, res)
+				}
+				continue
+			}
+			if res != resScript || tg.scriptName != tc.script || tg.pathInfo != tc.info {
+				t.Errorf("resolve(%q, %d) = %v %q %q; want %q %q", tc.p, tc.encSlash, res, tg.scriptName, tg.pathInfo, tc.script, tc.info)
+			}
+		}
+		h.Close()
 	}
 }

@@ -52,6 +52,7 @@ type conn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string
+	line   []byte          // the request line being parsed, when Server.Rejected is set
 	ctx    context.Context // the connection's context: cancelled when it ends
 	cancel context.CancelFunc
 	tmpl   *http.Request // carries ctx; copied for each request
@@ -312,11 +313,27 @@ func (c *conn) writeError(err error) {
 	body := errpage.Page(pe.status)
 	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) +
-		"\r\nContent-Type: " + errpage.ContentType + "\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: " +
+		"\r\nContent-Type: " + errpage.ContentType + "\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n")
 	c.bw.Write(body)
 	c.bw.Flush()
+	if c.srv.Rejected != nil {
+		r := &http.Request{RemoteAddr: c.remote, TLS: c.tls, Header: http.Header{}}
+		r.Method, r.RequestURI, r.Proto = splitLine(string(c.line))
+		c.srv.Rejected(r, pe.status, int64(len(body)))
+	}
 	c.closeWrite()
+}
+
+// maxLoggedLine bounds the part of a request line kept for Rejected.
+const maxLoggedLine = 512
+
+// splitLine splits a request line, however malformed, into method,
+// target and protocol at its first two spaces.
+func splitLine(l string) (method, target, proto string) {
+	method, rest, _ := strings.Cut(l, " ")
+	target, proto, _ = strings.Cut(rest, " ")
+	return method, target, proto
 }
 
 // send100 answers Expect: 100-continue when the handler starts reading.
@@ -333,6 +350,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 	max := c.srv.Limits.MaxHeaderBytes()
 	var line []byte
 	var err error
+	c.line = c.line[:0]
 	for skipped := 0; ; skipped++ {
 		line, err = readLineInto(c.br, max, &c.scratch)
 		if err == errHeaderTooLarge {
@@ -347,6 +365,11 @@ func (c *conn) readRequest() (*http.Request, error) {
 		}
 	}
 	total := len(line)
+	if c.srv.Rejected != nil {
+		// For Rejected, if the request is refused; cut, so that a
+		// connection holds little for it.
+		c.line = append(c.line, line[:min(len(line), maxLoggedLine)]...)
+	}
 	sp1 := indexByte(line, ' ')
 	if sp1 <= 0 {
 		return nil, badRequest("malformed request line")

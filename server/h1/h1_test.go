@@ -678,3 +678,56 @@ func TestNilContentTypeNotSniffed(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedHook: every answer the engine makes itself reaches
+// Server.Rejected with its status, body size and as much of the request
+// line as was read, so that the access log and counters have it; requests
+// the handler serves do not.
+func TestRejectedHook(t *testing.T) {
+	type call struct {
+		method, uri, proto string
+		status             int
+		n                  int64
+	}
+	calls := make(chan call, 8)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1.Server{Handler: echo, Limits: limits.Limits{HeaderBytes: 8 << 10}, Rejected: func(r *http.Request, status int, n int64) {
+		calls <- call{r.Method, r.RequestURI, r.Proto, status, n}
+	}}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	addr := ln.Addr().String()
+	for raw, want := range map[string]call{
+		"GET /a\\..%zz HTTP/1.1\r\nHost: x\r\n\r\n":                                      {"GET", "/a\\..%zz", "HTTP/1.1", 400, 0},
+		"GET / HTTP/1.1 extra\r\nHost: x\r\n\r\n":                                        {"GET", "/", "HTTP/1.1 extra", 400, 0},
+		"GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: x\r\n\r\n":             {"", "", "", 414, 0},
+		"GET /big HTTP/1.1\r\nHost: x\r\nBig: " + strings.Repeat("a", 9000) + "\r\n\r\n": {"GET", "/big", "HTTP/1.1", 431, 0},
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n":                                              {},
+	} {
+		out := exchange(t, addr, raw)
+		resp := responses(t, out, "GET")
+		if len(resp) != 1 {
+			t.Fatalf("%.30q: %d responses", raw, len(resp))
+		}
+		if want.status == 0 {
+			select {
+			case c := <-calls:
+				t.Errorf("%.30q served by the handler, yet Rejected(%v)", raw, c)
+			default:
+			}
+			continue
+		}
+		select {
+		case c := <-calls:
+			want.n = int64(len(body(resp[0])))
+			if c != want || resp[0].StatusCode != want.status || resp[0].Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("%.30q: Rejected(%+v), want %+v; response %d %q", raw, c, want, resp[0].StatusCode, resp[0].Header.Get("Cache-Control"))
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%.30q: answered %d, Rejected not called", raw, resp[0].StatusCode)
+		}
+	}
+}

@@ -47,6 +47,13 @@ type Server struct {
 	// BaseContext is the parent of every connection's context (values such
 	// as http.LocalAddrContextKey are added per connection).
 	BaseContext context.Context
+	// Rejected, when set, is called after the engine answered a request
+	// it could not parse (400, 408, 414, 431, 501, 505) itself, without
+	// running Handler, for the access log and counters. r carries the
+	// client's address and TLS state, and the request line's method,
+	// target (RequestURI) and protocol as far as they were read; n is the
+	// content bytes sent.
+	Rejected func(r *http.Request, status int, n int64)
 
 	mu        sync.Mutex
 	conns     map[*conn]struct{}

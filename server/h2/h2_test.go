@@ -3,16 +3,11 @@ package h2_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os/exec"
@@ -22,17 +17,12 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/h2"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 func selfSigned(t testing.TB) tls.Certificate {
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
+	_, _, c := testkit.Cert(t, "localhost")
+	return c
 }
 
 // start serves h with an h2.Server behind a TLS listener offering only h2.

@@ -40,6 +40,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		// SETTINGS_MAX_HEADER_LIST_SIZE is): answer 431 without running a
 		// handler.
 		c.refuse(id, http.StatusRequestHeaderFieldsTooLarge, f.StreamEnded())
+		if c.srv.Rejected != nil {
+			c.srv.Rejected(&http.Request{
+				Method: f.PseudoValue("method"), RequestURI: f.PseudoValue("path"), Host: f.PseudoValue("authority"),
+				Proto: "HTTP/2.0", ProtoMajor: 2, RemoteAddr: c.remote, TLS: c.tls, Header: http.Header{},
+			}, http.StatusRequestHeaderFieldsTooLarge, 0)
+		}
 		return nil
 	}
 	c.smu.Lock()

@@ -56,6 +56,13 @@ type Server struct {
 	Logger *slog.Logger
 	// BaseContext is the parent of every connection's context.
 	BaseContext context.Context
+	// Rejected, when set, is called for each response the engine makes
+	// itself without running Handler (431 for a header list over
+	// MaxHeaderBytes), for the access log and counters. r carries the
+	// client's address, TLS state and whatever pseudo-header fields were
+	// decoded (method, path as RequestURI, authority as Host); n is the
+	// content bytes sent.
+	Rejected func(r *http.Request, status int, n int64)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -118,6 +125,7 @@ func (s *Server) ServeConn(rw net.Conn, state *tls.ConnectionState) {
 // waits for the connections to close until ctx is done, then closes them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.pool.stop()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.goAwayGraceful()
@@ -167,6 +175,7 @@ func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
 // Close closes every connection at once.
 func (s *Server) Close() error {
 	s.closing.Store(true)
+	s.pool.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
@@ -179,8 +188,20 @@ func (s *Server) Close() error {
 // keeps their grown stacks, which a goroutine per stream would allocate and
 // copy again for every request.
 type workers struct {
-	mu   sync.Mutex
-	idle []chan func()
+	mu     sync.Mutex
+	idle   []chan func()
+	closed bool // the server shut down: workers end after their handler
+}
+
+// stop ends the idle workers; busy ones end when their handler returns.
+func (p *workers) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, ch := range p.idle {
+		close(ch)
+	}
+	p.idle = nil
 }
 
 const maxIdleWorkers = 256
@@ -204,7 +225,7 @@ func (p *workers) loop(ch chan func()) {
 	for f := range ch {
 		f()
 		p.mu.Lock()
-		if len(p.idle) >= maxIdleWorkers {
+		if p.closed || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
 			return
 		}

@@ -53,7 +53,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -297,9 +296,15 @@ type failure struct {
 	stale   bool   // a reused connection failed before any response byte
 	gone    bool   // the client went away, or the response had started: say nothing
 	client  bool   // the client's request was at fault (bad or too large body)
+	aborted bool   // the client left while sending its body: abort, logged 499
 }
 
-var clientGone = &failure{gone: true}
+var (
+	clientGone = &failure{gone: true}
+	// clientAborted: the client ended its connection (or stream) while
+	// sending the request body; nothing was answered (logged 499).
+	clientAborted = &failure{gone: true, aborted: true}
+)
 
 // clientBodyFailure answers a failure to read the client's body: 413 when
 // it is over the site's max_body_size (RFC 9110 section 15.5.14), nothing
@@ -310,8 +315,8 @@ func clientBodyFailure(r *http.Request, err error) *failure {
 	switch {
 	case errors.As(err, &mbe):
 		return &failure{status: http.StatusRequestEntityTooLarge, cause: "request body over max_body_size", client: true}
-	case r.Context().Err() != nil:
-		return clientGone
+	case r.Context().Err() != nil || wire.ClientGone(err):
+		return clientAborted
 	case os.IsTimeout(err):
 		// The client stopped sending (the engine's body read timeout).
 		return &failure{status: http.StatusRequestTimeout, cause: "the client stopped sending its request body", client: true}
@@ -396,6 +401,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for attempt := 0; ; attempt++ {
 		u := h.pick(prev)
 		f := h.exchange(w, r, u, upgrade, attempt > 0, replay)
+		if f != nil && f.aborted {
+			// No one to answer: the server logs 499 for a handler that
+			// aborts having written nothing, as nginx does.
+			panic(http.ErrAbortHandler)
+		}
 		if f == nil || f.gone {
 			return
 		}
@@ -784,10 +794,11 @@ func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*ht
 	}
 }
 
-// target returns the request target sent upstream: the client's encoded
-// path (less the route prefix when stripping) and query, byte for byte.
+// target returns the request target's path sent upstream: the client's
+// encoded path (wire.ClientPath: encoded slashes and the client's other
+// escapes kept), less the route prefix when stripping.
 func (h *Handler) target(r *http.Request) string {
-	p := r.URL.EscapedPath()
+	p := wire.ClientPath(r.URL)
 	if !h.strip || h.route == "/" {
 		return p
 	}
@@ -798,13 +809,22 @@ func (h *Handler) target(r *http.Request) string {
 		}
 		return p
 	}
-	// The client encoded part of the prefix ("/pr%6Fxy/a"): strip from the
-	// decoded path, which routing matched, and encode the rest again.
-	rest := strings.TrimPrefix(r.URL.Path, pre)
-	if rest == "" {
-		rest = "/"
+	// The client encoded part of the prefix ("/pr%6Fxy/a"): skip as many
+	// bytes of the encoded path as the prefix has decoded (routing matched
+	// the decoded path), keeping the rest as the client wrote it.
+	i := 0
+	for n := 0; n < len(pre) && i < len(p); n++ {
+		if p[i] == '%' && i+2 < len(p) {
+			i += 3
+		} else {
+			i++
+		}
 	}
-	return (&url.URL{Path: rest}).EscapedPath()
+	rest := p[i:]
+	if rest == "" || rest[0] != '/' {
+		rest = "/" + rest
+	}
+	return rest
 }
 
 // writeHead writes the request line and header fields: the client's fields

@@ -36,7 +36,8 @@ func TestStripPrefixKeepsEncodedPathAndQuery(t *testing.T) {
 		{strip, "/proxy/", "/"},
 		{strip, "/proxy/a%2Fb%20c/%41?x=%41&y=a+b&&z", "/a%2Fb%20c/%41?x=%41&y=a+b&&z"},
 		{strip, "/proxy/a?", "/a?"},
-		{strip, "/pr%6Fxy/a%2Fb", "/a/b"}, // prefix itself encoded: rest is encoded again
+		{strip, "/pr%6Fxy/a%2Fb", "/a%2Fb"}, // prefix itself encoded: the rest as the client wrote it
+		{strip, "/proxy/items/a%2F%2Fb", "/items/a%2F%2Fb"},
 		{keep, "/proxy/a%2Fb?q=%zz", "/proxy/a%2Fb?q=%zz"},
 	}
 	for _, c := range cases {

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // Env is a running server.
@@ -30,20 +33,16 @@ type Env struct {
 	HTTP    string // "127.0.0.1:port" of the plain listener
 	HTTPS   string // "127.0.0.1:port" of the TLS listener
 	files   []string
-	log     *lockedWriter
+	log     *testkit.LogBuffer
 	mu      sync.Mutex
 	clients []*http.Client
 }
 
-// FreeAddr returns a loopback address with a port free right now.
+// FreeAddr returns a loopback address with a port free right now (see
+// testkit.FreeAddr; Start binds its own addresses without this race).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testkit.FreeAddr(t)
 }
 
 // Start writes each site (TOML; "{{HTTP}}", "{{HTTPS}}" and "{{DIR}}" are
@@ -55,11 +54,32 @@ func Start(t testing.TB, sites ...string) *Env {
 	return StartWith(t, server.Options{}, sites...)
 }
 
-// StartWith is Start with server options (StateDir and Logger are set by
-// the helper).
+// StartWith is Start with server options (StateDir, Logger and Listen are
+// set by the helper).
+//
+// The plain and TLS addresses are bound here, on port 0, and handed to the
+// server (Options.Listen), so no other program can take them in between.
+// When the test ends, after the server has shut down, no goroutine started
+// by Arka's code since Start may still run: one that does is reported as a
+// leak, with its stack.
 func StartWith(t testing.TB, o server.Options, sites ...string) *Env {
 	t.Helper()
-	e := &Env{Dir: t.TempDir(), HTTP: FreeAddr(t), HTTPS: FreeAddr(t), log: &lockedWriter{}}
+	before := goroutines()
+	t.Cleanup(func() { checkLeaks(t, before) }) // runs after the shutdown below
+	plain, secure := testkit.Listen(t), testkit.Listen(t)
+	e := &Env{Dir: t.TempDir(), HTTP: plain.Addr().String(), HTTPS: secure.Addr().String(), log: &testkit.LogBuffer{}}
+	bound := map[string]net.Listener{e.HTTP: plain, e.HTTPS: secure}
+	var boundMu sync.Mutex
+	o.Listen = func(network, addr string) (net.Listener, error) {
+		boundMu.Lock()
+		ln, ok := bound[addr]
+		delete(bound, addr)
+		boundMu.Unlock()
+		if ok {
+			return ln, nil
+		}
+		return net.Listen(network, addr)
+	}
 	for i, src := range sites {
 		f := filepath.Join(e.Dir, "site"+strconv.Itoa(i)+".toml")
 		if err := os.WriteFile(f, []byte(e.Expand(src)), 0o644); err != nil {
@@ -68,6 +88,9 @@ func StartWith(t testing.TB, o server.Options, sites ...string) *Env {
 		e.files = append(e.files, f)
 	}
 	loaded, err := config.LoadFiles(e.files)
+	if err == nil {
+		err = config.CheckEnvironment(loaded)
+	}
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -97,14 +120,18 @@ func (e *Env) Expand(s string) string {
 	return strings.NewReplacer("{{HTTP}}", e.HTTP, "{{HTTPS}}", e.HTTPS, "{{DIR}}", e.Dir).Replace(s)
 }
 
-// Reload rewrites site file i and applies all files again, returning the
-// error from loading or applying.
+// Reload rewrites site file i and applies all files again, as arka does
+// on SIGHUP, returning the error from loading, checking the environment or
+// applying.
 func (e *Env) Reload(i int, src string) error {
 	if err := os.WriteFile(e.files[i], []byte(e.Expand(src)), 0o644); err != nil {
 		return err
 	}
 	loaded, err := config.LoadFiles(e.files)
 	if err != nil {
+		return err
+	}
+	if err := config.CheckEnvironment(loaded); err != nil {
 		return err
 	}
 	return e.Server.Apply(loaded)
@@ -191,20 +218,54 @@ func (c *Client) Get(t testing.TB, path string, headers ...string) (*http.Respon
 	return c.Do(t, http.MethodGet, path, headers...)
 }
 
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
 // Log returns what the server wrote to its error log so far.
-func (e *Env) Log() string {
-	e.log.mu.Lock()
-	defer e.log.mu.Unlock()
-	return e.log.b.String()
+func (e *Env) Log() string { return e.log.String() }
+
+// goroutines returns the stacks of all goroutines, by goroutine id.
+func goroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	m := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+		m[id] = g
+	}
+	return m
+}
+
+// checkLeaks reports goroutines running Arka's code that were not running
+// before: the server's own must have ended with Shutdown. Stragglers get
+// five seconds (a connection closing, an old configuration retiring).
+func checkLeaks(t testing.TB, before map[string]string) {
+	t.Helper()
+	if t.Failed() {
+		return // a failed test may leave a request hanging on purpose
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var leaked []string
+		for id, g := range goroutines() {
+			if _, ok := before[id]; ok || !strings.Contains(g, "github.com/arkaweb/arka/") ||
+				strings.Contains(g, "servertest.checkLeaks") {
+				continue
+			}
+			leaked = append(leaked, g)
+		}
+		if len(leaked) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(leaked)
+			t.Errorf("%d goroutine(s) still running after the server shut down:\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -220,6 +220,7 @@ func (c *Cache) lookup(root *os.Root, key fileKey, siblings bool, index []string
 		}
 		n.checked.Store(now)
 		c.files.Set(key, n)
+		c.dropVariants(key, e, n)
 		return n
 	}
 	e := c.build(root, key, siblings, index, nil)
@@ -287,7 +288,7 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 				sn = o.name // reuse the string
 			}
 			sfi, err := root.Stat(sn)
-			if err != nil || !sfi.Mode().IsRegular() || sfi.Size() == 0 {
+			if err != nil || !sfi.Mode().IsRegular() || sfi.Size() == 0 || !siblingFresh(sfi, fi) {
 				same = same && oldReps[cd] == nil
 				continue
 			}
@@ -309,6 +310,15 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 		}
 	}
 	return e
+}
+
+// siblingFresh reports whether a precompressed sibling may stand for its
+// file: only when it was modified at the same time as the file or later.
+// A sibling older than its file (app.js edited, last month's app.js.gz left
+// beside it) holds old content and is ignored; gzip -k, brotli and zstd
+// give the sibling the file's own modification time, which counts as fresh.
+func siblingFresh(sibling, file fs.FileInfo) bool {
+	return !sibling.ModTime().Before(file.ModTime())
 }
 
 // loadRep describes one file, reading it into memory when small. It reuses
@@ -488,5 +498,28 @@ func readWhole(root *os.Root, name string, want fileID) ([]byte, error) {
 	return b, nil
 }
 
-// invalidate drops an entry found stale while serving it.
-func (c *Cache) invalidate(key fileKey) { c.files.Invalidate(key) }
+// invalidate drops an entry found stale while serving it, and the
+// variants compressed from the version it described.
+func (c *Cache) invalidate(key fileKey) {
+	if e, ok := c.files.GetIfPresent(key); ok {
+		c.dropVariants(key, e, nil)
+	}
+	c.files.Invalidate(key)
+}
+
+// dropVariants forgets the variants compressed from the file version old
+// described, once the file is found changed (now describes the new state,
+// or is nil). They are keyed by that version, so they could never be
+// served again; this only gives their bytes back to the budget at once.
+func (c *Cache) dropVariants(key fileKey, old, now *entry) {
+	if old == nil || old.kind != kFile || old.reps[encoding.Identity] == nil {
+		return
+	}
+	id := old.reps[encoding.Identity].id
+	if now != nil && now.kind == kFile && now.reps[encoding.Identity] != nil && now.reps[encoding.Identity].id == id {
+		return
+	}
+	for cd := encoding.Zstd; cd < encoding.NumCodings; cd++ {
+		c.variants.Invalidate(variantKey{root: key.root, name: key.name, size: id.size, mtime: id.mtime, ino: id.ino, coding: cd})
+	}
+}

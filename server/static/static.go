@@ -57,13 +57,30 @@ type Handler struct {
 	dotfiles bool
 	siblings bool
 	fallback string
+	browse   bool // list directories without an index file
 	cacheCtl []string
 	extra    []headerField
 }
 
 type headerField struct {
-	name  string
-	value []string
+	name    string
+	value   []string
+	caching bool // a caching field: sent only with 2xx and 304 (see setCaching)
+}
+
+// setCaching adds the route's caching fields (cache_control, and caching
+// fields among its headers) to a successful or 304 response. Error
+// responses never get them (errpage sends Cache-Control: no-store): a
+// shared cache must not keep a 412 or 416 for max-age seconds.
+func (h *Handler) setCaching(hd http.Header) {
+	if h.cacheCtl != nil {
+		hd["Cache-Control"] = h.cacheCtl
+	}
+	for _, f := range h.extra {
+		if f.caching {
+			hd[f.name] = f.value
+		}
+	}
 }
 
 // New opens cfg.Root and returns a handler. The root stays open until
@@ -95,12 +112,14 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 		dotfiles: cfg.AllowDotfiles,
 		siblings: cfg.PrecompressedEnabled(),
 		fallback: strings.TrimPrefix(cfg.Fallback, "/"),
+		browse:   cfg.Browse,
 	}
 	if cfg.CacheControl != "" {
 		h.cacheCtl = []string{cfg.CacheControl}
 	}
 	for k, v := range cfg.Headers {
-		h.extra = append(h.extra, headerField{http.CanonicalHeaderKey(k), []string{v}})
+		k = http.CanonicalHeaderKey(k)
+		h.extra = append(h.extra, headerField{k, []string{v}, wire.CachingField(k)})
 	}
 	return h, nil
 }
@@ -109,6 +128,7 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 func (h *Handler) Close() error { return h.root.Close() }
 
 var (
+	missing       = &entry{kind: kMissing}
 	allowGetHead  = []string{"GET, HEAD, OPTIONS"} // the methods answered (RFC 9110 section 10.2.1)
 	acceptRanges  = []string{"bytes"}
 	varyAE        = []string{"Accept-Encoding"}
@@ -140,7 +160,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "."
 	}
-	e := h.o.Cache.lookup(h.root, fileKey{h.rootPath, name}, h.siblings, h.index)
+	e := missing
+	if !wire.HasEncodedSlash(r.URL) {
+		// An encoded slash (%2F) is data inside a path segment, never a
+		// directory separator, and no file name holds a slash: such a
+		// path names no file (404, or the fallback), as Apache's
+		// AllowEncodedSlashes Off answers.
+		e = h.o.Cache.lookup(h.root, fileKey{h.rootPath, name}, h.siblings, h.index)
+	}
 	switch e.kind {
 	case kFile:
 		if strings.HasSuffix(p, "/") {
@@ -159,6 +186,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.serve(w, r, in, ie)
 				return
 			}
+		}
+		if h.browse {
+			h.listing(w, r, name, p)
+			return
 		}
 		if h.fallback == "" {
 			// Like nginx and Apache: the directory exists, listing it is
@@ -234,15 +265,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 	if vary {
 		hd["Vary"] = varyAE
 	}
-	if h.cacheCtl != nil {
-		hd["Cache-Control"] = h.cacheCtl
-	}
 	for _, f := range h.extra {
-		hd[f.name] = f.value
+		if !f.caching {
+			hd[f.name] = f.value
+		}
 	}
 
 	switch evalPreconditions(r, rp.etag, rp.modTime) {
 	case notModified:
+		h.setCaching(hd)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	case failedPrecond:
@@ -265,17 +296,28 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 			errpage.Write(w, r, http.StatusRequestedRangeNotSatisfiable)
 			return
 		case err == nil && len(ranges) == 1:
+			h.setCaching(hd)
 			rg := ranges[0]
 			hd["Content-Range"] = []string{string(contentRange(nil, rg, size))}
 			hd["Content-Length"] = []string{strconv.FormatInt(rg.length(), 10)}
 			w.WriteHeader(http.StatusPartialContent)
 			h.send(w, r, rp, rg.Start, rg.length())
 			return
-		case err == nil:
+		case err == nil && rp.coding == encoding.Identity:
+			h.setCaching(hd)
 			h.sendMultipart(w, r, rp, e.ctype[0], ranges)
 			return
 		}
+		// Several ranges of an encoded representation: the whole of it,
+		// 200. RFC 9110 section 8.4 makes Content-Encoding describe the
+		// content of the message, which for multipart/byteranges is the
+		// multipart body, not its parts; encoded parts would need a coding
+		// label per part, which no client decodes, and a slice of a
+		// gzip/br/zstd stream is useless alone. Section 14.2 lets a
+		// server ignore Range, and the full representation keeps the
+		// ETag and caches consistent with every other response.
 	}
+	h.setCaching(hd)
 	hd["Content-Length"] = rp.clH
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {

@@ -120,12 +120,17 @@ func tree(t testing.TB, dir string) {
 		".well-known/acme-challenge/token-1": []byte("token\n"),
 		"name with space.txt":                []byte("space\n"),
 	}
+	// One modification time for all, as gzip -k and brotli leave a
+	// sibling (written in map order, a sibling would else be older than
+	// its file, and ignored).
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for name, data := range files {
 		p := filepath.Join(www, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		os.Chtimes(p, mtime, mtime)
 	}
 	os.WriteFile(filepath.Join(dir, "outside.txt"), []byte("outside root\n"), 0o644)
 	os.Symlink(filepath.Join(dir, "outside.txt"), filepath.Join(www, "link-out.txt"))

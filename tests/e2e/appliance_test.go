@@ -366,9 +366,9 @@ func TestArm64Appliance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "no activity LED on this board"
+	want := "led=none"
 	if st.State.LED != "" {
-		want = "activity LED driven"
+		want = `led="` + st.State.LED + " (default trigger"
 	}
 	if err := streamContains(fmt.Sprintf("http://127.0.0.1:%d/log?path=/user/arka&stream=stderr", v.Ports[8080]),
 		"gokrazy", strings.TrimSpace(string(pw)), want, 20*time.Second); err != nil {

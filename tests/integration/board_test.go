@@ -50,6 +50,21 @@ func boardFixture(t *testing.T, name string) string {
 			t.Fatal(err)
 		}
 	}
+	// The SoC temperature and a Pi 5 style fan the kernel drives.
+	for f, v := range map[string]string{
+		"sys/class/thermal/thermal_zone0/type":        "cpu-thermal\n",
+		"sys/class/thermal/thermal_zone0/temp":        "71234\n",
+		"sys/class/thermal/cooling_device0/type":      "pwm-fan\n",
+		"sys/class/thermal/cooling_device0/cur_state": "3\n",
+		"sys/class/thermal/cooling_device0/max_state": "4\n",
+		"sys/class/hwmon/hwmon1/name":                 "pwmfan\n",
+		"sys/class/hwmon/hwmon1/fan1_input":           "4410\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return root
 }
 
@@ -142,6 +157,40 @@ func TestActivityLED(t *testing.T) {
 	}
 	if seen := ledValues(t, root, 1200*time.Millisecond); !seen["1"] {
 		t.Errorf("serving: the LED is never on (%v)", seen)
+	}
+	// The board's sensors come from the same root: temperature and the
+	// kernel's fan, in JSON and Prometheus.
+	resp, err := http.Get(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap struct {
+		Board   struct{ Model string }
+		Sensors struct {
+			TempC float64 `json:"temp_c"`
+			Fans  []struct {
+				Type  string
+				Level int
+				RPM   int
+			}
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&snap)
+	resp.Body.Close()
+	if snap.Board.Model != "Raspberry Pi 4 Model B Rev 1.1" || snap.Sensors.TempC != 71.234 || len(snap.Sensors.Fans) != 1 ||
+		snap.Sensors.Fans[0].Type != "pwm-fan" || snap.Sensors.Fans[0].Level != 3 || snap.Sensors.Fans[0].RPM != 4410 {
+		t.Errorf("board and sensors from the fixture root: %+v", snap)
+	}
+	resp, err = http.Get("http://" + addr + "/status?format=prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`arka_state{state="serving"} 1`, `arka_board_fan_rpm{device="cooling_device0",type="pwm-fan"} 4410`, "arka_board_temperature_celsius 71.234"} {
+		if !strings.Contains(string(prom), want) {
+			t.Errorf("Prometheus lacks %s", want)
+		}
 	}
 
 	// A reload that fails: degraded, with the error's file:line:col.

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // Binary returns the path of a php-fpm binary: php-fpm or php-fpmX.Y in
@@ -106,7 +108,7 @@ func Start(t testing.TB, cfg Config) *FPM {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	f := &FPM{t: t, bin: bin, Dir: dir, ErrorLog: filepath.Join(dir, "error.log")}
 	if cfg.TCP {
-		f.tcp = freePort(t)
+		f.tcp = testkit.FreeAddr(t)
 		f.Address = f.tcp
 	} else {
 		f.sock = filepath.Join(dir, "php.sock")
@@ -119,16 +121,6 @@ func Start(t testing.TB, cfg Config) *FPM {
 	t.Cleanup(f.Stop)
 	f.start()
 	return f
-}
-
-func freePort(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func (f *FPM) config(cfg Config) string {

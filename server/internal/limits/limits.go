@@ -9,6 +9,8 @@ package limits
 import (
 	"os"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Defaults, as the README states them.
@@ -18,7 +20,7 @@ const (
 	DefaultBodyRead    = 60 * time.Second // nginx's client_body_timeout
 	DefaultBodyMinRate = 500              // bytes/s, as Apache's mod_reqtimeout MinRate
 	DefaultWrite       = 60 * time.Second // nginx's send_timeout
-	DefaultHeaderBytes = 32 << 10
+	DefaultHeaderBytes = wire.DefaultMaxHeaderBytes
 )
 
 // Limits bounds what a client may hold. In every duration field zero

@@ -1,9 +1,14 @@
 package wire
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 )
 
 // SetPath fills u.Path (decoded) and u.RawPath (the encoded form, only when
@@ -67,4 +72,65 @@ func DeclaredTrailer(lines []string) http.Header {
 		h[k] = nil
 	}
 	return h
+}
+
+// CachingField reports whether a response field (canonical name) tells
+// caches whether and how long to keep the response: Cache-Control and
+// Expires (RFC 9111 section 5), Pragma, and the CDN-targeted
+// CDN-Cache-Control (RFC 9213) and Surrogate-Control. Arka puts a route's
+// caching fields only on 2xx and 304 responses.
+func CachingField(name string) bool {
+	switch name {
+	case "Cache-Control", "Expires", "Pragma", "Cdn-Cache-Control", "Surrogate-Control":
+		return true
+	}
+	return false
+}
+
+// HasEncodedSlash reports whether the client wrote an encoded slash
+// ("%2F" or "%2f") in u's path. The engines set u.RawPath to the client's
+// path whenever it differs from u.Path's default encoding, which an
+// encoded slash always makes it.
+func HasEncodedSlash(u *url.URL) bool { return EncodedSlashAt(u) >= 0 }
+
+// EncodedSlashAt returns the offset in u.Path (decoded) of the first slash
+// the client sent encoded as %2F, or -1. Handlers that map paths to files
+// use it to never take such a slash for a directory separator.
+func EncodedSlashAt(u *url.URL) int {
+	raw := u.RawPath
+	if raw == "" {
+		return -1
+	}
+	n := 0
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '%' && i+2 < len(raw) {
+			if raw[i+1] == '2' && (raw[i+2] == 'F' || raw[i+2] == 'f') {
+				return n
+			}
+			i += 2
+		}
+		n++
+	}
+	return -1
+}
+
+// ClientPath returns u's path as the client encoded it (after the server's
+// normalization, which keeps each segment's encoding): u.RawPath when set,
+// else the default encoding of u.Path, which is then what the client sent.
+// The proxy sends it upstream; unlike u.EscapedPath it keeps bytes a
+// client left unencoded.
+func ClientPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath
+	}
+	return u.EscapedPath()
+}
+
+// ClientGone reports whether an error reading a request body means the
+// client's connection ended mid-body (it closed or reset the connection,
+// or the stream was cancelled), rather than a malformed body: handlers
+// then answer nothing and the request is logged 499.
+func ClientGone(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled)
 }

@@ -107,6 +107,11 @@ func (c *Content) WriteWWW(www string) error {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return err
 		}
+		// One modification time for every file: written in map order, a
+		// sibling could be older than its file, and Arka ignores those.
+		if err := os.Chtimes(p, filesTime, filesTime); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -362,3 +367,6 @@ func WriteCert(certPath, keyPath string) error {
 	// throw-away key for loopback only.
 	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o644)
 }
+
+// filesTime is the modification time given to every generated file.
+var filesTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -4,7 +4,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 var (
@@ -55,34 +56,11 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// FreeAddr returns a loopback address with a port free right now.
+// FreeAddr returns a loopback address with a port free right now, for
+// the arka process to bind (see testkit.FreeAddr).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return testkit.FreeAddr(t)
 }
 
 // Run runs arka with args to completion and returns its exit code and
@@ -105,7 +83,7 @@ func Run(t testing.TB, args ...string) (int, string) {
 // Proc is a running arka.
 type Proc struct {
 	Cmd    *exec.Cmd
-	output *syncBuffer
+	output *testkit.LogBuffer
 	done   chan struct{}
 	err    error
 }
@@ -121,7 +99,7 @@ func Start(t testing.TB, wrap []string, args []string, waitFor ...string) *Proc 
 	argv := append(append([]string{}, wrap...), Binary(t))
 	argv = append(argv, args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	p := &Proc{Cmd: cmd, output: &syncBuffer{}, done: make(chan struct{})}
+	p := &Proc{Cmd: cmd, output: &testkit.LogBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.output, p.output
 	// Its own process group, so signals reach arka under a wrapper too;
 	// and never wait forever on output pipes a leftover child holds.

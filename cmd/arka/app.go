@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/arkaweb/arka/board"
+	"github.com/arkaweb/arka/board/led"
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server"
+)
+
+// app is the one owner of what an arka process runs: the board budget,
+// thermal control, php-fpm and the server, with the [global] settings
+// they were started with. Start, reload and shutdown go through it, in
+// that order of parts.
+type app struct {
+	log   *slog.Logger
+	state string
+	root  string // "/" but for tests: where board files and sensors are read
+	load  func() ([]*config.Site, error)
+
+	board   board.Board
+	global  config.Global // the [global] settings in effect
+	budget  board.Budget
+	thermal *board.Thermal
+	php     *phpRunner
+	// conds is what the appliance is doing and why: the activity LED and
+	// the status page show it (package board/led says how to raise one).
+	conds *led.Conditions
+	opts  server.Options // the server's, until server() creates it
+	srv   *server.Server
+
+	stopThermal context.CancelFunc
+}
+
+// newApp sets up the parts for sites (the first configuration) without
+// starting anything.
+func newApp(log *slog.Logger, state, root string, load func() ([]*config.Site, error), sites []*config.Site) *app {
+	brd, err := board.Detect(root)
+	if err != nil {
+		log.Warn("board detection failed; using generic budgets", "err", err)
+	}
+	a := &app{log: log, state: state, root: root, load: load, board: brd, global: config.GlobalOf(sites)}
+	a.budget = budgetFor(brd, a.global)
+	a.thermal = board.NewThermal(a.global.Thermal.Limit, a.global.Thermal.Hysteresis, log)
+	a.php = &phpRunner{log: log, budget: a.budget, state: state}
+	a.conds = led.NewConditions()
+	a.opts = server.Options{StateDir: state, Logger: log, Board: brd, Budget: a.budget,
+		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds, BoardRoot: root}
+	return a
+}
+
+// server returns the server, creating it from opts the first time.
+func (a *app) server() *server.Server {
+	if a.srv == nil {
+		a.srv = server.New(a.opts)
+	}
+	return a.srv
+}
+
+// check is `arka -t`: the configuration as the server would build it, with
+// php-fpm's address and size, without starting or binding anything.
+func (a *app) check(sites []*config.Site) error {
+	if err := a.php.prepareCheck(sites); err != nil {
+		return err
+	}
+	if err := a.server().Check(sites); err != nil {
+		return err
+	}
+	return checkFan(sites)
+}
+
+// start applies the budget to the runtime, starts php-fpm, the server and
+// thermal control.
+func (a *app) start(sites []*config.Site) error {
+	applyRuntime(a.budget, a.log)
+	if _, err := a.php.apply(sites); err != nil {
+		return fmt.Errorf("php-fpm: %w", err)
+	}
+	if err := a.server().Apply(sites); err != nil {
+		a.php.stop()
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopThermal = cancel
+	go a.thermal.Run(ctx, a.root)
+	return nil
+}
+
+// reload reads the configuration again and applies it as a whole, or not
+// at all (the previous one keeps serving). Of [global], thermal limits
+// and php are applied; a changed budget is reported and kept as it was
+// until the next start (GOMAXPROCS, the memory limit and the cache sizes
+// are fixed for the life of the process).
+func (a *app) reload() ([]*config.Site, error) {
+	sites, err := a.load()
+	if err != nil {
+		return nil, err
+	}
+	undo, err := a.php.apply(sites)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.server().Apply(sites); err != nil {
+		undo()
+		return nil, err
+	}
+	a.php.retire(sites)
+	a.applyGlobal(config.GlobalOf(sites))
+	return sites, nil
+}
+
+// applyGlobal applies what of g can change while running, and logs what
+// cannot.
+func (a *app) applyGlobal(g config.Global) {
+	if g.Thermal != a.global.Thermal {
+		a.thermal.SetLimits(g.Thermal.Limit, g.Thermal.Hysteresis)
+		st := a.thermal.State()
+		a.log.Info("[global.thermal] applied", "limit_c", st.LimitC, "resume_c", st.ResumeC)
+		a.global.Thermal = g.Thermal
+	}
+	a.global.PHP = g.PHP // applied by php.apply
+	if changed := changedKeys(a.global.Budget, g.Budget); len(changed) > 0 {
+		a.log.Warn("[global.budget] changed, but the budget is fixed while arka runs: the change takes effect at the next start",
+			"keys", strings.Join(changed, ", "))
+	}
+}
+
+// changedKeys lists the TOML keys whose values differ between a and b.
+func changedKeys(a, b config.BudgetConfig) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var out []string
+	for i := range va.NumField() {
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("toml"), ",")
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// shutdown stops the server (in-flight requests finish, up to 10 s), then
+// php-fpm, whose connections the server has closed, then thermal control.
+func (a *app) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := a.server().Shutdown(ctx)
+	cancel()
+	if err != nil {
+		a.log.Warn("shutdown did not finish cleanly", "err", err)
+	}
+	a.php.stop()
+	if a.stopThermal != nil {
+		a.stopThermal()
+	}
+}

@@ -1,0 +1,128 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// CheckEnvironment checks what validated sites need from the machine they
+// run on: static and FastCGI roots are directories, a static fallback file
+// exists, access-log files can be opened for appending, and the php-fpm
+// binary is an executable file (fpm = "auto" is looked up here, setting
+// PHP.FPMPath). It returns every problem as Errors located at the key.
+//
+// Load does none of this: it reads the site files and nothing else (no
+// other file, no DNS), so a configuration is valid or not wherever it is
+// checked, and a listen host name is resolved only when it is bound.
+// `arka -t`, start and reload run CheckEnvironment after Load; the TLS
+// certificates are loaded (once) when the server builds the sites.
+func CheckEnvironment(sites []*Site) error {
+	var errs Errors
+	for _, s := range sites {
+		v := &validator{file: s.File, pos: s.pos}
+		for i := range s.Routes {
+			r := &s.Routes[i]
+			at := fmt.Sprintf("routes[%d].handler", r.index)
+			switch {
+			case r.Static != nil:
+				if v.dirExists(at, "root", r.Static.Root) && r.Static.Fallback != "" {
+					if fi, err := os.Stat(filepath.Join(r.Static.Root, r.Static.Fallback)); err != nil || !fi.Mode().IsRegular() {
+						v.errAt(at+".fallback", "fallback %q: no such file under root %s", r.Static.Fallback, r.Static.Root)
+					}
+				}
+			case r.FastCGI != nil:
+				v.dirExists(at, "root", r.FastCGI.Root)
+			}
+		}
+		if s.Log.Enabled && s.Log.Path != "" && s.Log.Path != "-" {
+			if err := writable(s.Log.Path); err != nil {
+				v.errAt("log.path", "log path %s: %v", s.Log.Path, err)
+			}
+		}
+		errs = append(errs, v.errs...)
+	}
+	if p := PHPOf(sites); p != nil {
+		if err := p.findFPM(); err != nil {
+			errs = append(errs, &Error{File: p.file, Line: p.fpmAt[0], Col: p.fpmAt[1], Msg: err.Error()})
+		}
+		// Sites whose php table is the one in force (identical to it) get
+		// the same binary.
+		for _, s := range sites {
+			if s.PHP != nil && s.PHP != p {
+				s.PHP.FPMPath = p.FPMPath
+			}
+		}
+	}
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool {
+			if errs[i].File != errs[j].File {
+				return errs[i].File < errs[j].File
+			}
+			return errs[i].Line < errs[j].Line
+		})
+		return errs
+	}
+	return nil
+}
+
+// findFPM resolves fpm = "auto" and checks the binary.
+func (p *PHP) findFPM() error {
+	if p.FPM == "auto" {
+		path, err := FindFPM()
+		if err != nil {
+			return fmt.Errorf("fpm = \"auto\": %v", err)
+		}
+		p.FPMPath = path
+		return nil
+	}
+	fi, err := os.Stat(p.FPMPath)
+	switch {
+	case err != nil:
+		return fmt.Errorf("fpm %q: %s", p.FPM, errText(err))
+	case !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0:
+		return fmt.Errorf("fpm %q is not an executable file", p.FPM)
+	}
+	return nil
+}
+
+// dirExists reports whether p is a directory, else records why not.
+func (v *validator) dirExists(path, key, p string) bool {
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		v.errAt(path+"."+key, "%s %q: %s", key, p, errText(err))
+		return false
+	case !fi.IsDir():
+		v.errAt(path+"."+key, "%s %q is not a directory", key, p)
+		return false
+	}
+	return true
+}
+
+// writable reports why a log file could not be opened for appending: the
+// file itself if it exists, else its directory.
+func writable(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return errors.New("is a directory")
+		}
+		return unix.Access(path, unix.W_OK)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory %s: %v", dir, errText(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("directory %s: %v", dir, err)
+	}
+	return nil
+}
