@@ -337,6 +337,9 @@ func (h *Handler) spoolFailure(w http.ResponseWriter, r *http.Request, err error
 	default:
 		f = clientBodyFailure(r, err)
 	}
+	if f.aborted {
+		panic(http.ErrAbortHandler) // logged 499, as in ServeHTTP
+	}
 	if f.gone {
 		return
 	}
