@@ -51,12 +51,14 @@ bench-go:
 # arm64) or BOARD=amd64 (UEFI PCs and VMs). Reproducible: a clean tree builds
 # with its last commit's time; SOURCE_DATE_EPOCH=... overrides it.
 # PHP=1 adds php-fpm from Debian's packages (downloads cached in
-# images/out/debs; see images/README.md).
+# images/out/debs; see images/README.md). SITE=DIR bakes a site (sites/*.toml
+# and its content) into the image; a deployed site wins over it.
 BOARD ?= amd64
 PHP   ?=
+SITE  ?=
 IMAGE_EPOCH = $(or $(SOURCE_DATE_EPOCH),$(shell git diff --quiet HEAD 2>/dev/null && git log -1 --format=%ct 2>/dev/null || date +%s))
 image:
-	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance build --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php)
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance build --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) $(if $(SITE),--site $(SITE))
 
 # Boot the image under QEMU (TCG, or KVM with VM_FLAGS=--kvm) with Arka on
 # forwarded loopback ports; prints the URLs. Ctrl-C stops it.
@@ -64,10 +66,11 @@ vm: image
 	$(GO) run ./cmd/arka-appliance vm --board $(BOARD) $(VM_FLAGS)
 
 # Over-the-air update of a running appliance (builds first): HOST=name or
-# address of the device. The new build runs on trial and becomes permanent
-# only once Arka passes its health check there; otherwise it rolls back.
+# address of the device (NAME=its name with an address, for its password).
+# The new build runs on trial and becomes permanent only once Arka passes
+# its health check there; otherwise it rolls back.
 update:
-	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance update --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) --host $(HOST)
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance update --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) --host $(HOST) $(if $(NAME),--name $(NAME))
 
 clean:
 	rm -rf bin images/out

@@ -70,8 +70,11 @@ func (t *Thermal) SetLimits(limitC, hysteresisC float64) {
 
 // Run feeds the governor the SoC temperature read under root ("" or "/"
 // in production; see ReadSensors) every ThermalInterval until ctx ends. On
-// a board without a temperature sensor it stays cool.
-func (t *Thermal) Run(ctx context.Context, root string) {
+// a board without a temperature sensor it stays cool. Each function in also
+// gets the same reading (°C, nil when the temperature cannot be read), so
+// that everything that follows the temperature (the fan, package board/fan)
+// sees one set of readings.
+func (t *Thermal) Run(ctx context.Context, root string, also ...func(tempC *float64)) {
 	if root == "" {
 		root = defaultRootPath
 	}
@@ -79,8 +82,12 @@ func (t *Thermal) Run(ctx context.Context, root string) {
 	tk := time.NewTicker(ThermalInterval)
 	defer tk.Stop()
 	for {
-		if c := ReadSensorsFS(fsys).TempC; c != nil {
+		c := ReadSensorsFS(fsys).TempC
+		if c != nil {
 			t.Update(*c)
+		}
+		for _, f := range also {
+			f(c)
 		}
 		select {
 		case <-ctx.Done():

@@ -11,9 +11,10 @@ import (
 )
 
 // CheckEnvironment checks what validated sites need from the machine they
-// run on: static and FastCGI roots are directories, a static fallback file
-// exists, access-log files can be opened for appending, and the php-fpm
-// binary is an executable file (fpm = "auto" is looked up here, setting
+// run on: static, FastCGI and error-page roots are directories, a static
+// fallback file and the error pages exist, a proxy's tls_ca file holds
+// certificates, access-log files can be opened for appending, and the
+// php-fpm binary is an executable file (fpm = "auto" is looked up here, setting
 // PHP.FPMPath). It returns every problem as Errors located at the key.
 //
 // Load does none of this: it reads the site files and nothing else (no
@@ -37,6 +38,18 @@ func CheckEnvironment(sites []*Site) error {
 				}
 			case r.FastCGI != nil:
 				v.dirExists(at, "root", r.FastCGI.Root)
+			case r.Proxy != nil && r.Proxy.TLSCA != "":
+				if _, err := LoadCAFile(r.Proxy.TLSCA); err != nil {
+					v.errAt(at+".tls_ca", "tls_ca: %v", err)
+				}
+			}
+		}
+		if e := s.Errors; e.Root != "" && v.dirExists("errors", "root", e.Root) {
+			for _, key := range sortedKeys(e.Pages) {
+				name := e.Pages[key]
+				if fi, err := os.Stat(filepath.Join(e.Root, name)); err != nil || !fi.Mode().IsRegular() {
+					v.errAt(errorPageKey(key), "error page %q: no such file under root %s", name, e.Root)
+				}
 			}
 		}
 		if s.Log.Enabled && s.Log.Path != "" && s.Log.Path != "-" {

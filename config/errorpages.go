@@ -1,7 +1,6 @@
 package config
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,17 +39,12 @@ func (v *validator) errorPages(e *ErrorPages) {
 		return
 	}
 	e.Root = v.abs(e.Root)
-	if !v.dirExists("errors", "root", e.Root) {
-		return
-	}
+	v.dirGiven("errors", "root", e.Root) // a directory: CheckEnvironment
 	if len(e.Pages) == 0 {
 		v.errAt("errors", "errors has a root but no pages (pages = { \"404\" = \"404.html\", \"5xx\" = \"5xx.html\" })")
 	}
 	for _, key := range sortedKeys(e.Pages) {
-		at := "errors.pages." + key
-		if strings.Contains(key, ".") {
-			at = "errors.pages"
-		}
+		at := errorPageKey(key)
 		switch c, err := strconv.Atoi(key); {
 		case key == "4xx" || key == "5xx":
 		case err != nil || c < 400 || c > 599 || len(key) != 3:
@@ -60,10 +54,14 @@ func (v *validator) errorPages(e *ErrorPages) {
 		name := e.Pages[key]
 		if name == "" || filepath.IsAbs(name) || hasDotSegment(filepath.ToSlash(name)) {
 			v.errAt(at, "error page %q must be a file name under root %s", name, e.Root)
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(e.Root, name)); err != nil || !fi.Mode().IsRegular() {
-			v.errAt(at, "error page %q: no such file under root %s", name, e.Root)
 		}
 	}
+}
+
+// errorPageKey is where the page of key is in the site file.
+func errorPageKey(key string) string {
+	if strings.Contains(key, ".") {
+		return "errors.pages"
+	}
+	return "errors.pages." + key
 }

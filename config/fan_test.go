@@ -41,6 +41,13 @@ func TestFan(t *testing.T) {
 	if f := GlobalOf(sites).Fan; f.On != DefaultFanOn || f.Off != DefaultFanOn-DefaultFanHysteresis {
 		t.Errorf("defaults: %+v", f)
 	}
+	if GlobalOf(sites).LED != nil {
+		t.Error("led unset must stay nil (auto)")
+	}
+	sites, _, err = load("led", "led = false\n")
+	if err != nil || GlobalOf(sites).LED == nil || *GlobalOf(sites).LED {
+		t.Errorf("led = false: %v", err)
+	}
 	if GlobalOf(sites).Thermal.Limit != 0 {
 		t.Error("fan changed the thermal limit")
 	}

@@ -270,7 +270,7 @@ var knownKeys = []string{
 	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
 	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
 	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
-	"fan", "pin", "on", "off", // [global] fan (config/fan.go)
+	"fan", "pin", "on", "off", "led", // [global] fan (config/fan.go) and led
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",

@@ -19,10 +19,7 @@ func (v *validator) proxyTLS(at string, p *Proxy, anyTLS bool) {
 		return
 	}
 	if p.TLSCA != "" {
-		p.TLSCA = v.abs(p.TLSCA)
-		if _, err := LoadCAFile(p.TLSCA); err != nil {
-			v.errAt(at+".tls_ca", "tls_ca: %v", err)
-		}
+		p.TLSCA = v.abs(p.TLSCA) // read by CheckEnvironment
 	}
 	if n := p.TLSServerName; n != "" {
 		if _, err := normalizeName(n); err != nil || n[0] == '*' {

@@ -15,7 +15,7 @@ func locatedErr(t *testing.T, src, want string) {
 	os.Mkdir(filepath.Join(root, "www"), 0o755)
 	f := filepath.Join(root, "site.toml")
 	os.WriteFile(f, []byte(strings.ReplaceAll(src, "WWW", "www")), 0o644)
-	_, err := Load(f)
+	_, err := loadChecked(f)
 	if err == nil {
 		t.Fatalf("no error for\n%s", src)
 	}

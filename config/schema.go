@@ -245,6 +245,9 @@ type Global struct {
 	Thermal ThermalConfig `toml:"thermal"`
 	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
 	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
+	// LED: false leaves the board's activity LED to the kernel (default
+	// true: Arka shows its state on it; package board/led).
+	LED *bool `toml:"led"`
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

@@ -165,7 +165,8 @@ func (l *accessLog) log(r *http.Request, status int, n int64, start time.Time, d
 	lineBufs.Put(bp)
 }
 
-// appendEscaped writes s with quotes, backslashes and control bytes as
+// appendEscaped writes s with quotes, backslashes, control bytes and bytes
+// from 0x7f up (C1 controls and bytes that are not UTF-8 included) as
 // \xHH, as nginx does, and "-" for an empty value.
 func appendEscaped(b []byte, s string) []byte {
 	if s == "" {
@@ -174,7 +175,7 @@ func appendEscaped(b []byte, s string) []byte {
 	const hexd = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c == 0x7f || c == '"' || c == '\\' {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			b = append(b, '\\', 'x', hexd[c>>4], hexd[c&15])
 			continue
 		}
@@ -202,9 +203,14 @@ func appendJSON(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, `\ufffd`...)
-		} else {
+		case r <= 0x9f:
+			// C1 controls (U+0080..U+009F): escaped like C0, so that a
+			// log read on a terminal cannot be driven by a request.
+			b = append(b, '\\', 'u', '0', '0', hexd[r>>4], hexd[r&15])
+		default:
 			b = append(b, s[i:i+size]...)
 		}
 		i += size

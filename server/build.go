@@ -146,7 +146,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		if err != nil {
 			return nil, err
 		}
-		h, err := status.New(status.Options{Allow: nets, Source: s, History: s.history})
+		h, err := status.New(status.Options{Allow: nets, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,8 @@ import (
 // "." and ".." segments are resolved (RFC 3986 section 5.2.4) and repeated
 // slashes merged, keeping a trailing slash. It reports false for paths that
 // must be refused with 400: not starting with "/", containing NUL or a
-// backslash, or with ".." climbing above "/". The common case (nothing to
+// backslash, with ".." climbing above "/", or with a dot segment carrying
+// path parameters (dotParams). The common case (nothing to
 // clean) returns p itself without allocating.
 func cleanPath(p string) (string, bool) {
 	if p == "" || p[0] != '/' {
@@ -48,6 +49,9 @@ func cleanPath(p string) (string, bool) {
 			segs = segs[:len(segs)-1]
 			trailing = true
 			continue
+		}
+		if dotParams(s) {
+			return "", false
 		}
 		segs = append(segs, s)
 		trailing = false
@@ -120,9 +124,12 @@ func cleanRawPath(raw string) (esc, dec string, ok bool) {
 			trailing = true
 			continue
 		}
+		if dotParams(d) {
+			return "", "", false
+		}
 		if strings.IndexByte(d, '/') >= 0 {
 			for _, part := range strings.Split(d, "/") {
-				if part == "." || part == ".." {
+				if part == "." || part == ".." || dotParams(part) {
 					return "", "", false
 				}
 			}
@@ -135,4 +142,13 @@ func cleanRawPath(raw string) (esc, dec string, ok bool) {
 		esc, dec = esc+"/", dec+"/"
 	}
 	return esc, dec, true
+}
+
+// dotParams reports whether a decoded segment is a dot segment with path
+// parameters (".;x", "..;x"): servlet containers such as Tomcat and Jetty
+// drop the parameters and resolve what is left, so "/app/..;/admin/"
+// routed here under /app/ would reach /admin/ there (the "..;/" bypass of
+// route-based access rules). Refused with 400 like other ambiguous paths.
+func dotParams(seg string) bool {
+	return strings.HasPrefix(seg, ".;") || strings.HasPrefix(seg, "..;")
 }

@@ -30,7 +30,7 @@ func TestCleanPath(t *testing.T) {
 			t.Errorf("cleanPath(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
-	for _, in := range []string{"", "a", "/..", "/../a", "/a/../..", "/a\\b", "/a\x00b", "*"} {
+	for _, in := range []string{"", "a", "/..", "/../a", "/a/../..", "/a\\b", "/a\x00b", "*", "/a/..;/b", "/a/..;x=1/b", "/.;/a"} {
 		if got, ok := cleanPath(in); ok {
 			t.Errorf("cleanPath(%q) = %q, accepted", in, got)
 		}
@@ -147,6 +147,7 @@ func TestNormalizeURL(t *testing.T) {
 	for _, in := range []string{
 		"/a%2F..%2Fsecret", "/files/a%2F..%2F..%2Fetc", "/a/%2E%2E%2Fb", "/.%2F", "/x%2f.",
 		"/%2e%2e/a%2Fb", "/a%2Fb%5C", "/a%2Fb%00", "/..",
+		"/app/..;/admin/", "/app/..%3B/admin/", "/app/%2e%2e;jsessionid=1/admin", "/a%2F..;%2Fb",
 	} {
 		u := &url.URL{}
 		if err := wire.SetPath(u, in); err != nil {
@@ -178,7 +179,7 @@ func FuzzNormalizeURL(f *testing.F) {
 			return
 		}
 		for _, seg := range strings.Split(u.Path, "/")[1:] {
-			if seg == ".." || seg == "." {
+			if seg == ".." || seg == "." || dotParams(seg) {
 				t.Fatalf("%q -> %q keeps a dot segment", in, u.Path)
 			}
 		}

@@ -213,3 +213,31 @@ headers = { set = { Cache-Control = "private" } }
 		t.Errorf("failures not logged with the client:\n%s", log)
 	}
 }
+
+// Behind a trusted proxy on the same machine, the status page checks the
+// client the proxy forwarded for, not the proxy's loopback address.
+func TestStatusAllowBehindTrustedProxy(t *testing.T) {
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+trusted_proxies = ["127.0.0.1", "::1"]
+[tls]
+listen = ["{{HTTPS}}"]
+[[routes]]
+path = "/status"
+handler = { type = "status" }
+`)
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for hdr, want := range map[string]int{
+			"X-Real-IP: 203.0.113.9":         403,
+			"X-Forwarded-For: 203.0.113.9":   403,
+			"X-Real-IP: 192.168.1.20":        200,
+			"X-Forwarded-For: 10.9.8.7":      200,
+			"User-Agent: direct on loopback": 200,
+		} {
+			resp, _ := c.Get(t, "/status?format=json", hdr)
+			if resp.StatusCode != want {
+				t.Errorf("%s: %d, want %d", hdr, resp.StatusCode, want)
+			}
+		}
+	})
+}

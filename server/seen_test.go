@@ -172,6 +172,7 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 			"/a%00b":         400, // NUL
 			"/a%5Cb":         400, // backslash
 			"/docs":          301, // the route's trailing-slash redirect
+			"/api/x/..;/adm": 400, // Tomcat's "..;": a dot segment elsewhere
 		} {
 			if resp, _ = get(t, c, path); resp.StatusCode != code {
 				t.Errorf("%s: %d, want %d", path, resp.StatusCode, code)
@@ -270,7 +271,7 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 		}
 	}
 	// The counters: every response is somewhere; engine answers and
-	// normalization 400s (4 per client) on the site's "-" row, the
+	// normalization 400s (5 per client) on the site's "-" row, the
 	// redirect on /docs/.
 	var total, dash uint64
 	for _, rs := range e.Server.RouteStats() {
@@ -279,8 +280,8 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 			dash = rs.Requests.Load()
 		}
 	}
-	if total != uint64(len(want)) || dash != 4*3+8 {
-		t.Errorf("counters: %d responses (%d on \"-\"), want %d (%d)", total, dash, len(want), 4*3+8)
+	if total != uint64(len(want)) || dash != 5*3+8 {
+		t.Errorf("counters: %d responses (%d on \"-\"), want %d (%d)", total, dash, len(want), 5*3+8)
 	}
 }
 
@@ -468,4 +469,111 @@ func (b *abortingBody) Read(p []byte) (int, error) {
 	clear(p[:n])
 	b.left -= n
 	return n, nil
+}
+
+// Requests the engine refuses are logged without letting their bytes forge
+// or break log lines: control bytes and quotes escaped, one line each, the
+// request line cut at 512 bytes.
+func TestRefusedRequestsLoggedSafely(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[log]
+enabled = true
+path = "`+logPath+`"
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+dir+`" }
+`)
+	reqs := []string{
+		"GET /\x1b[31mred\" HTTP/1.1\r\nHost: a\r\n\r\n",                             // ANSI escape, quote: bad target
+		"GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n",                                      // bare CR
+		"G\xffT / HTTP/1.1\r\nHost: a\r\n\r\n",                                       // not a token, not UTF-8
+		"GET /" + strings.Repeat("x", 600) + " HTTP/1.1 \" 200 1\r\nHost: a\r\n\r\n", // long, forged tail
+		"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n",                             // NUL in a field
+	}
+	for _, raw := range reqs {
+		c, err := net.Dial("tcp", e.HTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, raw)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 400 {
+			t.Errorf("%.20q: %v %v", raw, resp, err)
+		}
+		c.Close()
+	}
+	lines := flushedLog(t, e, logPath, len(reqs))
+	for i, l := range lines {
+		for _, b := range []byte(l) {
+			if b < 0x20 || b == 0x7f || b >= 0x80 {
+				t.Errorf("line %d has byte %#x: %q", i, b, l)
+				break
+			}
+		}
+		if strings.Count(l, `"`) != 6 || !strings.Contains(l, `" 400 `) {
+			t.Errorf("line %d is not one well-formed combined line: %q", i, l)
+		}
+		if len(l) > 512*4+200 {
+			t.Errorf("line %d is %d bytes long", i, len(l))
+		}
+	}
+}
+
+// An upstream that breaks off a chunked response: the client must see the
+// response cut short (an error reading it), never a complete-looking
+// shorter one, also when the content-coding middleware held the bytes
+// back (fewer than min_size) when the proxy aborted.
+func TestCutUpstreamResponseStaysCut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					l, err := br.ReadString('\n')
+					if err != nil || l == "\r\n" {
+						break
+					}
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n7\r\npartial\r\n")
+				time.Sleep(50 * time.Millisecond)
+			}()
+		}
+	}()
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[[routes]]
+path = "/"
+handler = { type = "proxy", upstreams = ["`+ln.Addr().String()+`"] }
+`)
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for _, ae := range []string{"gzip", "identity"} {
+			req, _ := http.NewRequest("GET", c.Base+"/page", nil)
+			req.Header.Set("Accept-Encoding", ae)
+			resp, err := c.HTTP.Do(req)
+			if err != nil {
+				continue // cut before the head: fine
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				t.Errorf("Accept-Encoding %s: a cut response read as complete: %d %q (Content-Length %d)", ae, resp.StatusCode, body, resp.ContentLength)
+			}
+		}
+	})
 }

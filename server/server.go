@@ -57,8 +57,9 @@ type Options struct {
 	// (brotli, high compression levels) then stops, and the status page
 	// shows its state. Its owner feeds it readings (board.Thermal.Run).
 	Thermal *board.Thermal
-	// Fan, when set, is the GPIO case fan (package board/fan): it is fed
-	// the same temperature readings as Thermal, and the status page shows it.
+	// Fan, when set, is the GPIO case fan (package board/fan), shown on the
+	// status page; its owner feeds it the temperature (cmd/arka: the
+	// thermal ticker's readings, board.Thermal.Run).
 	Fan *fan.Fan
 	// Conditions, when set, are what the appliance is doing and why
 	// (package board/led); the status page shows them as the activity LED

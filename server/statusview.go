@@ -35,6 +35,7 @@ func (s *Server) Snapshot() status.Snapshot {
 		Board:     status.BoardInfoFrom(s.o.Board),
 		Sensors:   board.ReadSensors(s.o.BoardRoot, s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
+		Appliance: status.ReadAppliance(),
 	}
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()
@@ -102,8 +103,7 @@ func (s *Server) Snapshot() status.Snapshot {
 	return snap
 }
 
-// sampleLoop feeds the history, the thermal governor and the fan every 10 s
-// and remembers counters for rates.
+// sampleLoop feeds the history every 10 s and remembers counters for rates.
 func (s *Server) sampleLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -111,13 +111,6 @@ func (s *Server) sampleLoop() {
 		cancel()
 	}()
 	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
-		if s.o.Fan != nil {
-			if t := snap.Sensors.TempC; t != nil {
-				s.o.Fan.Update(*t)
-			} else {
-				s.o.Fan.NoReading()
-			}
-		}
 		m := map[*RouteStats]routeSample{}
 		for _, rs := range s.RouteStats() {
 			m[rs] = routeSample{requests: rs.Requests.Load(), hist: rs.Latency.Snapshot()}

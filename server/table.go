@@ -41,10 +41,11 @@ func newTable() *table {
 	return t
 }
 
-// release drops one reference; the last closes the table.
+// release drops one reference; the last closes the table, in the
+// background: the request that released it is not kept waiting.
 func (t *table) release() {
 	if t.refs.Add(-1) == 0 {
-		t.close()
+		go t.close()
 	}
 }
 

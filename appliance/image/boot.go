@@ -14,6 +14,7 @@ import (
 
 	"github.com/arkaweb/arka/appliance/image/fat16"
 	"github.com/arkaweb/arka/appliance/image/partition"
+	"github.com/arkaweb/arka/appliance/settings"
 )
 
 // CmdlinePadding is the number of spaces after the kernel command line in
@@ -114,6 +115,7 @@ func (c *Config) writeBoot(w io.WriterAt, modDirs map[string]string, p partition
 		fat16.File{Path: "config.txt", Data: configTxt},
 		fat16.File{Path: "loader/entries/gokrazy.conf", Data: LoaderEntry(cmdline)},
 		fat16.File{Path: BuildInfoFile, Data: build.marshal()},
+		fat16.File{Path: settings.FileName, Data: c.settingsFile()},
 	)
 	if c.Board.EFILoader != "" {
 		files = append(files, fat16.File{Path: c.Board.EFILoaderName, Source: c.Board.EFILoader})

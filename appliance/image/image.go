@@ -71,6 +71,14 @@ type Config struct {
 	KernelExtraArgs string // appended to the kernel command line
 	Site            fs.FS  // default site (sites/, www/); default images.Site
 
+	// Settings is settings.txt in the boot partition (appliance/settings);
+	// default: the file with every setting commented out. SettingsGiven
+	// says it was given at build time (flags): arka-init then applies it
+	// even after an over-the-air update, instead of keeping the device's
+	// own settings.
+	Settings      []byte
+	SettingsGiven bool
+
 	ExtraFiles    []File            // more root files (php-fpm, …)
 	ExtraServices []initcfg.Service // more programs for arka-init to supervise
 	// ExtraVersions are recorded with the build's versions (Summary and

@@ -95,6 +95,10 @@ func (c *Config) rootFiles(pw string) ([]File, error) {
 		{Path: "/etc/https-port.txt", Data: []byte(strconv.Itoa(c.HTTPSPort)), Mode: 0o644},
 		{Path: "/etc/gokrazy/mountdevices.json", Data: []byte("null"), Mode: 0o644},
 		{Path: initcfg.Path, Data: cfg, Mode: 0o644},
+		{Path: SettingsBuildPath, Data: c.settingsBuild(), Mode: 0o644},
+	}
+	if zi := c.zoneinfoZip(); zi != "" {
+		files = append(files, File{Path: ZoneinfoPath, Source: zi, Mode: 0o644})
 	}
 	for _, d := range []string{"/bin", "/dev", "/etc", "/proc", "/sys", "/tmp", "/perm", "/lib", "/run", "/mnt"} {
 		files = append(files, File{Path: d, Mode: fs.ModeDir | 0o755})

@@ -17,7 +17,7 @@ const Path = "/etc/arka/init.json"
 
 // Placeholders init expands in Service.Args and Service.Env at boot.
 const (
-	Sites = "{sites}" // the sites directory Arka reads: /perm/arka/sites or the baked /etc/arka/sites
+	Sites = "{sites}" // the sites directory Arka reads: /tmp/arka/active/sites, a link to the deployed, /perm or baked site (cmd/arka-init)
 	State = "{state}" // Arka's state directory: /perm/arka/state, or a tmpfs directory if /perm is not writable
 	Netif = "{netif}" // the network interface for DHCP: eth0, or arka.netif= on the kernel command line
 )

@@ -390,7 +390,6 @@ func (b *builder) assemble(pkgs []string) (*Result, error) {
 	res := &Result{Packages: map[string]string{}, Needed: map[string][]string{}}
 	fpmPkg := b.php + "-fpm"
 	res.FPM = "/usr/sbin/php-fpm" + b.o.Version
-	type elfFile struct{ rootPath, host, part string }
 	var elves []elfFile
 	fpmHost := filepath.Join(b.trees[fpmPkg], res.FPM)
 	if _, err := os.Stat(fpmHost); err != nil {
@@ -430,77 +429,8 @@ func (b *builder) assemble(pkgs []string) (*Result, error) {
 			Data: []byte(fmt.Sprintf("; %s (%s), placed by arka-appliance\n%s=%s.so\n", e, pkg, directive, e)), Mode: 0o644})
 	}
 
-	// Libraries, breadth first, fetching the library packages that the
-	// packages in use depend on until every DT_NEEDED is found.
-	want := machine(b.o.Arch)
-	placed := map[string]bool{}
-	for i := 0; i < len(elves); i++ {
-		ef := elves[i]
-		needed, interp, err := elfInfo(ef.host, want)
-		if err != nil {
-			return nil, fmt.Errorf("phpimage: %v", err)
-		}
-		if interp != "" && res.Interp == "" {
-			res.Interp = interp
-		}
-		res.Needed[ef.rootPath] = needed
-		for _, so := range needed {
-			for attempt := 0; ; attempt++ {
-				pkg, rootPath, host, ok := b.findLib(so)
-				if ok {
-					used[pkg] = true
-					if !placed[rootPath] {
-						placed[rootPath] = true
-						part := "libraries"
-						if strings.HasPrefix(so, "libicu") {
-							part = "libraries (ICU, for libxml2)"
-						}
-						elves = append(elves, elfFile{rootPath, host, part})
-					}
-					break
-				}
-				if attempt > 0 || !b.expand(used) {
-					return nil, fmt.Errorf("phpimage: %s needs %s, which no library package that %s depends on provides", ef.rootPath, so, strings.Join(sortedKeys(used), ", "))
-				}
-			}
-		}
-	}
-	if res.Interp == "" {
-		return nil, fmt.Errorf("phpimage: %s has no PT_INTERP", res.FPM)
-	}
-	// The loader: the file its path names in libc6, as a real file.
-	libc := "libc6"
-	loaderHost, err := resolveIn(b.trees[libc], filepath.Join(b.trees[libc], res.Interp))
-	if err != nil {
-		return nil, fmt.Errorf("phpimage: the dynamic loader %s is not in libc6: %v", res.Interp, err)
-	}
-	parts := map[string]*Part{}
-	add := func(part, rootPath, host string) {
-		res.Files = append(res.Files, image.File{Path: rootPath, Source: host, Mode: 0o755})
-		p := parts[part]
-		if p == nil {
-			p = &Part{Name: part}
-			parts[part] = p
-		}
-		if fi, err := os.Stat(host); err == nil {
-			p.Bytes += fi.Size()
-		}
-		p.Files++
-	}
-	for _, ef := range elves {
-		if ef.rootPath == res.Interp {
-			continue
-		}
-		mode := ef.part
-		add(mode, ef.rootPath, ef.host)
-	}
-	if !placed[res.Interp] {
-		add("dynamic loader", res.Interp, loaderHost)
-	}
-	for _, n := range []string{"php-fpm", "extensions", "libraries", "libraries (ICU, for libxml2)", "dynamic loader"} {
-		if p := parts[n]; p != nil {
-			res.Parts = append(res.Parts, *p)
-		}
+	if err := b.place(res, elves, used, []string{"php-fpm", "extensions", "libraries", "libraries (ICU, for libxml2)", "dynamic loader"}); err != nil {
+		return nil, err
 	}
 	for p := range used {
 		res.Packages[p] = b.info[p].version
@@ -542,6 +472,90 @@ func (b *builder) assemble(pkgs []string) (*Result, error) {
 	res.Parts = append(res.Parts, tz)
 	res.Packages["tzdata"] = b.info["tzdata"].version
 	return res, nil
+}
+
+// elfFile is an ELF file to place: its path in the root, on the host, and
+// the part of the summary it counts in.
+type elfFile struct{ rootPath, host, part string }
+
+// place puts elves into res with every shared library they need
+// (DT_NEEDED, recursively) and the dynamic loader, fetching the library
+// packages that the packages in use depend on as needed. order lists the
+// parts in the order res.Parts gets them.
+func (b *builder) place(res *Result, elves []elfFile, used map[string]bool, order []string) error {
+	// Libraries, breadth first, fetching the library packages that the
+	// packages in use depend on until every DT_NEEDED is found.
+	want := machine(b.o.Arch)
+	placed := map[string]bool{}
+	for i := 0; i < len(elves); i++ {
+		ef := elves[i]
+		needed, interp, err := elfInfo(ef.host, want)
+		if err != nil {
+			return fmt.Errorf("phpimage: %v", err)
+		}
+		if interp != "" && res.Interp == "" {
+			res.Interp = interp
+		}
+		res.Needed[ef.rootPath] = needed
+		for _, so := range needed {
+			for attempt := 0; ; attempt++ {
+				pkg, rootPath, host, ok := b.findLib(so)
+				if ok {
+					used[pkg] = true
+					if !placed[rootPath] {
+						placed[rootPath] = true
+						part := "libraries"
+						if strings.HasPrefix(so, "libicu") {
+							part = "libraries (ICU, for libxml2)"
+						}
+						elves = append(elves, elfFile{rootPath, host, part})
+					}
+					break
+				}
+				if attempt > 0 || !b.expand(used) {
+					return fmt.Errorf("phpimage: %s needs %s, which no library package that %s depends on provides", ef.rootPath, so, strings.Join(sortedKeys(used), ", "))
+				}
+			}
+		}
+	}
+	if res.Interp == "" {
+		return fmt.Errorf("phpimage: %s has no PT_INTERP", elves[0].rootPath)
+	}
+	// The loader: the file its path names in libc6, as a real file.
+	libc := "libc6"
+	loaderHost, err := resolveIn(b.trees[libc], filepath.Join(b.trees[libc], res.Interp))
+	if err != nil {
+		return fmt.Errorf("phpimage: the dynamic loader %s is not in libc6: %v", res.Interp, err)
+	}
+	parts := map[string]*Part{}
+	add := func(part, rootPath, host string) {
+		res.Files = append(res.Files, image.File{Path: rootPath, Source: host, Mode: 0o755})
+		p := parts[part]
+		if p == nil {
+			p = &Part{Name: part}
+			parts[part] = p
+		}
+		if fi, err := os.Stat(host); err == nil {
+			p.Bytes += fi.Size()
+		}
+		p.Files++
+	}
+	for _, ef := range elves {
+		if ef.rootPath == res.Interp {
+			continue
+		}
+		mode := ef.part
+		add(mode, ef.rootPath, ef.host)
+	}
+	if !placed[res.Interp] {
+		add("dynamic loader", res.Interp, loaderHost)
+	}
+	for _, n := range order {
+		if p := parts[n]; p != nil {
+			res.Parts = append(res.Parts, *p)
+		}
+	}
+	return nil
 }
 
 // expand fetches the library packages that the packages in use depend on

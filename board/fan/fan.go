@@ -108,7 +108,7 @@ func New(pin gpio.PinOut, onC, offC float64, log *slog.Logger) *Fan {
 	}
 	f := &Fan{pin: pin, onC: onC, offC: offC, log: log, since: time.Now()}
 	f.mu.Lock()
-	f.setLocked(true, "starting: the fan runs until the first temperature reading")
+	f.setLocked(true, "") // not logged: the caller says the fan is driven
 	f.mu.Unlock()
 	return f
 }
@@ -145,7 +145,8 @@ func (f *Fan) NoReading() {
 	f.setLocked(true, "no temperature reading")
 }
 
-// setLocked drives the pin. The pin is written every time (not only on a
+// setLocked drives the pin and logs a start or stop with why ("" logs
+// nothing). The pin is written every time (not only on a
 // change), so a write that failed, or a pin something else changed, is
 // corrected at the next reading.
 func (f *Fan) setLocked(run bool, why string) {
@@ -171,7 +172,9 @@ func (f *Fan) setLocked(run bool, why string) {
 	if run {
 		state = "running"
 	}
-	f.log.Info("fan "+state, "pin", f.pin.Name(), "why", why)
+	if why != "" {
+		f.log.Info("fan "+state, "pin", f.pin.Name(), "why", why)
+	}
 }
 
 // State is a snapshot of the fan for the status page.

@@ -20,8 +20,11 @@
 // the first configuration serves; cmd/arka), "config" (Degraded while the
 // last reload failed; cmd/arka), "update" (Updating or RolledBack from the
 // update agent's /perm/arka/update-status.json; cmd/arka), "fan" (Degraded
-// when the configured fan pin does not exist; cmd/arka). Suggested for work
-// to come: "deploy" (Updating while a deploy is received), "fallback"
+// when the configured fan pin does not exist; cmd/arka), "settings" and
+// "deploy" (Degraded for mistakes in the boot partition's settings file and
+// for a refused deploy, from arka-init's appliance status; cmd/arka).
+// Suggested for work to come: "deploying" (Updating while a deploy is
+// received), "fallback"
 // (Degraded while Arka serves its fallback configuration), "site:NAME" and
 // "cert:NAME" (Degraded for one site that failed to load or whose
 // certificate does not load). The cmd/arka server holds one Conditions (it

@@ -5,7 +5,9 @@
 //	arka-appliance flash --image images/out/arka-rpi.img /dev/sdX   (or --board rpi: build first)
 //	arka-appliance vm    --board amd64 [--image …]
 //	arka-appliance update --host HOST (--image IMG | --board BOARD)   (over the air, rolls back by itself)
-//	arka-appliance status --host HOST --board BOARD                   (the device's last update)
+//	arka-appliance status --host HOST                                 (the device's last update)
+//	arka-appliance deploy --host HOST DIR | --rollback                (a site over the network)
+//	arka-appliance password --host HOST                               (rotate the device password)
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/devices"
 	"github.com/arkaweb/arka/appliance/flash"
 	"github.com/arkaweb/arka/appliance/image"
 	"github.com/arkaweb/arka/appliance/image/partition"
@@ -35,7 +38,10 @@ const usage = `usage:
   arka-appliance flash (--image IMG | --board BOARD) [--force] DEVICE
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
   arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
-  arka-appliance status --host HOST[:PORT] (--board BOARD | --password-file FILE)
+  arka-appliance status --host HOST[:PORT] [--name NAME | --password-file FILE]
+  arka-appliance deploy --host NAME DIR          send a site (sites/*.toml + content) to a device
+  arka-appliance deploy --host NAME --rollback   back to the previously deployed site
+  arka-appliance password --host NAME            give the device a new password
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -58,6 +64,10 @@ func main() {
 		err = cmdUpdate(os.Args[2:])
 	case "status":
 		err = cmdStatus(os.Args[2:])
+	case "deploy":
+		err = cmdDeploy(os.Args[2:])
+	case "password":
+		err = cmdPassword(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return
@@ -77,6 +87,9 @@ type buildFlags struct {
 	httpPort, httpsPort                                                 int
 	php                                                                 bool
 	phpExt, debCache                                                    string
+	site                                                                string
+	settings                                                            settingsFlags
+	fs                                                                  *flag.FlagSet
 }
 
 func (b *buildFlags) register(fs *flag.FlagSet) {
@@ -85,7 +98,7 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.hostname, "hostname", "arka", "hostname (partition GUIDs derive from it)")
 	fs.StringVar(&b.arkaPkg, "arka-pkg", "./cmd/arka", "Go package built as /user/arka")
 	fs.StringVar(&b.version, "version", "dev", "Arka version recorded in the image")
-	fs.StringVar(&b.pwFile, "password-file", "", "gokrazy UI/update password file: reused if present, else generated (default next to the image)")
+	fs.StringVar(&b.pwFile, "password-file", "", "device password file (gokrazy UI, updates, deploys): reused if present, else generated (default: the device's file in the user's configuration directory, see images/README.md)")
 	fs.StringVar(&b.size, "size", "1200M", "image size")
 	fs.StringVar(&b.extraArgs, "kernel-args", "", "extra kernel command line arguments")
 	fs.StringVar(&b.tz, "timezone", "UTC", "time zone for /etc/localtime")
@@ -94,6 +107,9 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.php, "php", false, "include php-fpm from Debian's packages (see images/README.md)")
 	fs.StringVar(&b.phpExt, "php-extensions", strings.Join(phpimage.DefaultExtensions, ","), "PHP extensions to include, comma-separated (with --php)")
 	fs.StringVar(&b.debCache, "deb-cache", filepath.Join("images", "out", "debs"), "cache of downloaded Debian packages (with --php)")
+	fs.StringVar(&b.site, "site", "", "bake this site into the image: a directory with sites/*.toml and the content they point at (relative paths); a deployed site wins over it")
+	b.settings.register(fs)
+	b.fs = fs
 }
 
 func (b *buildFlags) build() (*image.Summary, error) {
@@ -118,6 +134,22 @@ func (b *buildFlags) build() (*image.Summary, error) {
 			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %v", s, err)
 		}
 	}
+	set := map[string]bool{}
+	if b.fs != nil {
+		b.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	settingsTxt, settingsGiven, err := b.settings.settings(b.hostname, b.tz, set)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %v", err)
+	}
+	site, err := siteFS(b.site)
+	if err != nil {
+		return nil, err
+	}
+	pwFile, newPassword, err := buildPasswordFile(b.pwFile, b.hostname)
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(os.Stderr, "Building the Arka appliance image for %s (%s)\n", board.Name, board.Description)
 	var php *phpimage.Result
 	if b.php {
@@ -131,11 +163,20 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		}
 	}
 	var extra []image.File
-	var versions map[string]string
+	versions := map[string]string{}
 	if php != nil {
 		extra = php.Files
-		versions = map[string]string{}
 		for p, v := range php.Packages {
+			versions["debian/"+p] = v
+		}
+	}
+	wifi, err := wifiFirmware(board, b.debCache, settingsTxt)
+	if err != nil {
+		return nil, err
+	}
+	if wifi != nil {
+		extra = append(extra, wifi.Files...)
+		for p, v := range wifi.Packages {
 			versions["debian/"+p] = v
 		}
 	}
@@ -145,7 +186,10 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		Hostname:        b.hostname,
 		ArkaPkg:         b.arkaPkg,
 		Version:         b.version,
-		PasswordFile:    b.pwFile,
+		PasswordFile:    pwFile,
+		Settings:        settingsTxt,
+		SettingsGiven:   settingsGiven,
+		Site:            site,
 		HTTPPort:        b.httpPort,
 		HTTPSPort:       b.httpsPort,
 		SourceDateEpoch: epoch,
@@ -160,6 +204,9 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		return nil, err
 	}
 	printSummary(os.Stdout, sum)
+	if newPassword {
+		printNewPassword(os.Stdout, b.hostname, pwFile)
+	}
 	if php != nil {
 		printPHP(os.Stdout, php)
 	}
@@ -231,6 +278,18 @@ func cmdFlash(args []string) error {
 	if (*img == "") == (b.board == "") {
 		return errors.New("flash: give --image IMG or --board BOARD (to build first)")
 	}
+	if *img != "" {
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "hostname", "timezone", "settings", "wifi-country", "wifi-ssid", "wifi-passphrase-file", "wifi-hidden", "ipv4", "ipv4-gateway", "ipv6", "ipv6-gateway", "dns", "site":
+				given = append(given, "--"+f.Name)
+			}
+		})
+		if len(given) > 0 {
+			return fmt.Errorf("flash: %s go into the image when it is built: use --board BOARD instead of --image (flash builds it), or give them to build", strings.Join(given, " "))
+		}
+	}
 	if *img == "" {
 		sum, err := b.build()
 		if err != nil {
@@ -289,7 +348,8 @@ func cmdVM(args []string) error {
 	defer v.Stop()
 	fmt.Printf("QEMU started (%s); console log: %s\n", *board, v.SerialLog)
 	fmt.Printf("  Arka          http://127.0.0.1:%d/   https://127.0.0.1:%d/\n", v.Ports[80], v.Ports[443])
-	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   (user gokrazy, password in %s)\n", v.Ports[8080], strings.TrimSuffix(*img, ".img")+".gokr-pw.txt")
+	pwFile, _ := devices.PasswordFile("arka")
+	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   (user gokrazy, password in %s for an image built with the default hostname)\n", v.Ports[8080], pwFile)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

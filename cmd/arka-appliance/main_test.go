@@ -28,6 +28,7 @@ func TestBuildNeedsAKnownBoard(t *testing.T) {
 }
 
 func TestUpdateFlags(t *testing.T) {
+	t.Setenv("ARKA_DEVICES", t.TempDir())
 	for _, c := range []struct {
 		args []string
 		want string
@@ -36,7 +37,8 @@ func TestUpdateFlags(t *testing.T) {
 		{[]string{"--host", "arka.local"}, "give --image IMG or --board BOARD"},
 		{[]string{"--host", "arka.local", "--image", "a.img", "--board", "rpi"}, "give --image IMG or --board BOARD"},
 		{[]string{"--host", "arka.local", "--image", "a.img", "--max-rate", "fast"}, "--max-rate"},
-		{[]string{"--host", "arka.local", "--image", "/nonexistent/a.img"}, "/nonexistent/a.gokr-pw.txt"},
+		{[]string{"--host", "arka.local", "--image", "/nonexistent/a.img"}, `no password for device "arka" on this machine`},
+		{[]string{"--host", "192.168.1.20", "--image", "/nonexistent/a.img"}, "give the device's name too (--name NAME"},
 	} {
 		if err := cmdUpdate(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("update %q: %v, want %q", c.args, err, c.want)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,10 +18,11 @@ func cmdUpdate(args []string) error {
 	fs := flag.NewFlagSet("update", flag.ExitOnError)
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")
 	img := fs.String("image", "", "image to send (default: build it, with --board)")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI and update API on the device (when --host has none)")
+	uiPort := fs.Int("ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
 	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
+	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -55,12 +54,9 @@ func cmdUpdate(args []string) error {
 			*pwFile = sum.PasswordFile
 		}
 	}
-	if *pwFile == "" {
-		*pwFile = strings.TrimSuffix(*img, filepath.Ext(*img)) + ".gokr-pw.txt"
-	}
-	pw, err := os.ReadFile(*pwFile)
+	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: *pwFile, uiPort: *uiPort}).device()
 	if err != nil {
-		return fmt.Errorf("update: password: %v (the build writes it next to the image)", err)
+		return fmt.Errorf("update: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -68,8 +64,8 @@ func cmdUpdate(args []string) error {
 	bar.lines = true
 	start := time.Now()
 	res, err := updater.Update(ctx, updater.Options{
-		Image: *img, Host: *host, UIPort: *uiPort,
-		Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile,
+		Image: *img, Host: dev.bare, BaseURL: dev.base, Client: dev.http,
+		Password: dev.pw, PasswordFile: dev.pwFile,
 		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout,
 		Progress: bar,
 	})
@@ -93,25 +89,14 @@ func cmdUpdate(args []string) error {
 // of the last update.
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
-	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port")
-	uiPort := fs.Int("ui-port", 8080, "port of gokrazy's web UI on the device (when --host has none)")
-	board := fs.String("board", "", "board whose build-time password file to use (images/out/arka-BOARD.gokr-pw.txt)")
-	pwFile := fs.String("password-file", "", "gokrazy web UI password file")
+	var d deviceFlags
+	d.register(fs)
 	fs.Parse(args)
-	if *host == "" {
-		return errors.New("status: --host is required")
-	}
-	if *pwFile == "" {
-		if *board == "" {
-			return errors.New("status: give --board BOARD or --password-file FILE")
-		}
-		*pwFile = filepath.Join("images", "out", "arka-"+*board+".gokr-pw.txt")
-	}
-	pw, err := os.ReadFile(*pwFile)
+	dev, err := d.device()
 	if err != nil {
-		return fmt.Errorf("status: password: %v", err)
+		return fmt.Errorf("status: %v", err)
 	}
-	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: *host, UIPort: *uiPort, Password: strings.TrimSpace(string(pw)), PasswordFile: *pwFile})
+	st, err := updater.DeviceStatus(context.Background(), updater.Options{Host: dev.bare, BaseURL: dev.base, Client: dev.http, Password: dev.pw, PasswordFile: dev.pwFile})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,12 @@ func main() {
 	}
 	log.Printf("perm: %s", describePerm())
 
+	netif := cmdlineValue("arka.netif", "eth0")
+	sets := loadSettings(netif) // settings.txt on the boot partition: settings_linux.go
+
 	sites, state := arkaDirs()
+	sitesArg, sites := startDeploy(sites, state, sets) // deploy_linux.go: a deployed site wins
+	servePassword(http.DefaultServeMux)                // password_linux.go
 	log.Printf("arka: sites %s, state %s", sites, state)
 
 	cfg, err := initcfg.Load(initcfg.Path)
@@ -66,9 +72,9 @@ func main() {
 		log.Fatal(err)
 	}
 	vars := map[string]string{
-		initcfg.Sites: sites,
+		initcfg.Sites: sitesArg,
 		initcfg.State: state,
-		initcfg.Netif: cmdlineValue("arka.netif", "eth0"),
+		initcfg.Netif: netif,
 	}
 	var services []*gokrazy.Service
 	for _, s := range cfg.Services {
@@ -76,8 +82,11 @@ func main() {
 			log.Printf("service %s: %v (skipped)", s.Path, err)
 			continue
 		}
+		if sets.skip(s, netif) {
+			continue
+		}
 		cmd := exec.Command(s.Path, initcfg.Expand(s.Args, vars)...)
-		cmd.Env = append(os.Environ(), initcfg.Expand(s.Env, vars)...)
+		cmd.Env = append(append(os.Environ(), initcfg.Expand(s.Env, vars)...), sets.env...)
 		switch {
 		case s.DontStart:
 			services = append(services, gokrazy.NewStoppedService(cmd))
@@ -87,6 +96,9 @@ func main() {
 			services = append(services, gokrazy.NewService(cmd))
 		}
 	}
+	services = append(services, sets.wifiServices()...)
+	startMDNS()  // mdns_linux.go: <hostname>.local
+	serveHTTPS() // tls_linux.go: the UI and APIs over HTTPS with the device's own key
 	if err := gokrazy.SuperviseServices(services); err != nil {
 		log.Fatal(err)
 	}

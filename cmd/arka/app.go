@@ -88,7 +88,7 @@ func (a *app) start(sites []*config.Site) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopThermal = cancel
-	go a.thermal.Run(ctx, a.root)
+	go a.thermal.Run(ctx, a.root, feedFan(a.opts.Fan))
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/arkaweb/arka/board/fan"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // boardRoot is the directory that stands for "/" when Arka reads the board
@@ -71,12 +72,18 @@ func runLED(l *led.LED, conds *led.Conditions, activity func() uint64, log *slog
 // status file.
 const UpdateStatusInterval = 2 * time.Second
 
-// watchUpdateStatus turns the update agent's status file (appliance/ota
-// StatusFile under root; arka-init's agent writes it) into the "update"
-// condition until ctx ends: pending or trial is Updating, failed or
-// rolled-back is RolledBack (until the next update attempt), confirmed or no
-// file clears it. A file that cannot be read or parsed is logged once per
-// change and leaves the condition as it was.
+// watchUpdateStatus turns what arka-init reports about the appliance into
+// conditions until ctx ends, every UpdateStatusInterval:
+//
+//   - the update agent's status file (appliance/ota StatusFile under root)
+//     is the "update" condition: pending or trial is Updating, failed or
+//     rolled-back is RolledBack (until the next update attempt), confirmed
+//     or no file clears it. A file that cannot be read or parsed is logged
+//     once per change and leaves the condition as it was;
+//   - the appliance status ($ARKA_APPLIANCE_STATUS, status.ReadAppliance):
+//     mistakes in the boot partition's settings file are the "settings"
+//     condition, a deploy that was refused after the last good one is the
+//     "deploy" condition, both Degraded (see applyAppliance).
 func watchUpdateStatus(ctx context.Context, root string, conds *led.Conditions, log *slog.Logger) {
 	path := filepath.Join(root, ota.StatusFile)
 	var lastErr string
@@ -94,6 +101,7 @@ func watchUpdateStatus(ctx context.Context, root string, conds *led.Conditions, 
 			lastErr = ""
 			applyUpdateStatus(conds, at)
 		}
+		applyAppliance(conds, status.ReadAppliance())
 		select {
 		case <-ctx.Done():
 			return
@@ -129,6 +137,28 @@ func applyUpdateStatus(conds *led.Conditions, at *ota.Attempt) {
 	}
 }
 
+// applyAppliance sets the "settings" and "deploy" conditions from what
+// arka-init reports (nil: not an appliance, both cleared). Settings with
+// mistakes keep their defaults, and a refused deploy leaves the previous site
+// serving: like a failed reload, both are Degraded until fixed (a settings
+// file without mistakes at the next boot; a deploy that succeeds).
+func applyAppliance(conds *led.Conditions, a *status.Appliance) {
+	if a == nil || len(a.Settings.Errors) == 0 {
+		conds.Clear("settings")
+	} else {
+		msg := a.Settings.Errors[0]
+		if n := len(a.Settings.Errors); n > 1 {
+			msg += fmt.Sprintf(" (and %d more)", n-1)
+		}
+		conds.Set("settings", led.Degraded, "settings file: "+msg+"; those settings keep their defaults")
+	}
+	if d := a; d == nil || d.Deploy.LastError == "" || !d.Deploy.LastErrorAt.After(d.Deploy.Deployed) {
+		conds.Clear("deploy")
+	} else {
+		conds.Set("deploy", led.Degraded, "last deploy refused, the previous site keeps serving: "+d.Deploy.LastError)
+	}
+}
+
 // fanOf returns the [global] fan of the sites, or nil.
 func fanOf(sites []*config.Site) *config.Fan {
 	return config.GlobalOf(sites).Fan
@@ -158,17 +188,35 @@ func checkFan(sites []*config.Site) error {
 	return nil
 }
 
-// warnFanChanged logs, after a reload, that a changed [global] fan takes a
-// restart: the fan keeps running with the settings Arka started with.
-func warnFanChanged(now, start *config.Fan, log *slog.Logger) {
-	key := func(f *config.Fan) string {
-		if f == nil {
-			return "none"
-		}
-		return fmt.Sprintf("pin %s, on %g °C, off %g °C", f.Pin, f.On, f.Off)
+// boardKey sums up the [global] settings that take effect only at start
+// (the fan and the LED), for warnBoardChanged.
+func boardKey(g config.Global) string {
+	fan := "none"
+	if f := g.Fan; f != nil {
+		fan = fmt.Sprintf("pin %s, on %g °C, off %g °C", f.Pin, f.On, f.Off)
 	}
-	if key(now) != key(start) {
-		log.Warn("[global] fan changed; restart Arka to apply it", "running", key(start), "configured", key(now))
+	return fmt.Sprintf("fan %s; led %v", fan, g.LED == nil || *g.LED)
+}
+
+// warnBoardChanged logs, after a reload, that a changed [global] fan or led
+// takes a restart: the board keeps the settings Arka started with.
+func warnBoardChanged(now, start config.Global, log *slog.Logger) {
+	if a, b := boardKey(start), boardKey(now); a != b {
+		log.Warn("[global] fan or led changed; restart Arka to apply it", "running", a, "configured", b)
+	}
+}
+
+// feedFan returns what gives f (nil: no fan) each temperature reading of the
+// thermal ticker (nil: the temperature could not be read, and the fan runs).
+func feedFan(f *fan.Fan) func(tempC *float64) {
+	return func(c *float64) {
+		switch {
+		case f == nil:
+		case c == nil:
+			f.NoReading()
+		default:
+			f.Update(*c)
+		}
 	}
 }
 

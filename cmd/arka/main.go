@@ -100,6 +100,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}
+	for _, w := range config.Warnings(sites) {
+		logger.Warn(w)
+	}
 	lock, err := lockState(state)
 	var busy *busyError
 	switch {
@@ -114,8 +117,11 @@ func run(args []string) int {
 	// The board's LED and fan are touched only by the server that holds the
 	// state lock, never by arka -t.
 	a.opts.Fan = openFan(sites, conds, logger)
-	startFan := fanOf(sites)
-	actLED := takeLED(root, logger)
+	startGlobal := a.global
+	var actLED *led.LED
+	if a.global.LED == nil || *a.global.LED {
+		actLED = takeLED(root, logger)
+	}
 	if actLED != nil {
 		a.opts.LEDName = actLED.Name
 	}
@@ -139,6 +145,9 @@ func run(args []string) int {
 	}
 	conds.Started()
 	ledName := "none"
+	if a.global.LED != nil && !*a.global.LED {
+		ledName = "off ([global] led = false)"
+	}
 	if actLED != nil {
 		ledName = actLED.Name + " (default trigger " + actLED.DefaultTrigger() + ")"
 	}
@@ -160,7 +169,7 @@ func run(args []string) int {
 				continue
 			}
 			conds.Clear("config")
-			warnFanChanged(fanOf(sites), startFan, logger)
+			warnBoardChanged(config.GlobalOf(sites), startGlobal, logger)
 			srv.ReopenLogs()
 			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
 		case syscall.SIGUSR1:

@@ -28,7 +28,7 @@ type CacheOptions struct {
 	// the fly of files without precompressed siblings. Default 32 MiB.
 	VariantBytes int64
 	// Valid is how long a stat result is trusted before the file is looked
-	// at again, like nginx's open_file_cache_valid. Default 1 s.
+	// at again, like nginx's open_file_cache_valid. Default DefaultValid.
 	Valid time.Duration
 	// MaxInMemory: files (and siblings) up to this many bytes are held in
 	// memory; larger ones are read from disk (sendfile over plain HTTP).
@@ -81,7 +81,7 @@ func NewCache(o CacheOptions) *Cache {
 		o.VariantBytes = 32 << 20
 	}
 	if o.Valid <= 0 {
-		o.Valid = time.Second
+		o.Valid = DefaultValid
 	}
 	if o.MaxInMemory <= 0 {
 		o.MaxInMemory = 256 << 10
@@ -202,6 +202,10 @@ func makeETag(id fileID, c encoding.Coding) string {
 	b = append(b, '"')
 	return string(b)
 }
+
+// DefaultValid is how long the file cache trusts a stat result by default:
+// a file replaced on disk is served new at most this long after.
+const DefaultValid = time.Second
 
 // lookup returns the entry for name under root, from the cache when it was
 // checked less than Valid ago. One request at a time revalidates a stale

@@ -30,7 +30,8 @@ func evalPreconditions(r *http.Request, etag string, modTime time.Time) precondi
 		if !etagListMatch(im, etag, true) {
 			return failedPrecond
 		}
-	} else if ius := h["If-Unmodified-Since"]; len(ius) > 0 {
+	} else if ius := h["If-Unmodified-Since"]; len(ius) == 1 {
+		// More than one member: ignored (RFC 9110 section 13.1.4).
 		if t, err := http.ParseTime(ius[0]); err == nil && modTime.Truncate(time.Second).After(t) {
 			return failedPrecond
 		}
@@ -43,7 +44,8 @@ func evalPreconditions(r *http.Request, etag string, modTime time.Time) precondi
 			}
 			return failedPrecond
 		}
-	} else if ims := h["If-Modified-Since"]; len(ims) > 0 && get {
+	} else if ims := h["If-Modified-Since"]; len(ims) == 1 && get {
+		// More than one member: ignored (RFC 9110 section 13.1.3).
 		if t, err := http.ParseTime(ims[0]); err == nil && !modTime.Truncate(time.Second).After(t) {
 			return notModified
 		}
@@ -107,6 +109,9 @@ func ifRangeAllows(r *http.Request, etag string, modTime time.Time) bool {
 	v := r.Header["If-Range"]
 	if len(v) == 0 {
 		return true
+	}
+	if len(v) > 1 {
+		return false // one validator only: several lines match nothing
 	}
 	s := trimOWS(v[0])
 	if s == "" {

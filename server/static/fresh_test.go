@@ -192,3 +192,20 @@ func TestEncodedSlashNamesNoFile(t *testing.T) {
 		t.Errorf("with a fallback: %d %q", w.Code, w.Body.String())
 	}
 }
+
+// Range on two lines is no valid Range: the whole file, 200.
+func TestRangeOnTwoLines(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.txt"), []byte("0123456789"), time.Now().Add(-time.Hour))
+	h, _ := unitHandler(t, dir, config.Static{})
+	r := httptest.NewRequest("GET", "/a.txt", nil)
+	r.Header["Range"] = []string{"bytes=0-1", "bytes=5-6"}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 200 || w.Body.String() != "0123456789" {
+		t.Errorf("two Range lines: %d %q", w.Code, w.Body.String())
+	}
+	if w := serve(t, h, "/a.txt", "Range: bytes=2-99999999999999999999999"); w.Code != 206 || w.Body.String() != "23456789" {
+		t.Errorf("last-pos past the end, in 23 digits: %d %q", w.Code, w.Body.String())
+	}
+}

@@ -2,6 +2,7 @@ package static
 
 import (
 	"errors"
+	"math"
 	"strconv"
 )
 
@@ -81,7 +82,7 @@ func parseRange(s string, size int64, dst []byteRange) ([]byteRange, error) {
 				if !ok || b < a {
 					return nil, errIgnoreRange
 				}
-				if b+1 < end {
+				if b < end-1 {
 					end = b + 1
 				}
 			}
@@ -113,14 +114,22 @@ func parseRange(s string, size int64, dst []byteRange) ([]byteRange, error) {
 	return out, nil
 }
 
+// parseDigits parses 1*DIGIT. Values too large for an int64 saturate at
+// math.MaxInt64, past any representation's length: RFC 9110 section
+// 14.1.1 gives every length of digits a meaning (a last-pos past the end
+// means "to the end", a first-pos past it is unsatisfiable).
 func parseDigits(s string) (int64, bool) {
-	if s == "" || len(s) > 18 {
+	if s == "" {
 		return 0, false
 	}
 	var n int64
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return 0, false
+		}
+		if n > (math.MaxInt64-9)/10 {
+			n = math.MaxInt64
+			continue
 		}
 		n = n*10 + int64(s[i]-'0')
 	}

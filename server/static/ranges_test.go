@@ -1,8 +1,10 @@
 package static
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // RFC 9110 section 14.1.2 range syntax.
@@ -30,7 +32,12 @@ func TestParseRange(t *testing.T) {
 		{"bytes 0-1", 1000, nil, errIgnoreRange},
 		{"pages=0-1", 1000, nil, errIgnoreRange},
 		{"bytes=0-1,1-2", 1000, nil, errIgnoreRange},
-		{"bytes=99999999999999999999-", 1000, nil, errIgnoreRange},
+		{"bytes=99999999999999999999-", 1000, nil, errUnsatisfiable},
+		{"bytes=0-99999999999999999999", 1000, []byteRange{{0, 1000}}, nil},
+		{"bytes=10-9223372036854775807", 1000, []byteRange{{10, 1000}}, nil},
+		{"bytes=-99999999999999999999", 1000, []byteRange{{0, 1000}}, nil},
+		{"bytes=9223372036854775807-9223372036854775807", 1000, nil, errUnsatisfiable},
+		{"bytes=0-1", 1000, []byteRange{{0, 2}}, nil},
 		{"bytes=" + strings.Repeat("0-0,", 40), 1000, nil, errIgnoreRange},
 	}
 	for _, c := range cases {
@@ -89,5 +96,35 @@ func TestETagMatching(t *testing.T) {
 		if got := etagListMatch([]string{in}, tag, false); got != want[1] {
 			t.Errorf("weak %q: %v", in, got)
 		}
+	}
+}
+
+// Fields that hold one value (RFC 9110 sections 13.1.3, 13.1.4 and 13.1.5)
+// sent on several lines are ignored or match nothing, never read as their
+// first line: a cache and Arka must not disagree on which line counts.
+func TestRepeatedSingleValueFields(t *testing.T) {
+	mod := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const etag = `"5f-1a"`
+	date := mod.Format(http.TimeFormat)
+	old := mod.Add(-time.Hour).Format(http.TimeFormat)
+	req := func(h http.Header) *http.Request {
+		return &http.Request{Method: http.MethodGet, Header: h}
+	}
+	for _, c := range []struct {
+		h    http.Header
+		want precondition
+	}{
+		{http.Header{"If-Modified-Since": {date}}, notModified},
+		{http.Header{"If-Modified-Since": {date, date}}, proceed},
+		{http.Header{"If-Unmodified-Since": {old}}, failedPrecond},
+		{http.Header{"If-Unmodified-Since": {old, old}}, proceed},
+		{http.Header{"If-None-Match": {`"x"`, etag}}, notModified}, // a list: lines combine
+	} {
+		if got := evalPreconditions(req(c.h), etag, mod); got != c.want {
+			t.Errorf("%v: %v, want %v", c.h, got, c.want)
+		}
+	}
+	if !ifRangeAllows(req(http.Header{"If-Range": {etag}}), etag, mod) || ifRangeAllows(req(http.Header{"If-Range": {etag, etag}}), etag, mod) {
+		t.Errorf("If-Range on one line must match, on two must not")
 	}
 }

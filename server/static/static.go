@@ -287,7 +287,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 	hd["Accept-Ranges"] = acceptRanges
 	size := rp.id.size
 
-	if rh := r.Header["Range"]; len(rh) > 0 && r.Method == http.MethodGet && ifRangeAllows(r, rp.etag, rp.modTime) {
+	// Range is one field value (RFC 9110 section 14.2): several lines are
+	// no valid Range, and ignored like one that does not parse.
+	if rh := r.Header["Range"]; len(rh) == 1 && r.Method == http.MethodGet && ifRangeAllows(r, rp.etag, rp.modTime) {
 		var buf [4]byteRange
 		ranges, err := parseRange(rh[0], size, buf[:0])
 		switch {

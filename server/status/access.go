@@ -45,8 +45,9 @@ func ParseAllow(entries []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// clientAddr is the peer address of the connection (never X-Forwarded-For: the
-// status page trusts only the socket), unmapped from ::ffff:a.b.c.d.
+// clientAddr is the address of a RemoteAddr ("ip:port") or of a bare
+// address (the client a trusted proxy named; see Options.Trusted),
+// unmapped from ::ffff:a.b.c.d.
 func clientAddr(remoteAddr string) (netip.Addr, bool) {
 	if ap, err := netip.ParseAddrPort(remoteAddr); err == nil {
 		return ap.Addr().Unmap().WithZone(""), true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/realip"
 )
 
 // Options configure the status handler.
@@ -24,11 +25,17 @@ type Options struct {
 	History *History
 	// Refresh is the HTML page's reload interval; 0 means SampleInterval.
 	Refresh time.Duration
+	// Trusted are the site's trusted_proxies: from them, the client they
+	// forwarded for is the one checked against Allow (realip.Client), so a
+	// proxy in front of Arka on the same machine does not open the page
+	// to everyone. Without them only the connection's peer counts.
+	Trusted []netip.Prefix
 }
 
 // Handler serves the status route. It is an http.Handler.
 type Handler struct {
 	allow   []netip.Prefix
+	trusted []netip.Prefix
 	src     Source
 	hist    *History
 	refresh int // seconds
@@ -47,7 +54,7 @@ func New(o Options) (*Handler, error) {
 	if refresh <= 0 {
 		refresh = int(SampleInterval / time.Second)
 	}
-	return &Handler{allow: allow, src: o.Source, hist: o.History, refresh: refresh}, nil
+	return &Handler{allow: allow, trusted: o.Trusted, src: o.Source, hist: o.History, refresh: refresh}, nil
 }
 
 // ServeHTTP answers GET and HEAD (RFC 9110 section 9.3.1-9.3.2) with HTML, JSON
@@ -56,7 +63,11 @@ func New(o Options) (*Handler, error) {
 // other methods 405 with Allow.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	if !allowed(h.allow, r.RemoteAddr) {
+	client := r.RemoteAddr
+	if len(h.trusted) > 0 {
+		client = realip.Client(r.RemoteAddr, r.Header, h.trusted)
+	}
+	if !allowed(h.allow, client) {
 		// The same small HTML page as every handler's own errors.
 		hdr.Set("Cache-Control", "no-store")
 		errpage.Write(w, r, http.StatusForbidden)

@@ -60,8 +60,19 @@ func sparkline(vals []*float64, floorSpan float64, mark *float64, color string) 
 		}
 	}
 	y := func(v float64) int { return int(math.Round(h - 2 - (v-lo)/(hi-lo)*(h-4))) }
-	// Right-align: the newest point is at the right edge.
-	x0 := sparkWidth - len(pts)
+	// The points there are span the whole width (in the first hour there
+	// are fewer than sparkWidth; drawn one unit apart they would be a
+	// sliver at the right edge); the newest is at the right edge.
+	step := 0.0
+	if len(pts) > 1 {
+		step = float64(sparkWidth) / float64(len(pts)-1)
+	}
+	x := func(i int) float64 {
+		if len(pts) == 1 {
+			return sparkWidth
+		}
+		return float64(i) * step
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg class="sp" viewBox="0 0 %d %d" preserveAspectRatio="none" aria-hidden="true">`, sparkWidth, h)
 	if mark != nil && *mark >= lo && *mark <= hi {
@@ -75,9 +86,9 @@ func sparkline(vals []*float64, floorSpan float64, mark *float64, color string) 
 			continue
 		}
 		if pen {
-			fmt.Fprintf(&sb, "L%d %d", x0+i, y(v))
+			fmt.Fprintf(&sb, "L%.0f %d", x(i), y(v))
 		} else {
-			fmt.Fprintf(&sb, "M%d %d", x0+i, y(v))
+			fmt.Fprintf(&sb, "M%.0f %d", x(i), y(v))
 			pen = true
 		}
 	}
@@ -177,6 +188,9 @@ h1{font-size:18px;margin:0}h2{font-size:13px;margin:0 0 6px;color:var(--mu);text
 .warn{color:#c0392b}.ok{color:#1e9e5a}table{border-collapse:collapse;width:100%;font-size:13px}
 td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}
 .bar{height:6px;background:var(--ln);border-radius:3px}.bar i{display:block;height:6px;background:#3070d0;border-radius:3px}
+.w{grid-template-columns:repeat(auto-fit,minmax(min(100%,400px),1fr))}
+.sc{overflow-x:auto}
+@media(max-width:700px){.sc::before{content:"scroll sideways for more →";color:var(--mu)}}
 </style></head><body>
 {{with .S}}<h1>{{.Board.Model}}</h1>
 <div class="mu">Arka {{.Version}} · {{.Board.Kind}}{{if .Board.SoC}} · {{.Board.SoC}}{{end}} · {{.Board.Cores}} cores · {{bytes .Board.RAMBytes}} · up {{since (sub .Time .StartedAt)}} · <b>{{.State.State}}</b>{{with .State.LED}} (LED {{.}}){{end}}</div>
@@ -190,15 +204,21 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 {{with .Sensors.Throttled}}{{if .Flags}}<div class="warn">{{flags .}}</div>{{else}}<div class="ok">no throttling, power OK</div>{{end}}{{end}}
 {{with .History}}{{spTemp . $.S.Thermal.LimitC}}{{end}}</div>
 <div class="c"><h2>Load</h2><div class="v">{{with .Sensors.Load}}{{f2 .Load1}}{{else}}<span class="mu">n/a</span>{{end}}</div>
-<div class="mu">{{with .Sensors.Load}}{{f2 .Load5}} · {{f2 .Load15}} (5, 15 min){{end}}</div>{{with .History}}{{spLoad .}}{{end}}</div>
+<div class="mu">of {{.Board.Cores}} cores{{with .Sensors.Load}} · {{f2 .Load5}} · {{f2 .Load15}} (5, 15 min){{end}}</div>{{with .History}}{{spLoad .}}{{end}}</div>
 <div class="c"><h2>Requests</h2><div class="v">{{f1 .TotalPerSecond}}/s</div><div class="mu">{{.TotalRequests}} total</div>{{with .History}}{{spReq .}}{{end}}</div>
-<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">arka RSS · Go heap in use {{bytes .Memory.HeapAllocBytes}} · limit {{bytes .Memory.LimitBytes}}</div>
+<div class="c"><h2>Memory</h2><div class="v">{{bytes .Memory.RSSBytes}}</div><div class="mu">arka in RAM (RSS) · Go heap {{bytes .Memory.HeapAllocBytes}} (address space) · limit {{bytes .Memory.LimitBytes}}</div>
 <div class="mu">system {{bytes .Sensors.MemAvail}} free of {{bytes .Sensors.MemTotal}}{{with .Sensors.DiskFree}} · disk {{bytes .}} free{{end}}</div></div>
 </div>
-{{if .Routes}}<div class="c"><h2>Routes</h2><table><tr><th>Site · route</th><th>req/s</th><th>total</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>p50</th><th>p99</th></tr>
+{{with .Appliance}}<div class="g w"><div class="c"><h2>Appliance {{.Hostname}}</h2><table>
+<tr><td>Site</td><td>{{with .Deploy}}{{if .Generation}}generation {{.Generation}}, deployed {{.Deployed.UTC.Format "2006-01-02 15:04"}} UTC from {{.From}}, {{.Files}} files, {{bytes .Bytes}}{{if .Previous}} · rollback to {{.Previous}}{{end}}{{else}}baked into the image{{end}}{{end}}</td></tr>
+{{with .Deploy.LastError}}<tr><td>Last error</td><td class="warn" style="white-space:normal">{{.}} <span class="mu">({{$.S.Appliance.Deploy.LastErrorAt.UTC.Format "2006-01-02 15:04"}} UTC)</span></td></tr>{{end}}
+<tr><td>Settings</td><td style="white-space:normal">{{with .Settings}}{{if not .Found}}no settings.txt: defaults{{else if .Errors}}<span class="warn">{{len .Errors}} mistake(s), those settings keep their defaults:</span>{{range .Errors}}<br><code>{{.}}</code>{{end}}{{else}}<span class="ok">settings.txt OK</span>{{end}}{{if .Restored}} · kept this device's own across an update{{end}}{{end}}</td></tr>
+<tr><td>Wi-Fi</td><td style="white-space:normal">{{.Settings.WiFi}}{{with .WiFi}}{{with .SignalDBm}} · signal {{f1 .}} dBm{{end}}{{range .Addresses}} · {{.}}{{end}}{{end}}</td></tr>
+</table></div></div>{{end}}
+{{if .Routes}}<div class="c"><h2>Routes</h2><div class="sc"><table><tr><th>Site · route</th><th>req/s</th><th>total</th><th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>p50</th><th>p99</th></tr>
 {{range routes .Routes}}<tr><td>{{.Site}} <b>{{.Route}}</b> <span class="mu">{{.Handler}}</span></td><td>{{f1 .PerSecond}}</td><td>{{.Requests}}</td><td>{{index .Status 1}}</td><td>{{index .Status 2}}</td><td>{{index .Status 3}}</td><td{{if index .Status 4}} class="warn"{{end}}>{{index .Status 4}}</td><td>{{ms .P50Seconds}}</td><td>{{ms .P99Seconds}}</td></tr>
-{{end}}</table>{{with more .Routes}}<div class="mu">{{.}} more routes in ?format=json</div>{{end}}</div>{{end}}
-<div class="g">
+{{end}}</table></div>{{with more .Routes}}<div class="mu">{{.}} more routes in ?format=json</div>{{end}}</div>{{end}}
+<div class="g w">
 {{if .Caches}}<div class="c"><h2>Caches</h2><table><tr><th>Cache</th><th>entries</th><th>bytes / budget</th><th>hits</th></tr>
 {{range .Caches}}<tr><td>{{.Name}}</td><td>{{.Entries}}</td><td>{{bytes .Bytes}} / {{bytes .BudgetBytes}}<div class="bar"><i style="width:{{frac .Bytes .BudgetBytes}}%"></i></div></td><td>{{pct .HitRatio}}</td></tr>
 {{end}}</table></div>{{end}}

@@ -53,7 +53,8 @@ type Snapshot struct {
 	Caches    []CacheStats    `json:"caches"`
 	FastCGI   []FastCGIPool   `json:"fastcgi"`
 	Upstreams []UpstreamStats `json:"upstreams"`
-	PHPFPM    []PHPFPMPool    `json:"phpfpm,omitempty"` // php-fpm's own status, when Arka runs php-fpm
+	PHPFPM    []PHPFPMPool    `json:"phpfpm,omitempty"`    // php-fpm's own status, when Arka runs php-fpm
+	Appliance *Appliance      `json:"appliance,omitempty"` // on an appliance: deployed site, settings, Wi-Fi (appliance.go)
 
 	// History is filled by the handler from its History; sources leave it empty.
 	History *HistoryView `json:"history,omitempty"`

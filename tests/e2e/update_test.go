@@ -188,14 +188,14 @@ func TestAmd64Update(t *testing.T) {
 	}
 	cert := d.certFingerprint()
 	update := func(img string, extra ...string) []string {
-		return append([]string{"update", "--host", d.ui, "--image", img, "--password-file", pwFile, "--check-url", "http://" + d.arka + "/"}, extra...)
+		return append([]string{"update", "--host", "http://" + d.ui, "--image", img, "--password-file", pwFile, "--check-url", "http://" + d.arka + "/"}, extra...)
 	}
 
 	// Wrong password, unreachable device: one line each, non-zero exit,
 	// nothing sent.
 	wrongPw := filepath.Join(dir, "wrong-pw.txt")
 	os.WriteFile(wrongPw, []byte("not-the-password\n"), 0o600)
-	r := runCLI(t, cli, "update", "--host", d.ui, "--image", v2, "--password-file", wrongPw)
+	r := runCLI(t, cli, "update", "--host", "http://"+d.ui, "--image", v2, "--password-file", wrongPw)
 	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "wrong password") {
 		t.Errorf("wrong password: exit %d, stderr %q; want one line and a non-zero exit", r.code, r.stderr)
 	}
@@ -262,7 +262,7 @@ func TestAmd64Update(t *testing.T) {
 		t.Errorf("after the rollback GET / = %q", got)
 	}
 	// The failure stays visible afterwards.
-	r = runCLI(t, cli, "status", "--host", d.ui, "--password-file", pwFile)
+	r = runCLI(t, cli, "status", "--host", "http://"+d.ui, "--password-file", pwFile)
 	t.Logf("arka-appliance status:\n%s", r.stdout)
 	if r.code != 0 || !strings.Contains(r.stdout, "v2 -> v3 (partition 2): rolled-back") || !strings.Contains(r.stdout, `unknown key "listen_everywhere"`) {
 		t.Errorf("status after the rollback: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -251,6 +251,25 @@ func TestActivityLED(t *testing.T) {
 	}
 }
 
+// TestLEDOff: [global] led = false leaves the LED to the kernel; the state
+// is still on the status page.
+func TestLEDOff(t *testing.T) {
+	root := boardFixture(t, "rpi4-b-4gb")
+	t.Setenv("ARKA_BOARD_ROOT", root)
+	dir := t.TempDir()
+	addr := harness.FreeAddr(t)
+	file := filepath.Join(dir, "site.toml")
+	os.WriteFile(file, []byte("listen = [\""+addr+"\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"status\" }\n[global]\nled = false\n"), 0o644)
+	p := harness.Start(t, nil, []string{"-c", file, "-state", filepath.Join(dir, "state")}, addr)
+	p.WaitOutput(t, "led=\"off ([global] led = false)\"")
+	if v := waitState(t, "http://"+addr+"/?format=json", "serving"); v.LED != "" {
+		t.Errorf("state %+v, want no LED", v)
+	}
+	if got := ledFile(t, root, "trigger"); !strings.Contains(got, "[mmc0]") {
+		t.Errorf("trigger = %q: the LED was touched", got)
+	}
+}
+
 // TestFanCheck: arka -t reports a fan whose off is not below on at the key's
 // file:line:col; on a machine without GPIO the pin is noted, not failed.
 func TestFanCheck(t *testing.T) {

@@ -37,6 +37,7 @@ const (
 	minClusters       = 4085 + 11 // FAT16 needs >= 4085; keep a margin from the edge
 	maxClusters       = 65524
 	spareClusters     = 256 // room for small edits (e.g. RECOVERY.000 renames)
+	spareRootSlots    = 32  // free root directory entries (two sectors)
 
 	attrDirectory = 0x10
 	attrArchive   = 0x20
@@ -159,6 +160,9 @@ func Write(w io.WriterAt, files []File, opt Options) (*Layout, error) {
 	for _, name := range sortedNames(root) {
 		rootSlots += slotsFor(name, names[root.children[name]])
 	}
+	// Plus free slots for files a person adds or an editor saves by
+	// writing a new file and renaming it (settings.txt on a computer).
+	rootSlots += spareRootSlots
 	rootDirEntries := roundUp(max(rootSlots, 1), sectorSize/32)
 	rootDirSectors := rootDirEntries * 32 / sectorSize
 

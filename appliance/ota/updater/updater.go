@@ -39,6 +39,12 @@ type Options struct {
 	MaxRate  int64         // bytes per second while sending; 0: no limit
 	Timeout  time.Duration // bound from the reboot to the device's verdict; default 10 minutes
 	Progress Progress      // may be nil
+
+	// BaseURL, if set, is the API's URL instead of http://Host:UIPort
+	// (https://arka.local:8443, see arka-appliance's --host), and Client
+	// the HTTP client for it (one that pins the device's certificate).
+	BaseURL string
+	Client  *http.Client
 }
 
 // Progress receives the update's progress.
@@ -105,6 +111,12 @@ func newRun(o Options) *run {
 		hostport = net.JoinHostPort(o.Host, fmt.Sprint(o.UIPort))
 	}
 	r.base = "http://" + hostport
+	if o.BaseURL != "" {
+		r.base = strings.TrimSuffix(o.BaseURL, "/")
+	}
+	if o.Client != nil {
+		r.client = o.Client
+	}
 	if o.CheckURL == "" {
 		h := r.host
 		if strings.Contains(h, ":") {

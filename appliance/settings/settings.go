@@ -1,0 +1,240 @@
+// Package settings is the appliance's settings file: a small TOML file
+// named settings.txt on the boot partition (FAT, so any computer can edit
+// it; .txt so that it opens in a text editor on Windows and macOS). It
+// holds what a person sets before the first boot: the hostname, Wi-Fi
+// networks, static IPv4/IPv6 addresses instead of DHCP, the time zone.
+// `arka-appliance build` and `flash` write it from their flags;
+// arka-init reads it at every boot.
+//
+// Parse is pure: a mistake is reported as config.Error ("file:line:col:
+// message") and the setting it concerns keeps its default, while the valid
+// settings still apply (a misspelt time zone must not take the Wi-Fi
+// away). A syntax error leaves every setting at its default.
+package settings
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zone names are checked the same way on every machine
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/arkaweb/arka/config"
+)
+
+// FileName is the settings file's name in the root of the boot partition.
+const FileName = "settings.txt"
+
+// Settings is the decoded file. Zero values mean "the image's default":
+// the hostname and time zone baked into the image, DHCP on IPv4, router
+// advertisements (SLAAC) on IPv6, no Wi-Fi.
+type Settings struct {
+	Hostname string       `toml:"hostname"` // RFC 1123 label, also the mDNS name <hostname>.local
+	Timezone string       `toml:"timezone"` // IANA name, e.g. "Europe/Berlin"
+	DNS      []netip.Addr `toml:"-"`        // name servers for static addresses
+	WiFi     WiFi         `toml:"-"`
+	IPv4     Static       `toml:"-"`
+	IPv6     Static       `toml:"-"`
+}
+
+// WiFi is the [wifi] table.
+type WiFi struct {
+	Country  string    // ISO 3166-1 alpha-2 regulatory domain, e.g. "DE"
+	Networks []Network // tried in this order (first has the highest priority)
+}
+
+// Network is one [[wifi.networks]] entry. An empty Passphrase is an open
+// network.
+type Network struct {
+	SSID       string
+	Passphrase string // WPA2-PSK / WPA3-SAE passphrase: 8-63 printable ASCII characters
+	Hidden     bool   // the access point does not broadcast its SSID
+}
+
+// Static is an [ipv4] or [ipv6] table. A zero Address means DHCP (IPv4)
+// or router advertisements (IPv6).
+type Static struct {
+	Address netip.Prefix // the device's address with its prefix length
+	Gateway netip.Addr   // default route; may be zero
+}
+
+// Enabled reports whether a static address is configured.
+func (s Static) Enabled() bool { return s.Address.IsValid() }
+
+// raw is what the file decodes into before validation.
+type raw struct {
+	Hostname string   `toml:"hostname"`
+	Timezone string   `toml:"timezone"`
+	DNS      []string `toml:"dns"`
+	WiFi     struct {
+		Country  string `toml:"country"`
+		Networks []struct {
+			SSID       string `toml:"ssid"`
+			Passphrase string `toml:"passphrase"`
+			Hidden     bool   `toml:"hidden"`
+		} `toml:"networks"`
+	} `toml:"wifi"`
+	IPv4 rawStatic `toml:"ipv4"`
+	IPv6 rawStatic `toml:"ipv6"`
+}
+
+type rawStatic struct {
+	Address string `toml:"address"`
+	Gateway string `toml:"gateway"`
+}
+
+var (
+	hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	countryRE  = regexp.MustCompile(`^[A-Z]{2}$`)
+)
+
+// Parse decodes and checks a settings file. name is used in messages. It
+// returns the valid settings and every mistake; a setting with a mistake
+// is left at its default.
+func Parse(name string, data []byte) (Settings, config.Errors) {
+	var s Settings
+	data = trimBOM(data) // Windows' Notepad may write one
+	var r raw
+	md, err := toml.Decode(string(data), &r)
+	if err != nil {
+		return s, config.Errors{config.TOMLDecodeError(name, data, err)}
+	}
+	f := config.NewTOMLFile(name, data)
+	errs := f.Unknown(md.Undecoded())
+	bad := func(path, format string, a ...any) {
+		errs = append(errs, f.Errorf(path, fmt.Sprintf(format, a...)))
+	}
+
+	if h := r.Hostname; h != "" {
+		if hostnameRE.MatchString(h) {
+			s.Hostname = h
+		} else {
+			bad("hostname", "hostname %q: use 1-63 lower-case letters, digits and hyphens, not starting or ending with a hyphen (it is also the name on the LAN, %s.local)", h, h)
+		}
+	}
+	if tz := r.Timezone; tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil || strings.HasPrefix(tz, "/") || tz == "Local" {
+			bad("timezone", "timezone %q is not a time zone name (for example \"Europe/Berlin\", \"America/New_York\", \"UTC\")", tz)
+		} else {
+			s.Timezone = tz
+		}
+	}
+	for i, d := range r.DNS {
+		a, err := netip.ParseAddr(d)
+		if err != nil || a.Zone() != "" {
+			bad(fmt.Sprintf("dns[%d]", i), "dns: %q is not an IPv4 or IPv6 address", d)
+			continue
+		}
+		s.DNS = append(s.DNS, a)
+	}
+
+	// Wi-Fi: a network with a mistake is left out, the others stay.
+	wifiOK := true
+	if c := r.WiFi.Country; c != "" {
+		if countryRE.MatchString(c) {
+			s.WiFi.Country = c
+		} else {
+			bad("wifi.country", "wifi country %q: use the two-letter ISO 3166-1 code in capitals, for example \"DE\", \"GB\", \"US\"", c)
+			wifiOK = false
+		}
+	} else if len(r.WiFi.Networks) > 0 {
+		bad("wifi.networks[0]", "wifi: country is required with networks (the radio's legal channels and power depend on it), for example country = \"DE\"")
+		wifiOK = false
+	}
+	seen := map[string]bool{}
+	for i, n := range r.WiFi.Networks {
+		at := fmt.Sprintf("wifi.networks[%d]", i)
+		switch {
+		case n.SSID == "":
+			bad(at, "wifi network %d: ssid is missing", i+1)
+			continue
+		case len(n.SSID) > 32:
+			bad(at+".ssid", "wifi network %d: ssid %q is %d bytes long; an SSID has at most 32", i+1, n.SSID, len(n.SSID))
+			continue
+		case seen[n.SSID]:
+			bad(at+".ssid", "wifi network %d: ssid %q is listed twice", i+1, n.SSID)
+			continue
+		}
+		seen[n.SSID] = true
+		if p := n.Passphrase; p != "" {
+			if msg := checkPassphrase(p); msg != "" {
+				bad(at+".passphrase", "wifi network %q: passphrase %s", n.SSID, msg)
+				continue
+			}
+		}
+		if wifiOK {
+			s.WiFi.Networks = append(s.WiFi.Networks, Network{SSID: n.SSID, Passphrase: n.Passphrase, Hidden: n.Hidden})
+		}
+	}
+
+	var ok bool
+	if s.IPv4, ok = static(bad, "ipv4", r.IPv4, netip.Addr.Is4); !ok {
+		s.IPv4 = Static{}
+	}
+	if s.IPv6, ok = static(bad, "ipv6", r.IPv6, func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }); !ok {
+		s.IPv6 = Static{}
+	}
+	if len(s.DNS) > 0 && !s.IPv4.Enabled() && !s.IPv6.Enabled() {
+		bad("dns", "dns is used only with a static address ([ipv4] or [ipv6] address); with DHCP the network's name servers are used")
+		s.DNS = nil
+	}
+	return s, errs
+}
+
+// checkPassphrase returns what is wrong with a WPA passphrase, or "".
+// IEEE 802.11 (Annex M.4): 8-63 ASCII characters 32-126.
+func checkPassphrase(p string) string {
+	if len(p) < 8 || len(p) > 63 {
+		return fmt.Sprintf("has %d characters; WPA needs 8 to 63", len(p))
+	}
+	for _, c := range p {
+		if c < 32 || c > 126 {
+			return fmt.Sprintf("contains %q; WPA allows only printable ASCII characters", c)
+		}
+	}
+	return ""
+}
+
+func static(bad func(string, string, ...any), table string, r rawStatic, family func(netip.Addr) bool) (Static, bool) {
+	var s Static
+	fam := map[string]string{"ipv4": "IPv4", "ipv6": "IPv6"}[table]
+	switch r.Address {
+	case "", "dhcp", "auto":
+		if r.Gateway != "" {
+			bad(table+".gateway", "%s gateway without a static address: set address too, or remove gateway to use %s", table, map[string]string{"ipv4": "DHCP", "ipv6": "router advertisements"}[table])
+			return s, false
+		}
+		return s, true
+	}
+	p, err := netip.ParsePrefix(r.Address)
+	if err != nil || !family(p.Addr()) || p.Addr().Zone() != "" {
+		ex := map[string]string{"ipv4": "192.168.1.20/24", "ipv6": "2001:db8::20/64"}[table]
+		bad(table+".address", "%s address %q: want an %s address with its prefix length, for example %q", table, r.Address, fam, ex)
+		return s, false
+	}
+	if p.Addr() == p.Masked().Addr() && p.Bits() < p.Addr().BitLen()-1 {
+		bad(table+".address", "%s address %q is the network's own address, not one for the device", table, r.Address)
+		return s, false
+	}
+	s.Address = p
+	if r.Gateway != "" {
+		g, err := netip.ParseAddr(r.Gateway)
+		if err != nil || !family(g) {
+			bad(table+".gateway", "%s gateway %q is not an %s address", table, r.Gateway, fam)
+			return s, false
+		}
+		if !g.IsLinkLocalUnicast() && !p.Masked().Contains(g) {
+			bad(table+".gateway", "%s gateway %s is not in the device's network %s", table, g, p.Masked())
+			return s, false
+		}
+		s.Gateway = g
+	}
+	return s, true
+}
+
+func trimBOM(b []byte) []byte {
+	return []byte(strings.TrimPrefix(string(b), "\ufeff"))
+}

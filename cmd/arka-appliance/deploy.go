@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/deploy"
+	"github.com/arkaweb/arka/appliance/devices"
+)
+
+// deviceFlags are the flags that reach a device's API: --host, --name,
+// --password-file, --ui-port.
+type deviceFlags struct {
+	host, name, pwFile string
+	uiPort             int
+}
+
+func (d *deviceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.host, "host", "", "the device: NAME, NAME.local or an address, optionally :PORT; https:// is the default, http://HOST:8080 reaches the plain-HTTP port (the password then crosses the network in clear text)")
+	fs.StringVar(&d.name, "name", "", "the device's name, whose password and pinned certificate to use (default: from --host)")
+	fs.StringVar(&d.pwFile, "password-file", "", "device password file (default: the device's, see images/README.md)")
+	fs.IntVar(&d.uiPort, "ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
+}
+
+// device is a resolved --host: where its API is, with which password and
+// HTTP client (pinning its certificate over HTTPS).
+type device struct {
+	host   string // as given
+	bare   string // host name or address, no port
+	name   string // the device name (password, pin)
+	base   string // https://host:port
+	pw     string
+	pwFile string
+	http   *http.Client
+}
+
+func (d *deviceFlags) device() (*device, error) {
+	if d.host == "" {
+		return nil, errors.New("--host is required (the device's name or address)")
+	}
+	scheme, hostport := "https", d.host
+	if u, err := url.Parse(d.host); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		scheme, hostport = u.Scheme, u.Host
+	}
+	bare := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		bare = h
+	} else {
+		port := d.uiPort
+		if scheme == "http" && port == 8443 {
+			port = 8080
+		}
+		hostport = net.JoinHostPort(hostport, fmt.Sprint(port))
+	}
+	name := d.name
+	if name == "" {
+		if n, err := devices.Name(bare); err == nil {
+			name = n
+		} else if d.pwFile == "" {
+			return nil, err
+		}
+	}
+	pw, file, err := devices.ReadPassword(name, d.pwFile)
+	if err != nil {
+		return nil, err
+	}
+	dev := &device{host: d.host, bare: bare, name: name, base: scheme + "://" + hostport, pw: pw, pwFile: file}
+	if scheme == "http" {
+		if ip, err := netip.ParseAddr(bare); (err != nil || !ip.IsLoopback()) && bare != "localhost" {
+			fmt.Fprintf(os.Stderr, "warning: plain HTTP to %s: the device password crosses the network in clear text\n", hostport)
+		}
+		dev.http = &http.Client{}
+		return dev, nil
+	}
+	pinKey := name
+	if pinKey == "" {
+		pinKey = strings.NewReplacer(":", "_", "%", "_").Replace(bare)
+	}
+	pinFile, err := devices.PinFile(pinKey)
+	if err != nil {
+		return nil, err
+	}
+	dev.http = devices.PinnedClient(pinKey, pinFile, func(fp string) {
+		fmt.Fprintf(os.Stderr, "First HTTPS connection to %s: its key SHA256:%s is now pinned in %s\n", d.host, fp, pinFile)
+	})
+	return dev, nil
+}
+
+// client returns the deploy API client for the device.
+func (d *deviceFlags) client() (*deploy.Client, string, error) {
+	dev, err := d.device()
+	if err != nil {
+		return nil, "", err
+	}
+	return &deploy.Client{Base: dev.base, Password: dev.pw, HTTP: dev.http}, dev.pwFile, nil
+}
+
+// cmdDeploy sends a site to a running device (appliance/deploy), or with
+// --rollback returns it to the previous generation.
+func cmdDeploy(args []string) error {
+	fs := flag.NewFlagSet("deploy", flag.ExitOnError)
+	var d deviceFlags
+	d.register(fs)
+	rollback := fs.Bool("rollback", false, "return the device to the previously deployed generation")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: arka-appliance deploy --host NAME DIR\n       arka-appliance deploy --host NAME --rollback\n\nDIR holds sites/*.toml and the content they point at (relative paths, e.g. root = \"../www\").")
+		fs.PrintDefaults()
+	}
+	fs.Parse(args)
+	c, pwFile, err := d.client()
+	if err != nil {
+		return fmt.Errorf("deploy: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	wrap := func(err error) error {
+		if errors.Is(err, deploy.ErrWrongPassword) {
+			return fmt.Errorf("deploy: %s refused the password in %s: the device was built with another one (copy its file from the machine that built its image)", d.host, pwFile)
+		}
+		var re *deploy.RefusedError
+		if errors.As(err, &re) {
+			return err
+		}
+		return fmt.Errorf("deploy: %s: %v", d.host, err)
+	}
+	if *rollback {
+		if fs.NArg() > 0 {
+			return errors.New("deploy: --rollback takes no directory")
+		}
+		res, err := c.Rollback(ctx)
+		if err != nil {
+			return wrap(err)
+		}
+		fmt.Printf("%s: %s (deployed %s from %s).\n", d.host, res.Message, res.Generation.Deployed.Local().Format(time.DateTime), res.Generation.From)
+		return nil
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("deploy: give one site directory")
+	}
+	dir := fs.Arg(0)
+	start := time.Now()
+	files, err := deploy.Scan(dir)
+	if err != nil {
+		return fmt.Errorf("deploy: %v", err)
+	}
+	st, err := c.State(ctx)
+	if err != nil {
+		return wrap(err)
+	}
+	plan := deploy.NewPlan(files, st)
+	cur := "the site baked into its image"
+	if st.Current != nil {
+		cur = fmt.Sprintf("generation %d", st.Current.ID)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %d files, %s; %s serves %s: sending %d changed files, %s\n",
+		dir, len(files), mib(plan.Total), d.host, cur, len(plan.Send), mib(plan.SendBytes))
+	bar := newBar(os.Stderr)
+	bar.Stage(1, 2, "sending")
+	progress := func(done, total int64) { bar.Bytes(done, total) }
+	res, err := c.Deploy(ctx, dir, whoAmI(), plan, progress)
+	if err != nil {
+		var re *deploy.RefusedError
+		if errors.As(err, &re) {
+			fmt.Fprintf(os.Stderr, "\n%s refused the site (it still serves %s):\n", d.host, cur)
+			for _, e := range re.Errors {
+				fmt.Fprintln(os.Stderr, inDir(dir, e))
+			}
+			return errors.New("deploy: nothing changed")
+		}
+		return wrap(err)
+	}
+	bar.Stage(2, 2, "checked and live")
+	g := res.Generation
+	fmt.Printf("Generation %d is live on %s: %d files, %s (%s sent) in %s. The previous one stays for `deploy --rollback`.\n",
+		g.ID, d.host, g.Files, mib(g.Bytes), mib(g.Sent), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+var mistakePath = regexp.MustCompile(`^[^:\s]+:\d+`)
+
+// inDir puts the site directory in front of a mistake's relative path, so
+// that "sites/a.toml:3:5: …" names the file on this machine.
+func inDir(dir, mistake string) string {
+	if mistakePath.MatchString(mistake) && !filepath.IsAbs(mistake) {
+		return filepath.Clean(dir) + string(filepath.Separator) + mistake
+	}
+	return mistake
+}
+
+func whoAmI() string {
+	h, _ := os.Hostname()
+	if u, err := user.Current(); err == nil {
+		return u.Username + "@" + h
+	}
+	return h
+}
+
+func mib(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

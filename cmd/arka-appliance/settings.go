@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/arkaweb/arka/appliance/settings"
+)
+
+// settingsFlags are the settings-file flags of build, flash and update:
+// they write settings.txt on the boot partition (appliance/settings).
+type settingsFlags struct {
+	file                       string
+	wifiCountry, wifiSSID      string
+	wifiPassFile               string
+	wifiHidden                 bool
+	ipv4, ipv4gw, ipv6, ipv6gw string
+	dns                        string
+}
+
+func (s *settingsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.file, "settings", "", "settings file to put on the boot partition as "+settings.FileName+" (the flags below change it)")
+	fs.StringVar(&s.wifiCountry, "wifi-country", "", "Wi-Fi regulatory country, two letters (e.g. DE, GB, US)")
+	fs.StringVar(&s.wifiSSID, "wifi-ssid", "", "Wi-Fi network name")
+	fs.StringVar(&s.wifiPassFile, "wifi-passphrase-file", "", "file holding the Wi-Fi passphrase (\"-\": standard input); without it the passphrase is asked for")
+	fs.BoolVar(&s.wifiHidden, "wifi-hidden", false, "the Wi-Fi network does not broadcast its name")
+	fs.StringVar(&s.ipv4, "ipv4", "", `static IPv4 address with prefix length, e.g. 192.168.1.20/24 (default DHCP)`)
+	fs.StringVar(&s.ipv4gw, "ipv4-gateway", "", "IPv4 default gateway (with --ipv4)")
+	fs.StringVar(&s.ipv6, "ipv6", "", `static IPv6 address with prefix length (default: router advertisements)`)
+	fs.StringVar(&s.ipv6gw, "ipv6-gateway", "", "IPv6 default gateway (with --ipv6)")
+	fs.StringVar(&s.dns, "dns", "", "name servers for static addresses, comma-separated")
+}
+
+// settings returns settings.txt for the image, and whether any setting was
+// given. hostname and timezone come from the build flags of the same name
+// (when set on the command line).
+func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool) ([]byte, bool, error) {
+	var st settings.Settings
+	given := false
+	if s.file != "" {
+		b, err := os.ReadFile(s.file)
+		if err != nil {
+			return nil, false, err
+		}
+		var errs error
+		st, errs = parseSettings(s.file, b)
+		if errs != nil {
+			return nil, false, errs
+		}
+		given = true
+	}
+	if set["hostname"] {
+		st.Hostname = hostname
+		given = true
+	}
+	if set["timezone"] && timezone != "UTC" {
+		st.Timezone = timezone
+		given = true
+	}
+	if s.wifiCountry != "" {
+		st.WiFi.Country = s.wifiCountry
+	}
+	if s.wifiSSID != "" {
+		pass, err := s.passphrase()
+		if err != nil {
+			return nil, false, err
+		}
+		st.WiFi.Networks = append([]settings.Network{{SSID: s.wifiSSID, Passphrase: pass, Hidden: s.wifiHidden}}, st.WiFi.Networks...)
+	}
+	if s.ipv4 != "" || s.ipv6 != "" || s.dns != "" || s.wifiCountry != "" || s.wifiSSID != "" {
+		given = true
+	}
+	// The address flags go through the same checks as the file: they are
+	// written as a small settings file, parsed, and merged.
+	var extra strings.Builder
+	if s.dns != "" {
+		var q []string
+		for _, d := range strings.Split(s.dns, ",") {
+			q = append(q, fmt.Sprintf("%q", strings.TrimSpace(d)))
+		}
+		extra.WriteString("dns = [" + strings.Join(q, ", ") + "]\n")
+	}
+	for _, f := range []struct{ table, addr, gw string }{{"ipv4", s.ipv4, s.ipv4gw}, {"ipv6", s.ipv6, s.ipv6gw}} {
+		if f.addr != "" || f.gw != "" {
+			fmt.Fprintf(&extra, "[%s]\naddress = %q\ngateway = %q\n", f.table, f.addr, f.gw)
+		}
+	}
+	if extra.Len() > 0 {
+		fl, err := parseSettings("--ipv4/--ipv6/--dns", []byte(strings.ReplaceAll(extra.String(), "gateway = \"\"\n", "")))
+		if err != nil {
+			return nil, false, err
+		}
+		if s.dns != "" {
+			st.DNS = fl.DNS
+		}
+		if s.ipv4 != "" {
+			st.IPv4 = fl.IPv4
+		}
+		if s.ipv6 != "" {
+			st.IPv6 = fl.IPv6
+		}
+	}
+	b := settings.Marshal(st)
+	if _, err := parseSettings("the settings flags", b); err != nil {
+		return nil, false, err
+	}
+	return b, given, nil
+}
+
+func parseSettings(name string, b []byte) (settings.Settings, error) {
+	st, errs := settings.Parse(name, b)
+	if len(errs) > 0 {
+		return st, errs
+	}
+	return st, nil
+}
+
+// passphrase reads the Wi-Fi passphrase from --wifi-passphrase-file or
+// asks for it on the terminal (never from the command line, where other
+// users and the shell history would see it).
+func (s *settingsFlags) passphrase() (string, error) {
+	switch s.wifiPassFile {
+	case "":
+		if !term.IsTerminal(int(os.Stdin.Fd())) {
+			return "", errors.New("--wifi-ssid: give the passphrase with --wifi-passphrase-file FILE (or \"-\" for standard input); standard input is not a terminal to ask on")
+		}
+		fmt.Fprintf(os.Stderr, "Wi-Fi passphrase for %q (empty for an open network): ", s.wifiSSID)
+		b, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(os.Stderr)
+		return string(b), err
+	case "-":
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil && line == "" {
+			return "", fmt.Errorf("--wifi-passphrase-file -: %v", err)
+		}
+		return strings.TrimRight(line, "\r\n"), nil
+	default:
+		b, err := os.ReadFile(s.wifiPassFile)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+}

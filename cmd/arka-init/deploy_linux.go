@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/deploy"
+	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/server/static"
+)
+
+// activeLink names the directory Arka reads its sites from
+// (-c /tmp/arka/active/sites): the deployed generation (/perm/arka/site),
+// or the site baked into the image. A deploy repoints it and has Arka
+// reload; relative paths in site files (root = "../www") resolve through
+// it.
+const activeLink = "/tmp/arka/active"
+
+const arkaPath = "/user/arka"
+
+// startDeploy serves the deploy API (appliance/deploy) on gokrazy's web UI
+// and returns the sites directory Arka gets: through activeLink, pointed
+// at the deployed generation if there is one (it wins over the baked
+// site), else at fallback's parent (the directory holding sites/). The
+// status page's file follows every change (appliance_linux.go).
+func startDeploy(fallback, state string, sets *settingsState) (sitesArg, real string) {
+	pw := ota.GokrazyPassword() // what gokrazy read at boot
+	store := &deploy.Store{
+		Dir:  permArka,
+		Logf: log.Printf,
+		Check: func(ctx context.Context, dir string) ([]string, error) {
+			return checkSite(ctx, dir, state)
+		},
+	}
+	baked := filepath.Dir(fallback)
+	store.Activate = func(dir string) error {
+		if dir == "" {
+			dir = baked
+		}
+		if err := pointActive(dir); err != nil {
+			return err
+		}
+		if err := reloadArka(pw); err != nil {
+			return err
+		}
+		// The new site's files have the old ones' paths (through
+		// activeLink): Arka's file cache trusts what it knew about them
+		// for static.DefaultValid. Past that, every request sees the new
+		// files, so the deploy is answered then.
+		time.Sleep(static.DefaultValid + 100*time.Millisecond)
+		return nil
+	}
+	store.OnChange = func() { writeApplianceStatus(sets, store) }
+	writeApplianceStatus(sets, store)
+	root := baked
+	if d := store.SiteDir(); d != "" {
+		root = d
+	}
+	if err := pointActive(root); err != nil {
+		log.Printf("deploy: %v; Arka reads %s directly and deploys need a restart", err, root)
+		return filepath.Join(root, "sites"), filepath.Join(root, "sites")
+	}
+	store.Register(http.DefaultServeMux)
+	if g := store.State().Current; g != nil {
+		log.Printf("deploy: serving generation %d (deployed %s from %s)", g.ID, g.Deployed.Format(time.RFC3339), g.From)
+	}
+	return filepath.Join(activeLink, "sites"), filepath.Join(root, "sites")
+}
+
+// pointActive makes activeLink name dir, atomically.
+func pointActive(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(activeLink), 0o755); err != nil {
+		return err
+	}
+	tmp := activeLink + ".new"
+	os.Remove(tmp)
+	if err := os.Symlink(dir, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, activeLink)
+}
+
+// checkSite runs `arka -t` on dir/sites, as Arka itself would check it.
+func checkSite(ctx context.Context, dir, state string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, arkaPath, "-t", "-c", filepath.Join(dir, "sites"), "-state", state)
+	cmd.Env = os.Environ()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return nil, err
+	}
+	if err == nil {
+		return nil, nil
+	}
+	var mistakes []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if l == "" || strings.HasPrefix(l, "arka: configuration ") {
+			continue
+		}
+		mistakes = append(mistakes, l)
+	}
+	if len(mistakes) == 0 {
+		mistakes = []string{fmt.Sprintf("arka -t failed: %v", err)}
+	}
+	return mistakes, nil
+}
+
+// reloadArka sends SIGHUP to Arka and waits for its verdict in its log
+// ("configuration reloaded" or "reload failed", gokrazy's log stream).
+func reloadArka(pw string) error {
+	pid, err := findProcess(arkaPath)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lines := make(chan string, 64)
+	go streamLog(ctx, pw, arkaPath, lines)
+	// Lines already in the ring buffer arrive first: let them pass.
+	quiet := time.NewTimer(500 * time.Millisecond)
+drain:
+	for {
+		select {
+		case _, ok := <-lines:
+			if !ok {
+				return errors.New("cannot read the log of /user/arka to see the reload's verdict")
+			}
+			quiet.Reset(200 * time.Millisecond)
+		case <-quiet.C:
+			break drain
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return fmt.Errorf("signalling Arka (pid %d): %v", pid, err)
+	}
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return errors.New("the log stream of /user/arka ended before the reload finished")
+			}
+			switch {
+			case strings.Contains(l, "configuration reloaded"):
+				return nil
+			case strings.Contains(l, "reload failed"):
+				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(append([]string{l}, following(lines, 300*time.Millisecond)...), "; "))
+			}
+		case <-ctx.Done():
+			return errors.New("no reload verdict in the server's log within 30 s")
+		}
+	}
+}
+
+// following collects the lines that arrive within d (the mistakes Arka
+// prints after "reload failed").
+func following(lines <-chan string, d time.Duration) []string {
+	var out []string
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return out
+			}
+			out = append(out, l)
+		case <-t.C:
+			return out
+		}
+	}
+}
+
+// streamLog sends the lines of a program's stderr (gokrazy's log ring
+// buffer, over its Unix socket) to lines until ctx ends.
+func streamLog(ctx context.Context, pw, path string, lines chan<- string) {
+	defer close(lines)
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", ota.GokrazySocket)
+		},
+	}}
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://gokrazy/log?stream=stderr&path="+url.QueryEscape(path), nil)
+	req.Header.Set("Accept", "text/event-stream")
+	if pw != "" {
+		req.SetBasicAuth("gokrazy", pw)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		select {
+		case lines <- strings.TrimPrefix(sc.Text(), "data: "):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// findProcess returns the pid of the running program at path (a child of
+// this init).
+func findProcess(path string) (int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || exe != path {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+			f := strings.Fields(string(stat[i+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(self) {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s is not running", path)
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/devices"
+	"github.com/arkaweb/arka/appliance/ota"
+)
+
+// deviceTLSDir holds the device's own certificate for the web UI and the
+// update/deploy API (generated at first boot; the key never leaves the
+// device; clients pin it on first use).
+const deviceTLSDir = "/perm/arka/device-tls"
+
+// serveHTTPS serves gokrazy's web UI, update API and Arka's deploy API
+// over HTTPS on gokrazy's HTTPS port (/etc/https-port.txt, 8443): a TLS
+// front that passes each request, with its password, to gokrazy's Unix
+// socket, where gokrazy checks the password and serves it. (gokrazy's own
+// TLS listener would need the certificate in the read-only root file
+// system, the same on every device built from one image.)
+func serveHTTPS() {
+	port := "8443"
+	if b, err := os.ReadFile("/etc/https-port.txt"); err == nil && strings.TrimSpace(string(b)) != "" {
+		port = strings.TrimSpace(string(b))
+	}
+	dir := deviceTLSDir
+	if err := writable(dir); err != nil {
+		dir = filepath.Join(tmpArka, "device-tls")
+		log.Printf("https: %v; the device certificate lives in memory and changes at every boot", err)
+	}
+	cert, err := devices.DeviceCert(dir, hostnameOf())
+	if err != nil {
+		log.Printf("https: device certificate: %v; the UI and update API stay on plain HTTP only", err)
+		return
+	}
+	fp := "?"
+	if len(cert.Certificate) > 0 {
+		if c, err := parseLeaf(cert.Certificate[0]); err == nil {
+			fp = devices.Fingerprint(c)
+		}
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL.Scheme, r.Out.URL.Host = "http", "gokrazy"
+			r.SetXForwarded()
+		},
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", ota.GokrazySocket)
+		}},
+		FlushInterval: -1, // logs stream as server-sent events
+	}
+	srv := &http.Server{
+		Addr:              ":" + port,
+		Handler:           proxy,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	log.Printf("https: web UI, update and deploy API on :%s, device key SHA256 %s", port, fp)
+	go func() {
+		for {
+			if err := srv.ListenAndServeTLS("", ""); err != nil {
+				log.Printf("https: %v; retrying in 10 s", err)
+			}
+			time.Sleep(10 * time.Second)
+		}
+	}()
+}
+
+func parseLeaf(der []byte) (*x509.Certificate, error) { return x509.ParseCertificate(der) }
