@@ -52,6 +52,10 @@ const (
 	DefaultProxyFail           = 10 * time.Second // like nginx's fail_timeout
 	DefaultHealthInterval      = 10 * time.Second
 	DefaultHealthTimeout       = 5 * time.Second
+
+	// DefaultACMECA is the ACME CA of sites whose [tls] and [global] acme
+	// name none: Let's Encrypt (see acme.go).
+	DefaultACMECA = LetsEncryptProduction
 )
 
 // DefaultStatusAllow is who may see a status page that lists no `allow`:

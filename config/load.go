@@ -64,6 +64,7 @@ func LoadFiles(files []string) ([]*Site, error) {
 	if len(errs) == 0 {
 		errs = append(errs, crossCheck(sites)...)
 		errs = append(errs, phpConflicts(sites)...)
+		resolveACME(sites)
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -138,6 +139,7 @@ outer:
 		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
 		return nil, v.errs
 	}
+	resolveACME([]*Site{site})
 	return site, nil
 }
 
@@ -278,7 +280,8 @@ var knownKeys = []string{
 	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
-	"slowlog_timeout", "terminate_timeout", "data_dir", "ini",
+	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "acme", "email", "ca", "ca_root",
+	"redirect_https", "hsts",
 	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
 	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version", "browse",
 }
@@ -508,6 +511,7 @@ func (v *validator) site(s *Site) {
 	case s.TLS.Cert != "" && len(s.TLS.Listen) == 0:
 		v.errAt("tls", "tls has a certificate but no listen address (for example listen = [\":443\"])")
 	}
+	v.acme(s)
 	switch s.Log.Format {
 	case "":
 		s.Log.Format = DefaultLogFormat

@@ -53,6 +53,16 @@ type Site struct {
 	Errors         ErrorPages     `toml:"errors"` // custom error pages
 	Routes         []Route        `toml:"-"`      // decoded from rawRoute
 
+	// RedirectHTTPS redirects requests on the plain listeners to HTTPS
+	// (see RedirectHTTPSEnabled for the default); HSTS is the
+	// Strict-Transport-Security value sent over HTTPS (RFC 6797), "" for
+	// none. See acme.go.
+	RedirectHTTPS *bool  `toml:"redirect_https"`
+	HSTS          string `toml:"hsts"`
+	// ACME is resolved by Load: the names whose certificates come from an
+	// ACME CA, and from which; nil for none.
+	ACME *ACME `toml:"-"`
+
 	// PHP is the php-fpm Arka runs for fastcgi routes with address "php";
 	// see PHP for how it combines with [global] php.
 	PHP *PHP `toml:"php"`
@@ -87,6 +97,12 @@ type TLS struct {
 	// MinVersion is the oldest TLS version accepted: "1.2" (default) or
 	// "1.3".
 	MinVersion string `toml:"min_version"`
+	// ACME, Email, CA and CARoot configure automatic certificates (see
+	// acme.go): ACME nil means "on when there is no cert and a public name".
+	ACME   *bool  `toml:"acme"`
+	Email  string `toml:"email"`
+	CA     string `toml:"ca"`
+	CARoot string `toml:"ca_root"`
 }
 
 // Log configures the site's access log.
@@ -243,8 +259,9 @@ type Status struct {
 type Global struct {
 	Budget  BudgetConfig  `toml:"budget"`
 	Thermal ThermalConfig `toml:"thermal"`
-	PHP     *PHP          `toml:"php"` // the php-fpm Arka runs; takes precedence over sites' php
-	Fan     *Fan          `toml:"fan"` // a case fan on a GPIO pin (config/fan.go)
+	PHP     *PHP          `toml:"php"`  // the php-fpm Arka runs; takes precedence over sites' php
+	Fan     *Fan          `toml:"fan"`  // a case fan on a GPIO pin (config/fan.go)
+	ACME    *ACMEDefaults `toml:"acme"` // defaults of the sites' [tls] email, ca, ca_root
 	// LED: false leaves the board's activity LED to the kernel (default
 	// true: Arka shows its state on it; package board/led).
 	LED *bool `toml:"led"`

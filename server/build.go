@@ -26,6 +26,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	}
 	for _, cs := range sites {
 		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3", stats: s.routeStats(cs, siteRoute)}
+		httpsOptions(st, cs)
 		if m := cs.Limits.MaxBodySize; m != nil {
 			st.maxBody = int64(*m)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/arkaweb/arka/board/fan"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/acme"
 	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
@@ -111,6 +112,10 @@ type Options struct {
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
 	PHP PHP
+	// ACME tunes the certificate manager of sites whose certificates come
+	// from an ACME CA (package acme; its StateDir and Logger are this
+	// server's). The zero value takes its defaults.
+	ACME acme.Options
 }
 
 // PHP is the php-fpm pool Arka runs itself, as the server sees it.
@@ -149,6 +154,7 @@ type Server struct {
 	statsMu   sync.Mutex
 	done      chan struct{}
 	closed    bool
+	acme      atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -224,6 +230,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	if err != nil {
 		return err
 	}
+	s.setACME(sites, t)
 	// Prepare: nothing old is touched.
 	next := map[string]*listener{}
 	var fresh []*listener    // on sockets bound now
@@ -286,6 +293,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	s.table, s.listeners = t, next
 	s.served.Store(t)
+	s.applyACME(sites, t)
 	retired := s.retireSinks(t)
 	if old != nil {
 		// The old table's handlers, and the log files only it wrote to,
@@ -396,6 +404,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// The listeners' wait is over: close the handlers even if a
 		// request still runs on them.
 		s.table.close()
+	}
+	if m := s.acme.Load(); m != nil {
+		m.Close()
 	}
 	close(s.done)
 	for _, k := range s.sinks {
@@ -596,10 +607,15 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 			MinVersion: tls.VersionTLS12,
 			// http/1.0 too: a client offering only it (curl --http1.0)
 			// would otherwise fail the handshake (RFC 7301 section 3.2).
-			NextProtos:     []string{"h2", "http/1.1", "http/1.0"},
+			// acme-tls/1 last: only an ACME CA validating a TLS-ALPN-01
+			// challenge offers it (RFC 8737 section 6.2).
+			NextProtos:     []string{"h2", "http/1.1", "http/1.0", acme.ALPNProto},
 			GetCertificate: l.certificate,
 		}
 		l.srv.TLSConfig = l.tlsc
+		l.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+			acme.ALPNProto: func(_ *http.Server, c *tls.Conn, _ http.Handler) { c.Close() },
+		}
 		l.tlsc.CipherSuites = tls12CipherSuites
 		// Sites with [tls] min_version = "1.3" get this one, by SNI.
 		l.tlsc13 = l.tlsc.Clone()
@@ -735,6 +751,11 @@ func (l *listener) handshake(c net.Conn) {
 	}
 	tc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
+	if st.NegotiatedProtocol == acme.ALPNProto {
+		// A TLS-ALPN-01 validation: the handshake was all (RFC 8737 section 3).
+		tc.Close()
+		return
+	}
 	if st.NegotiatedProtocol == "h2" {
 		l.h2.ServeConn(tc, &st)
 		return
@@ -788,6 +809,11 @@ func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 	vh := l.vh.Load()
 	if vh == nil {
 		return nil, errors.New("no configuration")
+	}
+	if vh.acme != nil {
+		if c, ok, err := vh.acme.Certificate(hello); ok {
+			return c, err
+		}
 	}
 	if s := vh.match(hello.ServerName); s != nil && s.cert != nil {
 		return s.cert, nil
@@ -878,6 +904,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that serves r (nil when dispatch answers itself) and *reqID to its
 // request id.
 func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, rt **route, reqID *string) {
+	if !l.tls && vh.acme != nil && vh.acme.ServeHTTPChallenge(w, r) {
+		return // HTTP-01 (RFC 8555 section 8.3), before any site or route
+	}
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
 		// connection was made for another name (RFC 9110 section 15.5.20),
@@ -893,6 +922,13 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		// HTTP/2 connection reuse across names that this certificate
 		// (chosen by SNI) need not cover.
 		errpage.Write(w, r, http.StatusMisdirectedRequest)
+		return
+	}
+	if l.tls {
+		if st.hsts != nil {
+			w.Header()["Strict-Transport-Security"] = st.hsts
+		}
+	} else if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort, st.trusted) {
 		return
 	}
 	if !normalizeURL(r.URL) {

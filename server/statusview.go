@@ -85,6 +85,14 @@ func (s *Server) Snapshot() status.Snapshot {
 	if s.o.PHP != nil {
 		snap.PHPFPM = s.o.PHP.Status()
 	}
+	if m := s.acme.Load(); m != nil {
+		for _, c := range m.Statuses() {
+			snap.Certificates = append(snap.Certificates, status.Certificate{Name: c.Name, State: c.State, CA: c.CA,
+				Issuer: c.Issuer, NotBefore: c.NotBefore, NotAfter: c.NotAfter, NextAttempt: c.NextRenewal,
+				LastError: c.LastError, LastErrorAt: c.LastErrorAt})
+		}
+		snap.ClockWaiting = m.ClockWaiting() && len(snap.Certificates) > 0
+	}
 	cs := s.cache.Stats()
 	snap.Caches = []status.CacheStats{
 		{Name: "open files and content", Entries: uint64(cs.FileEntries), Bytes: int64(cs.FileBytes),

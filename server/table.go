@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/acme"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/proxy"
@@ -51,7 +52,8 @@ func (t *table) release() {
 
 // vhosts are the sites reachable on one listen address.
 type vhosts struct {
-	t     *table // the table these belong to
+	t     *table        // the table these belong to
+	acme  *acme.Manager // nil when no site has ACME certificates
 	tls   bool
 	exact map[string]*site // lower-case names
 	wild  []wildSite       // "*.example.org" as suffix ".example.org", longest first
@@ -73,6 +75,11 @@ type site struct {
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
 	cert    *tls.Certificate
+	// httpsPort is where plain requests are redirected (redirect_https),
+	// "" for no redirect; hsts the Strict-Transport-Security field value.
+	httpsPort string
+	hsts      []string
+	trusted   []netip.Prefix // the site's trusted_proxies, for X-Forwarded-Proto
 	// pages are the site's own error pages, nil without any.
 	pages *errpage.Pages
 	// tls13 is [tls] min_version = "1.3".

@@ -97,6 +97,7 @@ func run(args []string) int {
 		for _, w := range config.Warnings(sites) {
 			fmt.Fprintln(os.Stderr, w)
 		}
+		printCertPlan(os.Stderr, sites)
 		fmt.Fprintf(os.Stderr, "arka: configuration %s test is successful (%d site(s))\n", name, len(sites))
 		return 0
 	}

@@ -228,6 +228,10 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 {{if .Upstreams}}<div class="c"><h2>Upstreams</h2><table><tr><th>Upstream</th><th>health</th><th>active</th><th>fail</th></tr>
 {{range .Upstreams}}<tr><td>{{.Address}}</td><td>{{if .Healthy}}<span class="ok">up</span>{{else}}<span class="warn">down</span>{{end}}</td><td>{{.ActiveConns}}</td><td>{{.Failures}}</td></tr>
 {{end}}</table></div>{{end}}
+{{if .ClockWaiting}}<div class="hot">The system clock is not synchronised yet: no certificate is ordered or judged until NTP sets it.</div>{{end}}
+{{if .Certificates}}<div class="c"><h2>Certificates</h2><table><tr><th>Name</th><th>state</th><th>issuer</th><th>valid until</th><th>next attempt</th></tr>
+{{range .Certificates}}<tr><td>{{.Name}}</td><td>{{if eq .State "valid"}}<span class="ok">valid</span>{{else}}<span class="warn">{{.State}}</span>{{end}}</td><td>{{.Issuer}}</td><td>{{if not .NotAfter.IsZero}}{{.NotAfter.UTC.Format "2006-01-02 15:04"}}{{end}}</td><td>{{if not .NextAttempt.IsZero}}{{.NextAttempt.UTC.Format "2006-01-02 15:04"}}{{end}}</td></tr>
+{{if .LastError}}<tr><td colspan="5" class="warn" style="text-align:left;white-space:normal">{{.LastError}}</td></tr>{{end}}{{end}}</table></div>{{end}}
 {{if .PHPFPM}}<div class="c"><h2>php-fpm</h2><table><tr><th>Pool</th><th>active</th><th>idle</th><th>queue</th><th>max hit</th><th>slow</th></tr>
 {{range .PHPFPM}}<tr><td>{{.Pool}}</td><td>{{.ActiveProcesses}}/{{.MaxChildren}}</td><td>{{.IdleProcesses}}</td><td>{{.ListenQueue}}</td><td>{{.MaxChildrenReached}}</td><td>{{.SlowRequests}}</td></tr>
 {{end}}</table></div>{{end}}

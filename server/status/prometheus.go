@@ -163,6 +163,19 @@ func writePrometheus(w io.Writer, s *Snapshot) error {
 		f.counter("arka_phpfpm_max_children_reached_total", "Times php-fpm hit pm.max_children.", float64(p.MaxChildrenReached), "pool", p.Pool)
 		f.counter("arka_phpfpm_slow_requests_total", "php-fpm slow requests.", float64(p.SlowRequests), "pool", p.Pool)
 	}
+	for _, c := range s.Certificates {
+		if !c.NotAfter.IsZero() {
+			f.gauge("arka_certificate_not_after_seconds", "Expiry of an ACME certificate (Unix time).", float64(c.NotAfter.Unix()), "name", c.Name, "issuer", c.Issuer)
+		}
+		if !c.NextAttempt.IsZero() {
+			f.gauge("arka_certificate_next_attempt_seconds", "When an ACME certificate is next renewed or retried (Unix time).", float64(c.NextAttempt.Unix()), "name", c.Name)
+		}
+		f.gauge("arka_certificate_valid", "1 if the ACME certificate served for the name is within its validity.", b2f(c.Valid(s.Time)), "name", c.Name)
+		f.gauge("arka_certificate_error", "1 if the last attempt to obtain or renew failed.", b2f(c.LastError != ""), "name", c.Name)
+	}
+	if len(s.Certificates) > 0 {
+		f.gauge("arka_clock_waiting", "1 while certificates wait for the system clock to be synchronised.", b2f(s.ClockWaiting))
+	}
 	sort.SliceStable(f.list, func(i, j int) bool { return f.list[i].GetName() < f.list[j].GetName() })
 	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range f.list {

@@ -56,6 +56,12 @@ type Snapshot struct {
 	PHPFPM    []PHPFPMPool    `json:"phpfpm,omitempty"`    // php-fpm's own status, when Arka runs php-fpm
 	Appliance *Appliance      `json:"appliance,omitempty"` // on an appliance: deployed site, settings, Wi-Fi (appliance.go)
 
+	// Certificates are those obtained from an ACME CA (certs.go);
+	// ClockWaiting is true while nothing is ordered because the system
+	// clock is not synchronised yet.
+	Certificates []Certificate `json:"certificates,omitempty"`
+	ClockWaiting bool          `json:"clock_waiting,omitempty"`
+
 	// History is filled by the handler from its History; sources leave it empty.
 	History *HistoryView `json:"history,omitempty"`
 }

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package acme
+
+func kernelSynced() bool { return false }

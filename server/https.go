@@ -1,0 +1,157 @@
+package server
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/acme"
+	"github.com/arkaweb/arka/server/errpage"
+)
+
+// httpsOptions compiles a site's redirect_https and hsts.
+func httpsOptions(st *site, cs *config.Site) {
+	if cs.HSTS != "" {
+		st.hsts = []string{cs.HSTS}
+	}
+	if cs.RedirectHTTPSEnabled() && len(cs.TLS.Listen) > 0 {
+		_, port, _ := net.SplitHostPort(cs.TLS.Listen[0])
+		st.httpsPort = port
+		st.trusted = cs.TrustedNets
+	}
+}
+
+// forwardedHTTPS reports whether a trusted proxy (the site's
+// trusted_proxies) says the client reached it over HTTPS:
+// X-Forwarded-Proto: https, or proto=https in the first Forwarded element
+// (RFC 7239 section 5.4).
+func forwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
+	if len(trusted) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	ok := false
+	for _, p := range trusted {
+		ok = ok || p.Contains(ip)
+	}
+	if !ok {
+		return false
+	}
+	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		return strings.EqualFold(strings.TrimSpace(first), "https")
+	}
+	if v := r.Header.Get("Forwarded"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, val, _ := strings.Cut(strings.TrimSpace(pair), "=")
+			if strings.EqualFold(k, "proto") {
+				return strings.EqualFold(strings.Trim(val, `"`), "https")
+			}
+		}
+	}
+	return false
+}
+
+// redirectHTTPS answers a plain-HTTP request with a permanent redirect to
+// the same URL over HTTPS on port (301 for GET and HEAD, else 308, which
+// keeps method and body: RFC 9110 section 15.4.9), and reports whether it
+// did. ACME HTTP-01 challenges are exempt (RFC 8555 section 8.3: the CA
+// asks over plain HTTP and follows redirects only to the same name).
+//
+// A request a trusted proxy (the site's trusted_proxies) says came over
+// HTTPS is not redirected, or a proxy terminating TLS in front of Arka
+// would loop.
+func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string, trusted []netip.Prefix) bool {
+	if strings.HasPrefix(r.URL.Path, acme.ChallengePath) || forwardedHTTPS(r, trusted) {
+		return false
+	}
+	host := strings.ToLower(hostOnly(r.Host))
+	if host == "" {
+		return false // HTTP/1.0 without Host: nowhere to send it
+	}
+	if strings.IndexByte(host, ':') >= 0 {
+		host = "[" + host + "]"
+	}
+	if port != "443" {
+		host += ":" + port
+	}
+	uri := r.URL.RequestURI()
+	if r.RequestURI != "" && r.RequestURI[0] == '/' {
+		uri = r.RequestURI // as the client wrote it
+	}
+	w.Header().Set("Location", "https://"+host+uri)
+	code := http.StatusMovedPermanently
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		code = http.StatusPermanentRedirect
+	}
+	errpage.Write(w, r, code)
+	return true
+}
+
+// setACME gives every virtual-host set of t the certificate manager, when
+// some site has ACME certificates (creating the manager the first time).
+func (s *Server) setACME(sites []*config.Site, t *table) {
+	m := s.acme.Load()
+	if m == nil {
+		need := false
+		for _, cs := range sites {
+			need = need || cs.ACME != nil
+		}
+		if !need {
+			return
+		}
+		o := s.o.ACME
+		o.StateDir, o.Logger = s.o.StateDir, s.log
+		m = acme.New(o)
+		s.acme.Store(m)
+	}
+	for _, v := range t.vhosts {
+		v.acme = m
+	}
+}
+
+// applyACME hands the ACME sites of the served configuration, with the
+// addresses their listeners are bound to, to the certificate manager.
+func (s *Server) applyACME(sites []*config.Site, t *table) {
+	for _, cs := range sites {
+		if cs.TLS.Cert != "" || cs.TLS.ACME != nil && !*cs.TLS.ACME {
+			continue
+		}
+		for _, p := range config.CertificatePlan(cs) {
+			if !p.ACME && strings.HasPrefix(p.Name, "*.") {
+				s.log.Info("a wildcard name keeps the self-signed certificate: "+p.Why, "site", cs.File, "name", p.Name)
+			}
+		}
+	}
+	m := s.acme.Load()
+	if m == nil {
+		return
+	}
+	var list []acme.Site
+	for _, cs := range sites {
+		a := cs.ACME
+		if a == nil {
+			continue
+		}
+		as := acme.Site{Names: a.Names, Email: a.Email, CA: a.CA, CARoot: a.CARoot}
+		if len(cs.Listen) > 0 {
+			if l := s.listeners[cs.Listen[0]]; l != nil {
+				as.HTTPAddr = l.ln.Addr().String()
+			}
+		}
+		if l := s.listeners[cs.TLS.Listen[0]]; l != nil {
+			as.TLSAddr = l.ln.Addr().String()
+		}
+		list = append(list, as)
+	}
+	if err := m.Apply(list); err != nil {
+		s.log.Error("certificates", "err", err)
+	}
+}
