@@ -2,11 +2,15 @@ package static_test
 
 import (
 	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +211,43 @@ func TestRangeOnTwoLines(t *testing.T) {
 	}
 	if w := serve(t, h, "/a.txt", "Range: bytes=2-99999999999999999999999"); w.Code != 206 || w.Body.String() != "23456789" {
 		t.Errorf("last-pos past the end, in 23 digits: %d %q", w.Code, w.Body.String())
+	}
+}
+
+// Several ranges of a file sent from disk, out of order: each part holds
+// its bytes (one open file, a seek per part).
+func TestMultiRangeFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 600<<10) // over the in-memory limit
+	for i := range big {
+		big[i] = byte(i * 7 >> 3)
+	}
+	write(t, filepath.Join(dir, "big.bin"), big, time.Now().Add(-time.Hour))
+	h, _ := unitHandler(t, dir, config.Static{})
+	want := [][2]int{{500000, 500009}, {10, 19}, {300000, 300000}}
+	w := serve(t, h, "/big.bin", "Range: bytes=500000-500009,10-19,300000-300000")
+	_, params, err := mime.ParseMediaType(w.Header().Get("Content-Type"))
+	if w.Code != 206 || err != nil {
+		t.Fatalf("%d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	if cl := w.Header().Get("Content-Length"); cl != strconv.Itoa(w.Body.Len()) {
+		t.Errorf("Content-Length %s, body %d bytes", cl, w.Body.Len())
+	}
+	mr := multipart.NewReader(w.Body, params["boundary"])
+	for i := 0; ; i++ {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			if i != len(want) {
+				t.Errorf("%d parts, want %d", i, len(want))
+			}
+			break
+		}
+		if err != nil || i >= len(want) {
+			t.Fatalf("part %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(p)
+		if !bytes.Equal(b, big[want[i][0]:want[i][1]+1]) {
+			t.Errorf("part %d (%s): wrong bytes", i, p.Header.Get("Content-Range"))
+		}
 	}
 }

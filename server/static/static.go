@@ -341,22 +341,36 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request, rp *rep, off, n i
 		w.Write(rp.body[off : off+n])
 		return
 	}
-	f, err := h.root.Open(rp.name)
-	if err != nil {
+	f := h.open(rp)
+	if f == nil {
 		return // headers are out: the client sees a short body and closes
 	}
 	defer f.Close()
+	h.copyRange(w, f, off, n)
+}
+
+// open opens rp's file for sending, checking that it is still the version
+// described. Replaced since, the length promised may be wrong: the entry
+// is forgotten and the response cut short (the client retries and gets
+// the new version).
+func (h *Handler) open(rp *rep) *os.File {
+	f, err := h.root.Open(rp.name)
+	if err != nil {
+		return nil
+	}
 	if fi, err := f.Stat(); err != nil || idOf(fi) != rp.id {
-		// Replaced since we described it: the length we promised may be
-		// wrong. Forget the entry and cut the response short; the client
-		// retries and gets the new version.
+		f.Close()
 		h.o.Cache.invalidate(fileKey{h.rootPath, strings.TrimSuffix(rp.name, rp.coding.Ext())})
 		panic(http.ErrAbortHandler)
 	}
-	if off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return
-		}
+	return f
+}
+
+// copyRange sends n bytes of f from offset off. It reports false when
+// the response could not be completed.
+func (h *Handler) copyRange(w http.ResponseWriter, f *os.File, off, n int64) bool {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return false
 	}
 	rc := http.NewResponseController(w)
 	const chunk = 256 << 10
@@ -364,11 +378,12 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request, rp *rep, off, n i
 		k := min(n, chunk)
 		_ = rc.SetWriteDeadline(time.Now().Add(h.o.SendTimeout))
 		if _, err := io.CopyN(w, f, k); err != nil {
-			return
+			return false
 		}
 		n -= k
 	}
 	_ = rc.SetWriteDeadline(time.Time{})
+	return true
 }
 
 // sendMultipart answers several ranges as multipart/byteranges (RFC 9110
@@ -401,9 +416,23 @@ func (h *Handler) sendMultipart(w http.ResponseWriter, r *http.Request, rp *rep,
 	if r.Method == http.MethodHead {
 		return
 	}
+	// One open file for all the parts (not one per range), and a part
+	// that cannot be sent cuts the response: the parts after it would
+	// no longer be where the multipart framing says.
+	var f *os.File
+	if rp.body == nil {
+		if f = h.open(rp); f == nil {
+			panic(http.ErrAbortHandler)
+		}
+		defer f.Close()
+	}
 	for i, rg := range ranges {
 		io.WriteString(w, heads[i])
-		h.send(w, r, rp, rg.Start, rg.length())
+		if f == nil {
+			w.Write(rp.body[rg.Start:rg.End])
+		} else if !h.copyRange(w, f, rg.Start, rg.length()) {
+			panic(http.ErrAbortHandler)
+		}
 	}
 	io.WriteString(w, tail)
 }
