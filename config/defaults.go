@@ -122,3 +122,15 @@ func (d *Duration) Or(def time.Duration) time.Duration {
 	}
 	return time.Duration(*d)
 }
+
+// RequestBufferingEnabled reports whether request bodies are read whole
+// before a php-fpm connection is taken (default true).
+func (f *FastCGI) RequestBufferingEnabled() bool {
+	return f.RequestBuffering == nil || *f.RequestBuffering
+}
+
+// RequestBufferingEnabled reports whether request bodies are read whole
+// before an upstream connection is taken (default true).
+func (p *Proxy) RequestBufferingEnabled() bool {
+	return p.RequestBuffering == nil || *p.RequestBuffering
+}

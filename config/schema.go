@@ -200,6 +200,11 @@ type Proxy struct {
 	TLSCA                 string `toml:"tls_ca"`
 	TLSServerName         string `toml:"tls_server_name"`
 	TLSInsecureSkipVerify bool   `toml:"tls_insecure_skip_verify"`
+
+	// RequestBuffering reads a request body whole (memory, then a spool
+	// file) before an upstream connection is taken. Default true; false
+	// streams it (uploads the upstream must see as they come).
+	RequestBuffering *bool `toml:"request_buffering"`
 }
 
 // Health is an active upstream health check.
@@ -229,6 +234,10 @@ type FastCGI struct {
 
 	ConnectTimeout *Duration `toml:"connect_timeout"`
 	ReadTimeout    *Duration `toml:"read_timeout"` // longest wait for output from the script
+	// RequestBuffering reads a request body whole (memory, then a spool
+	// file) before a php-fpm connection is taken. Default true; false
+	// streams bodies of known length while the script runs.
+	RequestBuffering *bool `toml:"request_buffering"`
 }
 
 // Queue is the FIFO of requests waiting for a FastCGI connection.

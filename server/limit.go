@@ -3,19 +3,43 @@ package server
 import (
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 )
 
-// limitListener bounds the connections open at once on a listener. At the
-// limit it first closes idle keep-alive connections (as nginx reuses them);
-// if none is idle the new connection is closed at once, so a flood of
-// clients cannot take the memory of a small board.
+// limitListener bounds the connections open at once on a listener, and
+// the share of them one client address may hold. At the limit it makes
+// room by closing, in this order, connections that hold a slot without
+// using it (see listener.makeRoom): idle keep-alive ones (as nginx reuses
+// them), HTTP/2 ones with no running handler, HTTP/1.1 ones still sending
+// their request head, TLS handshakes in progress. A slowloris client,
+// which drips header bytes to keep its slots, thus loses them to real
+// clients instead of refusing them. If nothing can be closed the new
+// connection is closed at once, so a flood of clients cannot take the
+// memory of a small board.
 type limitListener struct {
 	net.Listener
-	max       int64
-	n         atomic.Int64
-	closeIdle func(int) int // may be nil
+	max     int64
+	perAddr int // most connections from one address (maxPerAddr)
+	n       atomic.Int64
+	// makeRoom closes up to n unused connections (from one address, if
+	// valid) and returns how many; may be nil.
+	makeRoom func(n int, from netip.Addr) int
+
+	mu     sync.Mutex
+	byAddr map[netip.Addr]int
+
+	refused atomic.Int64 // connections closed at once (limit or share)
+}
+
+// maxPerAddr is one client address's share of max connections: a quarter,
+// but never fewer than 64 (or max, if smaller), so that a shared address
+// (a NAT) keeps room while one client alone cannot fill every slot.
+func maxPerAddr(limit int) int { return max(limit/4, min(limit, 64)) }
+
+func newLimitListener(ln net.Listener, max int) *limitListener {
+	return &limitListener{Listener: ln, max: int64(max), perAddr: maxPerAddr(max), byAddr: map[netip.Addr]int{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -24,12 +48,28 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.n.Load() >= l.max && (l.closeIdle == nil || l.closeIdle(16) == 0) {
+		addr := remoteAddr(c)
+		// An address at its share makes room among its own connections;
+		// any other, at the limit, among all.
+		l.mu.Lock()
+		over := l.byAddr[addr] >= l.perAddr
+		l.mu.Unlock()
+		if over && (l.makeRoom == nil || l.makeRoom(1, addr) == 0) {
+			l.refused.Add(1)
+			c.Close()
+			continue
+		}
+		l.mu.Lock()
+		l.byAddr[addr]++
+		l.mu.Unlock()
+		if l.n.Load() >= l.max && (l.makeRoom == nil || l.makeRoom(16, netip.Addr{}) == 0) {
+			l.release(addr)
+			l.refused.Add(1)
 			c.Close()
 			continue
 		}
 		l.n.Add(1)
-		lc := &limitConn{Conn: c, l: l}
+		lc := &limitConn{Conn: c, l: l, addr: addr}
 		if tc, ok := c.(*net.TCPConn); ok {
 			return &limitTCPConn{limitConn: lc, tcp: tc}, nil
 		}
@@ -37,14 +77,34 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
+func (l *limitListener) release(addr netip.Addr) {
+	l.mu.Lock()
+	if l.byAddr[addr]--; l.byAddr[addr] <= 0 {
+		delete(l.byAddr, addr)
+	}
+	l.mu.Unlock()
+}
+
+func remoteAddr(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	}
+	return netip.Addr{}
+}
+
 type limitConn struct {
 	net.Conn
 	l    *limitListener
+	addr netip.Addr
 	once sync.Once
 }
 
 func (c *limitConn) Close() error {
-	c.once.Do(func() { c.l.n.Add(-1) })
+	c.once.Do(func() {
+		c.l.n.Add(-1)
+		c.l.release(c.addr)
+	})
 	return c.Conn.Close()
 }
 

@@ -408,6 +408,9 @@ path = "`+logPath+`"
 format = "json"
 [[routes]]
 path = "/api/"
+handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"], request_buffering = false }
+[[routes]]
+path = "/buffered/"
 handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 [[routes]]
 path = "/app/"
@@ -435,8 +438,19 @@ handler = { type = "fastcgi", address = "`+fpm.Address+`", root = "`+php+`" }
 		case <-time.After(10 * time.Second):
 			t.Errorf("the upstream still waits for the body")
 		}
+		// Buffered (the default): the upstream never sees the request.
+		req, _ = http.NewRequest("POST", c.Base+"/buffered/upload", &abortingBody{left: 256 << 10})
+		if resp, err := c.HTTP.Do(req); err == nil {
+			resp.Body.Close()
+			t.Errorf("buffered upload aborted by the client: answered %d", resp.StatusCode)
+		}
+		select {
+		case err := <-upErr:
+			t.Errorf("the upstream saw an aborted buffered upload (%v)", err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	})
-	for _, l := range flushedLog(t, e, logPath, 9) {
+	for _, l := range flushedLog(t, e, logPath, 12) {
 		if !strings.Contains(l, `"status":499`) {
 			t.Errorf("aborted upload logged as %s", l)
 		}

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -33,7 +34,7 @@ import (
 	"github.com/arkaweb/arka/server/fastcgi"
 	"github.com/arkaweb/arka/server/h1"
 	"github.com/arkaweb/arka/server/h2"
-	"github.com/arkaweb/arka/server/internal/wire"
+	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -73,17 +74,28 @@ type Options struct {
 	// shows (default StateDir).
 	DiskPath string
 
-	// ReadHeaderTimeout bounds reading a request's header (default 20 s);
-	// IdleTimeout closes idle keep-alive connections (default 75 s, as
-	// nginx's keepalive_timeout); MaxHeaderBytes bounds the request header
-	// (default 32 KiB; larger gets 431, RFC 6585 section 5).
+	// Client limits, the same for HTTP/1.1 and HTTP/2 (one
+	// server/internal/limits.Limits is built from them and given to both
+	// engines; zero means the default, negative none):
+	// ReadHeaderTimeout bounds sending a request head and the wait for a
+	// new connection's first request (default 20 s); IdleTimeout closes
+	// connections with no request in progress (default 75 s, as nginx's
+	// keepalive_timeout); MaxHeaderBytes bounds the request header (default
+	// 32 KiB; larger gets 431, RFC 6585 section 5); BodyReadTimeout is the
+	// longest silence while a handler reads a request body (default 60 s,
+	// nginx's client_body_timeout) and BodyMinRate the lowest average rate
+	// of a body in bytes/s after that grace (default 500); a client too
+	// slow gets 408 from the FastCGI and proxy handlers. WriteTimeout
+	// bounds a send that makes no progress (default 60 s, nginx's
+	// send_timeout): over HTTP/2 a stream without flow-control window for
+	// that long is reset, and a connection none of whose streams
+	// progresses is closed.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	// BodyReadTimeout bounds each wait for more of a request body over
-	// HTTP/1.x (default 60 s, as nginx's client_body_timeout): a client
-	// that stops sending gets 408 from the FastCGI and proxy handlers.
-	BodyReadTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	BodyMinRate       int64
+	WriteTimeout      time.Duration
 	// Engine selects the HTTP engines: "" or "arka" (packages h1 and h2),
 	// or "net/http" (the standard library's, for comparison and debugging).
 	Engine string
@@ -122,10 +134,11 @@ type PHP interface {
 // Server runs listeners for a configuration and swaps configurations on
 // reload. Create it with New, then call Apply.
 type Server struct {
-	o     Options
-	log   *slog.Logger
-	cache *static.Cache
-	pools *encoding.Pools
+	o      Options
+	limits limits.Limits // the engines' client limits, from o
+	log    *slog.Logger
+	cache  *static.Cache
+	pools  *encoding.Pools
 
 	started time.Time
 	history *status.History
@@ -149,15 +162,6 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	if o.ReadHeaderTimeout == 0 {
-		o.ReadHeaderTimeout = 20 * time.Second
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = 75 * time.Second
-	}
-	if o.MaxHeaderBytes == 0 {
-		o.MaxHeaderBytes = wire.DefaultMaxHeaderBytes
-	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
 	}
@@ -173,6 +177,10 @@ func New(o Options) *Server {
 	}
 	s := &Server{
 		o: o, log: o.Logger,
+		limits: limits.Limits{
+			ReadHeader: o.ReadHeaderTimeout, Idle: o.IdleTimeout, HeaderBytes: o.MaxHeaderBytes,
+			BodyRead: o.BodyReadTimeout, BodyMinRate: o.BodyMinRate, Write: o.WriteTimeout,
+		},
 		started:   time.Now(),
 		history:   status.NewHistory(),
 		cache:     static.NewCache(o.Cache),
@@ -534,22 +542,64 @@ type listener struct {
 	tlsc13 *tls.Config
 	hsTO   time.Duration
 	vh     atomic.Pointer[vhosts]
+
+	hsMu        sync.Mutex
+	handshaking map[net.Conn]struct{} // TLS handshakes in progress
+}
+
+// makeRoom closes up to n connections that hold a slot under the
+// connection limit without using it, most harmless first: idle HTTP/1.1
+// keep-alive connections, HTTP/2 connections with no running handler,
+// HTTP/1.1 connections still sending their request head, TLS handshakes in
+// progress; when from is valid, only connections from that address. It
+// returns how many it closed.
+func (l *listener) makeRoom(n int, from netip.Addr) int {
+	var match func(string) bool
+	if from.IsValid() {
+		match = func(remote string) bool {
+			ap, err := netip.ParseAddrPort(remote)
+			return err == nil && ap.Addr().Unmap() == from
+		}
+	}
+	k := l.h1.CloseIdle(n, match)
+	if k < n && l.h2 != nil {
+		k += l.h2.CloseIdle(n-k, match)
+	}
+	if k < n {
+		k += l.h1.CloseReadingHead(n-k, match)
+	}
+	if k < n {
+		l.hsMu.Lock()
+		for c := range l.handshaking {
+			if k >= n {
+				break
+			}
+			if match != nil && !match(c.RemoteAddr().String()) {
+				continue
+			}
+			c.Close()
+			delete(l.handshaking, c)
+			k++
+		}
+		l.hsMu.Unlock()
+	}
+	return k
 }
 
 // newListener sets up the engines for a bound socket; start serves it.
 func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listener {
 	sock := &socket{raw: raw}
-	l := &listener{addr: addr, tls: isTLS, sock: sock, ln: sock, hsTO: s.o.ReadHeaderTimeout, stopped: make(chan struct{})}
+	l := &listener{addr: addr, tls: isTLS, sock: sock, ln: sock, hsTO: s.limits.ReadHeaderTimeout(), stopped: make(chan struct{})}
 	var limited *limitListener
 	if s.o.MaxConns > 0 {
-		limited = &limitListener{Listener: sock, max: int64(s.o.MaxConns)}
+		limited = newLimitListener(sock, s.o.MaxConns)
 		l.ln = limited
 	}
 	l.srv = &http.Server{
 		Handler:           l,
-		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
-		IdleTimeout:       s.o.IdleTimeout,
-		MaxHeaderBytes:    s.o.MaxHeaderBytes,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout(),
+		IdleTimeout:       s.limits.IdleTimeout(),
+		MaxHeaderBytes:    s.limits.MaxHeaderBytes(),
 		ErrorLog:          log.New(&engineLog{log: s.log}, "", 0),
 	}
 	if isTLS {
@@ -573,26 +623,12 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 		l.tlsc.GetConfigForClient = l.configForClient
 	}
 	if s.o.Engine != "net/http" {
-		l.h1 = &h1.Server{
-			Handler:           l,
-			ReadHeaderTimeout: s.o.ReadHeaderTimeout,
-			IdleTimeout:       s.o.IdleTimeout,
-			BodyReadTimeout:   s.o.BodyReadTimeout,
-			MaxHeaderBytes:    s.o.MaxHeaderBytes,
-			Logger:            s.log,
-		}
-		l.h1.Rejected = l.rejected
+		l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
 		if limited != nil {
-			limited.closeIdle = l.h1.CloseIdle
+			limited.makeRoom = l.makeRoom
 		}
 		if isTLS {
-			l.h2 = &h2.Server{
-				Handler:        l,
-				MaxHeaderBytes: s.o.MaxHeaderBytes,
-				IdleTimeout:    s.o.IdleTimeout,
-				Logger:         s.log,
-				Rejected:       l.rejected,
-			}
+			l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
 		}
 	}
 	return l
@@ -684,11 +720,21 @@ func (l *listener) acceptTLS() error {
 }
 
 func (l *listener) handshake(c net.Conn) {
+	l.hsMu.Lock()
+	if l.handshaking == nil {
+		l.handshaking = map[net.Conn]struct{}{}
+	}
+	l.handshaking[c] = struct{}{}
+	l.hsMu.Unlock()
 	tc := tls.Server(c, l.tlsc)
 	if l.hsTO > 0 {
 		tc.SetDeadline(time.Now().Add(l.hsTO))
 	}
-	if err := tc.Handshake(); err != nil {
+	err := tc.Handshake()
+	l.hsMu.Lock()
+	delete(l.handshaking, c)
+	l.hsMu.Unlock()
+	if err != nil {
 		// Plain HTTP sent to the HTTPS port: say so, as nginx and net/http
 		// do, instead of closing without a word.
 		var re tls.RecordHeaderError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -504,32 +505,53 @@ func TestALPN(t *testing.T) {
 	}
 }
 
-// TestBodyReadTimeout: a client that stops sending the body it announced
+// TestBodyReadTimeout: a client that stops sending the body it announced,
+// or sends it below the minimum rate without ever being silent for long,
 // gets 408 (RFC 9110 section 15.5.9) from a proxy route after the body
-// read timeout, rather than holding the connection (and an upstream
-// connection) for ever.
+// read limits, over HTTP/1.1 and HTTP/2 alike, rather than holding the
+// connection (and an upstream connection) for ever.
 func TestBodyReadTimeout(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 	}))
 	defer up.Close()
-	e := servertest.StartWith(t, server.Options{BodyReadTimeout: 300 * time.Millisecond}, `default = true
+	e := servertest.StartWith(t, server.Options{BodyReadTimeout: 300 * time.Millisecond, BodyMinRate: 100}, `default = true
 listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
 [[routes]]
 path = "/"
 handler = { type = "proxy", upstreams = ["`+strings.TrimPrefix(up.URL, "http://")+`"] }
 `)
-	c, err := net.Dial("tcp", e.HTTP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write([]byte("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"))
-	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	b, _ := io.ReadAll(c)
-	if !strings.HasPrefix(string(b), "HTTP/1.1 408 ") {
-		t.Errorf("stalled body: %.60q, want 408", b)
-	}
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		for _, trickle := range []bool{false, true} {
+			pr, pw := io.Pipe()
+			go func() {
+				pw.Write([]byte("abc"))
+				for trickle {
+					time.Sleep(50 * time.Millisecond) // 20 bytes/s, never 300 ms of silence
+					if _, err := pw.Write([]byte("x")); err != nil {
+						return
+					}
+				}
+			}()
+			req, _ := http.NewRequest("POST", c.Base+"/upload", pr)
+			req.ContentLength = 1000
+			start := time.Now()
+			resp, err := c.HTTP.Do(req)
+			pw.CloseWithError(errors.New("done"))
+			if err != nil {
+				t.Fatalf("trickle %v: %v", trickle, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestTimeout {
+				t.Errorf("trickle %v: status %d, want 408", trickle, resp.StatusCode)
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("trickle %v: answered after %v", trickle, took)
+			}
+		}
+	})
 }
 
 // The certificate is read when the server builds the sites (arka -t too),

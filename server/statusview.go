@@ -78,7 +78,8 @@ func (s *Server) Snapshot() status.Snapshot {
 			seen[fs.Address] = true
 			snap.FastCGI = append(snap.FastCGI, status.FastCGIPool{
 				Address: fs.Address, MaxConns: fs.MaxConns, Busy: fs.Busy, Idle: fs.Idle,
-				Queued: fs.Queued, QueueSize: fs.QueueSize, Rejected: fs.Rejected,
+				Queued: fs.Queued, QueueSize: fs.QueueSize, Rejected: fs.Rejected, TimedOut: fs.TimedOut,
+				QueueWaits: fs.QueueWaits, QueueWaitSeconds: fs.QueueWaitTotal.Seconds(), QueueWaitMaxSeconds: fs.QueueWaitLongest.Seconds(),
 			})
 		}
 	}

@@ -37,12 +37,13 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
-// DefaultMaxSpool is the largest request body of unknown length (chunked)
-// spooled for a script when Options.MaxSpool is 0; larger ones get 413.
-const DefaultMaxSpool = 1 << 30
+// DefaultMaxSpool is the largest request body spooled for a script when
+// Options.MaxSpool is 0; larger ones get 413.
+const DefaultMaxSpool = spool.DefaultMax
 
 // retryAfter is the Retry-After value, in seconds, of a 503 from a full
 // queue or a queue timeout (RFC 9110 section 10.2.3).
@@ -114,6 +115,7 @@ type Handler struct {
 	static       http.Handler
 	tempDir      string
 	maxSpool     int64
+	buffering    bool // request_buffering: bodies read whole before a connection is taken
 
 	staticParams []byte // encoded pairs sent with every request
 	envParams    []byte // the route's env, sent last so it can override
@@ -174,6 +176,12 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 		if opts.PHPMaxConns > 0 {
 			opts.DefaultMaxConns = opts.PHPMaxConns
 		}
+	}
+	// Arka's own php-fpm (by name or by its address): its pm.max_children
+	// is known, so the pool need not probe for it.
+	known := 0
+	if h.address == opts.PHPAddress && opts.PHPAddress != "" {
+		known = opts.PHPMaxConns
 	}
 	if p, ok := strings.CutPrefix(h.address, "unix:"); ok {
 		if !filepath.IsAbs(p) {
@@ -239,6 +247,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	if h.maxSpool <= 0 {
 		h.maxSpool = DefaultMaxSpool
 	}
+	h.buffering = cfg.RequestBufferingEnabled()
 
 	logger := opts.Logger
 	if logger == nil {
@@ -258,7 +267,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	}
 	h.idle = make(chan struct{}, 1)
 	h.pool = h.pools.get(h.address)
-	h.pool.configure(h, h.maxConns, h.queueSize, func(ctx context.Context) (*conn, error) {
+	h.pool.configure(h, h.maxConns, h.queueSize, known, func(ctx context.Context) (*conn, error) {
 		if connectTimeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, connectTimeout)
@@ -315,6 +324,12 @@ type Stats struct {
 	TimedOut uint64 // pool: 503 after queue.timeout in the queue
 	Capped   uint64 // pool: times a new connection got no php-fpm worker and the pool stopped growing
 
+	// Pool: requests that waited in the queue, their total and longest
+	// wait (whether they then got a connection or a 503).
+	QueueWaits       uint64
+	QueueWaitTotal   time.Duration
+	QueueWaitLongest time.Duration
+
 	Requests uint64 // requests for a script
 	Errors   uint64 // 502, 503 and 504 for any other reason: connect, protocol, read timeout
 	Aborted  uint64 // clients that went away before their response was complete
@@ -324,7 +339,9 @@ type Stats struct {
 // Stats returns the current figures.
 func (h *Handler) Stats() Stats {
 	ps := h.pool.stats()
+	waits, total, longest := h.pool.queueWait()
 	return Stats{
+		QueueWaits: uint64(waits), QueueWaitTotal: total, QueueWaitLongest: longest,
 		Route: h.route, Address: h.address, MaxConns: ps.max, Limit: ps.limit, QueueSize: ps.queueMax,
 		Open: ps.open, Busy: ps.busy, Idle: ps.idle, Queued: ps.queued,
 		Rejected: h.pool.rejected.Load(), TimedOut: h.pool.timedOut.Load(), Capped: h.pool.capped.Load(),
@@ -477,8 +494,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) acquireError(w http.ResponseWriter, r *http.Request, t *target, err error) {
 	switch {
 	case err == errQueueFull || err == errQueueTimeout:
-		// Counted by the pool; not logged per request: the status page
-		// shows them, and a flood of 503s would flood the log.
+		// Counted by the pool (status page, Prometheus) and logged through
+		// the rate-limited error log, so a flood of 503s cannot flood it.
+		if err == errQueueTimeout {
+			h.elog.write(slog.LevelWarn, "fastcgi: 503: waited queue.timeout for a connection", "script", t.scriptName, "timeout", h.queueTimeout)
+		} else {
+			h.elog.write(slog.LevelWarn, "fastcgi: 503: queue full", "script", t.scriptName, "queue_size", h.queueSize)
+		}
 		w.Header().Set("Retry-After", retryAfter)
 		errpage.Write(w, r, http.StatusServiceUnavailable)
 	case err == errClosing:
@@ -507,7 +529,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		// The client stopped sending its body (the engine's body read
 		// timeout, like nginx's client_body_timeout).
 		errpage.Write(w, r, http.StatusRequestTimeout)
-	case strings.HasPrefix(err.Error(), "spool request body"):
+	case errors.As(err, new(*spool.WriteError)):
 		h.errs.Add(1)
 		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusInternalServerError)

@@ -98,6 +98,15 @@ type pool struct {
 
 	probeTimeout, idleTimeout time.Duration // the defaults; tests shorten them
 
+	// known is php-fpm's pm.max_children when Arka runs that php-fpm
+	// itself (Options.PHPMaxConns): while max is within it, connections
+	// are not probed, and the pool never caps itself.
+	known int
+
+	// Time requests spent in the queue: how many waited, in total and the
+	// longest (nanoseconds), for the status page.
+	waits, waitNanos, waitMax atomic.Int64
+
 	waiters sync.Pool
 
 	rejected, timedOut, capped atomic.Uint64
@@ -119,7 +128,9 @@ func newPool(address string) *pool {
 // by several handlers allows the largest max_conns and queue.size among
 // them (the probe finds out if php-fpm has fewer workers), and dials as
 // the latest handler says.
-func (p *pool) configure(user any, max, queueMax int, dial dialer, warn func(string, ...any)) {
+// known, when positive, is the pm.max_children of a php-fpm Arka runs
+// itself at this address.
+func (p *pool) configure(user any, max, queueMax, known int, dial dialer, warn func(string, ...any)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.users == nil {
@@ -127,8 +138,15 @@ func (p *pool) configure(user any, max, queueMax int, dial dialer, warn func(str
 	}
 	p.users[user] = [2]int{max, queueMax}
 	p.dial, p.warn = dial, warn
+	if known > 0 {
+		p.known = known
+	}
 	p.recompute()
 }
+
+// trusted reports (p.mu held) whether php-fpm's capacity is known to
+// cover max: then new connections need no probe.
+func (p *pool) trusted() bool { return p.known > 0 && p.max <= p.known }
 
 // unconfigure removes a handler's limits.
 func (p *pool) unconfigure(user any) {
@@ -199,6 +217,14 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 
 // wait waits in the queue for a grant.
 func (p *pool) wait(ctx context.Context, w *waiter, r *http.Request, queueTimeout time.Duration) (*conn, error) {
+	start := time.Now()
+	defer func() {
+		d := int64(time.Since(start))
+		p.waits.Add(1)
+		p.waitNanos.Add(d)
+		for m := p.waitMax.Load(); d > m && !p.waitMax.CompareAndSwap(m, d); m = p.waitMax.Load() {
+		}
+	}()
 	if w.timer == nil {
 		w.timer = time.NewTimer(queueTimeout)
 	} else {
@@ -251,7 +277,14 @@ func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.
 		p.release(nil, false)
 		return nil, err
 	}
-	err = p.probe(c, p.probeTimeout)
+	p.mu.Lock()
+	trusted := p.trusted()
+	p.mu.Unlock()
+	if trusted {
+		err = p.spawnProbe(ctx, c)
+	} else {
+		err = p.probe(c, p.probeTimeout)
+	}
 	if isTimeout(err) {
 		p.mu.Lock()
 		served := len(p.all)
@@ -281,7 +314,12 @@ func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.
 				p.pushFront(w)
 			}
 			p.mu.Unlock()
-			c.close()
+			// php-fpm may still be spawning a worker (pm = ondemand or
+			// dynamic spawn at most once a second): keep waiting for the
+			// probe's answer off the request path; if it comes, the
+			// connection joins the pool and the cap is lifted, so a pool
+			// never stays shrunk because a spawn was slow.
+			go p.lateProbe(c)
 			p.capped.Add(1)
 			if news {
 				warn(fmt.Sprintf("fastcgi: a new connection got no php-fpm worker within %v while %d connections held theirs: "+
@@ -306,6 +344,77 @@ func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.
 	}
 	p.mu.Unlock()
 	return c, nil
+}
+
+// spawnProbe probes a new connection to Arka's own php-fpm, whose
+// pm.max_children is known to cover max: the question is not whether a
+// worker exists but when php-fpm starts it. With pm = ondemand, php-fpm
+// forks a worker when its listening socket signals a new connection
+// (edge-triggered, so connections arriving together count once) and no
+// worker looks idle (one between two requests on a kept connection does).
+// So while the probe is unanswered, another connection is opened and
+// closed every kickEvery, a new signal for php-fpm to look again; the
+// pool never caps itself here. After spawnWait unanswered, the usual cap
+// applies (php-fpm is not what Arka thinks).
+func (p *pool) spawnProbe(ctx context.Context, c *conn) error {
+	deadline := time.Now().Add(spawnWait)
+	for {
+		err := p.probe(c, kickEvery)
+		if !isTimeout(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		p.mu.Lock()
+		dial := p.dial
+		p.mu.Unlock()
+		if k, err := dial(ctx); err == nil {
+			k.close()
+		}
+	}
+}
+
+const (
+	kickEvery = 50 * time.Millisecond
+	spawnWait = 5 * time.Second
+)
+
+// lateProbe waits for the answer to a probe that timed out (up to the
+// connection's read timeout). Answered, the connection has a worker: the
+// learnt capacity grows to the connections that have one (the cap goes
+// when that reaches max) and the connection goes to the oldest waiter, or
+// idle; otherwise it is closed.
+func (p *pool) lateProbe(c *conn) {
+	if err := p.probe(c, c.timeout); err != nil {
+		c.close()
+		return
+	}
+	p.mu.Lock()
+	if p.closing || p.open >= p.max {
+		p.mu.Unlock()
+		c.close()
+		return
+	}
+	p.open++
+	p.busy++
+	p.all[c] = struct{}{}
+	if p.capN > 0 && len(p.all) > p.capN {
+		p.capN = len(p.all)
+	}
+	if p.capN >= p.max {
+		p.capN = 0
+	}
+	p.mu.Unlock()
+	p.release(c, true)
+}
+
+// forget removes c from the connections that passed their probe (p.mu
+// held). When none is left, php-fpm went away or restarted: what the pool
+// learnt of its capacity no longer holds, and the next connections find
+// out again (full capacity returns at once).
+func (p *pool) forget(c *conn) {
+	delete(p.all, c)
+	if len(p.all) == 0 {
+		p.capN = 0
+	}
 }
 
 // probe sends a request for a script that does not exist and reads the
@@ -364,7 +473,7 @@ func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 // new connection too.
 func (p *pool) redial(ctx context.Context, old *conn) (*conn, error) {
 	p.mu.Lock()
-	delete(p.all, old)
+	p.forget(old)
 	dial := p.dial
 	p.mu.Unlock()
 	old.close()
@@ -390,7 +499,7 @@ func (p *pool) release(c *conn, reusable bool) {
 	p.mu.Lock()
 	p.busy--
 	if c != nil && (!reusable || p.open > p.limit()) {
-		delete(p.all, c)
+		p.forget(c)
 		toClose, c = c, nil
 	}
 	if w := p.head; w != nil && (c != nil || p.open <= p.limit()) {
@@ -595,6 +704,12 @@ func (p *pool) shutdown(ctx context.Context) error {
 // poolStats is a consistent snapshot of the pool's gauges.
 type poolStats struct {
 	max, queueMax, limit, open, busy, idle, queued int
+}
+
+// queueWait reports how many requests waited in the queue, their total
+// and their longest wait.
+func (p *pool) queueWait() (n int64, total, longest time.Duration) {
+	return p.waits.Load(), time.Duration(p.waitNanos.Load()), time.Duration(p.waitMax.Load())
 }
 
 func (p *pool) stats() poolStats {

@@ -613,12 +613,14 @@ func TestWorkerKilledUnderPOST(t *testing.T) {
 }
 
 // TestWorkerKilledUnderUpload: the php-fpm worker reading a streamed
-// request body dies. That is php-fpm's failure, not the client's: 502 and
-// an error-log line, not 400.
+// request body (request_buffering = false) dies. That is php-fpm's
+// failure, not the client's: 502 and an error-log line, not 400.
 func TestWorkerKilledUnderUpload(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
+	streaming := false
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		c.MaxConns = config.AutoInt{Set: true, Value: 1}
+		c.RequestBuffering = &streaming
 	})
 	p := protos(t, h)[0]
 	_, body := get(t, p.client, p.url+"/app/pid.php") // the one worker, kept

@@ -24,6 +24,7 @@ type body struct {
 	expect    bool // Expect: 100-continue not yet answered
 	closed    bool
 	maxTrail  int
+	read      int64 // body bytes read so far (for the minimum rate)
 	// done is set once the body has been read to its end; wantWatch, when
 	// set, is a request context whose watcher waits for that (ctx.go).
 	done      atomic.Bool
@@ -33,8 +34,9 @@ type body struct {
 var errBodyAfterClose = errors.New("h1: read on closed body")
 
 func (b *body) reset(c *conn, req *http.Request, n int64, chunked, expect bool) {
-	b.c, b.req, b.remaining, b.chunked, b.expect, b.maxTrail = c, req, n, chunked, expect, c.srv.maxHeaderBytes()
+	b.c, b.req, b.remaining, b.chunked, b.expect, b.maxTrail = c, req, n, chunked, expect, c.srv.Limits.MaxHeaderBytes()
 	b.eof, b.err, b.closed = false, nil, false
+	b.read = 0
 	b.wantWatch.Store(nil)
 	if chunked {
 		b.remaining = 0 // of the current chunk
@@ -59,7 +61,7 @@ func (b *body) Read(p []byte) (int, error) {
 		b.c.send100()
 	}
 	if b.c.br.Buffered() == 0 {
-		b.c.armBodyRead()
+		b.c.armBodyRead(b.read)
 	}
 	var n int
 	var err error
@@ -78,6 +80,7 @@ func (b *body) Read(p []byte) (int, error) {
 			err = io.ErrUnexpectedEOF
 		}
 	}
+	b.read += int64(n)
 	if err != nil {
 		b.err = err
 	}

@@ -21,8 +21,10 @@ import (
 )
 
 const (
-	stateIdle int32 = iota
-	stateActive
+	stateIdle   int32 = iota // kept alive, waiting for the next request's first byte
+	stateNew                 // new, waiting for the first request's first byte
+	stateHead                // reading a request head
+	stateActive              // serving a request
 	stateHijacked
 )
 
@@ -55,6 +57,7 @@ type conn struct {
 	cancel context.CancelFunc
 	tmpl   *http.Request // carries ctx; copied for each request
 	state  atomic.Int32
+	seq    uint64 // order of acceptance (Server.seq)
 
 	url      url.URL
 	header   http.Header
@@ -74,6 +77,7 @@ type conn struct {
 	rmu       sync.Mutex
 	rfixed    bool
 	bodyArmed time.Time
+	bodyStart time.Time // the first armBodyRead of the request
 
 	wdeadline time.Time // the write deadline in force
 	wfixed    bool      // a handler set the write deadline itself
@@ -86,7 +90,7 @@ type deadlineWriter struct{ c *conn }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
 	c := d.c
-	if to := c.srv.writeTimeout(); to > 0 && !c.wfixed {
+	if to := c.srv.Limits.WriteTimeout(); to > 0 && !c.wfixed {
 		now := time.Now()
 		if c.wdeadline.Sub(now) < to-time.Second {
 			c.wdeadline = now.Add(to)
@@ -131,7 +135,11 @@ func (c *conn) serve() {
 		}
 	}()
 	for first := true; ; first = false {
-		c.state.Store(stateIdle)
+		if first {
+			c.state.Store(stateNew)
+		} else {
+			c.state.Store(stateIdle)
+		}
 		if c.srv.closing.Load() {
 			return
 		}
@@ -139,9 +147,9 @@ func (c *conn) serve() {
 			// A new connection gets the header timeout for its first
 			// request (nginx's client_header_timeout), a kept-alive one
 			// the idle timeout.
-			wait := c.srv.IdleTimeout
-			if first && c.srv.ReadHeaderTimeout > 0 && (wait <= 0 || c.srv.ReadHeaderTimeout < wait) {
-				wait = c.srv.ReadHeaderTimeout
+			wait := c.srv.Limits.IdleTimeout()
+			if rht := c.srv.Limits.ReadHeaderTimeout(); first && rht > 0 && (wait <= 0 || rht < wait) {
+				wait = rht
 			}
 			if wait > 0 {
 				c.setReadDeadline(time.Now().Add(wait))
@@ -155,15 +163,17 @@ func (c *conn) serve() {
 				return
 			}
 		}
-		c.state.Store(stateActive)
-		if rht := c.srv.ReadHeaderTimeout; rht > 0 && !c.headerBuffered() {
+		c.state.Store(stateHead)
+		if rht := c.srv.Limits.ReadHeaderTimeout(); rht > 0 && !c.headerBuffered() {
 			c.setReadDeadline(time.Now().Add(rht))
 		}
 		req, err := c.readRequest()
 		if err != nil {
+			c.state.Store(stateActive) // the error answer is written
 			c.writeError(err)
 			return
 		}
+		c.state.Store(stateActive)
 		if req.Body != http.NoBody {
 			// Bodies are read at the handler's pace (it may set its own
 			// deadlines through http.ResponseController).
@@ -220,19 +230,24 @@ func (c *conn) releaseWriter() {
 // unknownDeadline marks c.deadline as not known (see serve).
 var unknownDeadline = time.Unix(3, 0)
 
-// armBodyRead pushes the read deadline BodyReadTimeout ahead before a
-// body read that will wait for the client, at most once a second, unless
-// the handler set its own.
-func (c *conn) armBodyRead() {
-	to := c.srv.bodyReadTimeout()
+// armBodyRead sets the read deadline before a body read that will wait
+// for the client, at most once a second (or an eighth of the timeout, if
+// shorter), unless the handler set its own:
+// Limits.BodyRead of silence, and no later than the minimum rate allows
+// for the received bytes (limits.Limits.BodyDeadline).
+func (c *conn) armBodyRead(received int64) {
+	to := c.srv.Limits.BodyReadTimeout()
 	if to <= 0 {
 		return
 	}
 	c.rmu.Lock()
 	if !c.rfixed {
-		if now := time.Now(); now.Sub(c.bodyArmed) >= time.Second {
+		if now := time.Now(); now.Sub(c.bodyArmed) >= min(time.Second, to/8) {
+			if c.bodyArmed.IsZero() {
+				c.bodyStart = now
+			}
 			c.bodyArmed = now
-			c.rwc.SetReadDeadline(now.Add(to))
+			c.rwc.SetReadDeadline(c.srv.Limits.BodyDeadline(c.bodyStart, now, received))
 		}
 	}
 	c.rmu.Unlock()
@@ -332,7 +347,7 @@ func (c *conn) send100() {
 
 // readRequest parses one request (RFC 9112 sections 2-7).
 func (c *conn) readRequest() (*http.Request, error) {
-	max := c.srv.maxHeaderBytes()
+	max := c.srv.Limits.MaxHeaderBytes()
 	var line []byte
 	var err error
 	c.line = c.line[:0]
@@ -573,25 +588,9 @@ func (c *conn) readRequest() (*http.Request, error) {
 var chunkedTE = []string{"chunked"}
 
 func parseContentLength(vals []string) (int64, error) {
-	var n int64 = -1
-	for _, line := range vals {
-		for _, p := range strings.Split(line, ",") {
-			p = strings.TrimSpace(p)
-			if p == "" || len(p) > 18 {
-				return 0, badRequest("malformed Content-Length")
-			}
-			var v int64
-			for i := 0; i < len(p); i++ {
-				if p[i] < '0' || p[i] > '9' {
-					return 0, badRequest("malformed Content-Length")
-				}
-				v = v*10 + int64(p[i]-'0')
-			}
-			if n >= 0 && v != n {
-				return 0, badRequest("conflicting Content-Length values")
-			}
-			n = v
-		}
+	n, err := wire.ParseContentLength(vals)
+	if err != nil {
+		return 0, badRequest(err.Error())
 	}
 	return n, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/h1"
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // start runs an h1.Server with h on a loopback port.
@@ -25,7 +26,7 @@ func start(t *testing.T, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &h1.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10}
+	s := &h1.Server{Handler: h, Limits: limits.Limits{ReadHeader: 5 * time.Second, Idle: 10 * time.Second, HeaderBytes: 8 << 10}}
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Close() })
 	return ln.Addr().String()
@@ -553,7 +554,7 @@ func TestPanicAndShutdown(t *testing.T) {
 func TestWriteTimeout(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	failed := make(chan error, 1)
-	s := &h1.Server{WriteTimeout: 300 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &h1.Server{Limits: limits.Limits{Write: 300 * time.Millisecond}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := make([]byte, 64<<10)
 		for i := 0; i < 1000; i++ {
 			if _, err := w.Write(chunk); err != nil {
@@ -619,7 +620,7 @@ func TestExpectRFC9110(t *testing.T) {
 // and a deadline the handler sets itself wins over it.
 func TestBodyReadTimeout(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	s := &h1.Server{BodyReadTimeout: 300 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &h1.Server{Limits: limits.Limits{BodyRead: 300 * time.Millisecond}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/own" {
 			// The handler's own (longer) deadline replaces the timeout.
 			http.NewResponseController(w).SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
@@ -693,7 +694,7 @@ func TestRejectedHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &h1.Server{Handler: echo, MaxHeaderBytes: 8 << 10, Rejected: func(r *http.Request, status int, n int64) {
+	s := &h1.Server{Handler: echo, Limits: limits.Limits{HeaderBytes: 8 << 10}, Rejected: func(r *http.Request, status int, n int64) {
 		calls <- call{r.Method, r.RequestURI, r.Proto, status, n}
 	}}
 	go s.Serve(ln)

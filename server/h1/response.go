@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arkaweb/arka/server/internal/core"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -56,23 +57,15 @@ func (w *response) WriteHeader(code int) {
 	if w.wroteHeader {
 		return
 	}
-	if code < 100 || code > 999 {
-		panic("h1: invalid WriteHeader code " + strconv.Itoa(code))
-	}
-	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+	core.CheckStatus("h1", code)
+	if core.Interim(code) {
 		w.writeInformational(code)
 		return
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = !(code == http.StatusNoContent || code == http.StatusNotModified || code < 200)
-	if v := w.header["Content-Length"]; len(v) == 1 {
-		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
-			w.cl = n
-		} else {
-			delete(w.header, "Content-Length")
-		}
-	}
+	w.bodyOK = core.BodyAllowed(code)
+	w.cl = core.DeclaredLength(w.header)
 }
 
 func (w *response) writeInformational(code int) {
@@ -94,11 +87,8 @@ func (w *response) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if !w.bodyOK {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
-		return 0, http.ErrContentLength
+	if err := core.CheckWrite(w.bodyOK, w.cl, w.written, len(p)); err != nil {
+		return 0, err
 	}
 	w.written += int64(len(p))
 	if w.head {

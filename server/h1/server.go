@@ -12,44 +12,35 @@
 package h1
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/arkaweb/arka/server/internal/wire"
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // Server serves HTTP/1.x connections.
 type Server struct {
 	Handler http.Handler
-	// ReadHeaderTimeout bounds reading a request's header fields once its
-	// first byte arrived, and the wait for the first request on a new
-	// connection; IdleTimeout bounds the wait for the next request on a
-	// kept-alive connection. Zero means no limit.
-	ReadHeaderTimeout time.Duration
-	IdleTimeout       time.Duration
-	// WriteTimeout bounds each write to the client: one that reads nothing
-	// for this long is dropped (like nginx's send_timeout). Default 60 s;
-	// negative means none. Handlers may set their own deadlines.
-	WriteTimeout time.Duration
-	// BodyReadTimeout bounds each wait for more of a request body (like
-	// nginx's client_body_timeout): a client that sends nothing for this
-	// long makes the handler's body read fail with an error for which
-	// os.IsTimeout is true (handlers answer 408), and the connection is
-	// closed after the response. Default 60 s; negative means none. A
-	// handler's own read deadline (http.ResponseController) replaces it
-	// for the rest of the request.
-	BodyReadTimeout time.Duration
-	// MaxHeaderBytes bounds the request line and header fields; beyond it
-	// the client gets 431 (414 when the request line alone is too long).
-	// Default 32 KiB.
-	MaxHeaderBytes int
+	// Limits are the client limits (server/internal/limits): header read
+	// (also the wait for a new connection's first request), idle keep-alive,
+	// body silence and minimum rate (a slow body makes the handler's read
+	// fail with an error for which os.IsTimeout is true; handlers answer
+	// 408 and the connection is closed after the response; a handler's own
+	// read deadline, through http.ResponseController, replaces them for the
+	// rest of the request), write progress (a client that reads nothing
+	// for Limits.Write is dropped, like nginx's send_timeout; handlers may
+	// set their own deadlines) and header bytes (431 beyond, 414 when the
+	// request line alone is too long). Zero fields take the defaults.
+	Limits limits.Limits
 	// Logger receives engine-level problems (panics in handlers). Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -69,32 +60,11 @@ type Server struct {
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
 	wg        sync.WaitGroup
+	seq       uint64 // connections accepted (conn.seq), under mu
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = http.ErrServerClosed
-
-func (s *Server) maxHeaderBytes() int {
-	if s.MaxHeaderBytes > 0 {
-		return s.MaxHeaderBytes
-	}
-	return wire.DefaultMaxHeaderBytes
-}
-
-func (s *Server) bodyReadTimeout() time.Duration { return orDefault(s.BodyReadTimeout, time.Minute) }
-
-func (s *Server) writeTimeout() time.Duration { return orDefault(s.WriteTimeout, time.Minute) }
-
-// orDefault reads a timeout field: zero means def, negative means none (0).
-func orDefault(d, def time.Duration) time.Duration {
-	switch {
-	case d < 0:
-		return 0
-	case d == 0:
-		return def
-	}
-	return d
-}
 
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
@@ -172,6 +142,8 @@ func (s *Server) track(c *conn, add bool) bool {
 		if s.conns == nil {
 			s.conns = map[*conn]struct{}{}
 		}
+		s.seq++
+		c.seq = s.seq
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		return true
@@ -201,7 +173,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		for c := range s.conns {
-			if c.state.Load() == stateIdle {
+			if st := c.state.Load(); st == stateIdle || st == stateNew {
 				c.rwc.Close()
 			}
 		}
@@ -217,23 +189,44 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// CloseIdle closes up to n connections that are waiting for their next
-// request, to make room under a connection limit (as nginx reuses idle
-// keep-alive connections). It returns how many it closed.
-func (s *Server) CloseIdle(n int) int {
+// CloseIdle closes up to n kept-alive connections that are waiting for
+// their next request, to make room under a connection limit (as nginx
+// reuses idle keep-alive connections); with match set, only those whose
+// remote address (host:port) it accepts. It returns how many it closed.
+func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
+	return s.closeIn(stateIdle, stateIdle, n, match)
+}
+
+// CloseReadingHead closes up to n connections that have not sent a whole
+// request head yet (new ones included), oldest first: the second choice
+// under a connection limit, as a slowloris client drips header bytes (or
+// sends nothing) to hold its slots, while a real client sends its head in
+// one go right after connecting. match is as for CloseIdle. It returns how
+// many it closed.
+func (s *Server) CloseReadingHead(n int, match func(remote string) bool) int {
+	return s.closeIn(stateNew, stateHead, n, match)
+}
+
+// closeIn closes up to n connections in state a or b, oldest first: a
+// connection just accepted, whose client is about to send its request, is
+// the last to go.
+func (s *Server) closeIn(a, b int32, n int, match func(string) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	closed := 0
+	var cand []*conn
 	for c := range s.conns {
-		if closed >= n {
-			break
-		}
-		if c.state.Load() == stateIdle {
-			c.rwc.Close()
-			closed++
+		if st := c.state.Load(); (st == a || st == b) && (match == nil || match(c.remote)) {
+			cand = append(cand, c)
 		}
 	}
-	return closed
+	if len(cand) > n {
+		slices.SortFunc(cand, func(a, b *conn) int { return cmp.Compare(a.seq, b.seq) })
+		cand = cand[:n]
+	}
+	for _, c := range cand {
+		c.rwc.Close()
+	}
+	return len(cand)
 }
 
 // Close closes listeners and every connection at once.

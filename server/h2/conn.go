@@ -47,11 +47,22 @@ type conn struct {
 	// (RFC 9113 section 5.1, "closed").
 	resetIDs [32]uint32
 	resetPos int
-	resets   int // streams the client reset while we still worked on them
+	// resetLevel is a leaky bucket of the streams the client reset while
+	// we still worked on them, as of resetAt: the "rapid reset" guard.
+	resetLevel float64
+	resetAt    time.Time
+	guard      frameGuard // bounds header blocks (CONTINUATION)
 
-	smu     sync.Mutex
-	streams map[uint32]*stream
-	active  int // streams whose handler runs
+	smu       sync.Mutex
+	streams   map[uint32]*stream
+	active    int       // streams whose handler runs
+	idleSince time.Time // when active last became 0
+	rdeadline time.Time // the read deadline in force (under smu)
+
+	// Under wmu: streams whose handler waits for stream window, and when
+	// a DATA frame was last queued (the connection's progress).
+	stalled      int
+	lastProgress time.Time
 
 	// Output, guarded by wmu.
 	wmu        sync.Mutex
@@ -99,7 +110,10 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.tmpl = (&http.Request{}).WithContext(c.ctx)
 	c.br = bufio.NewReaderSize(rw, 32<<10)
-	c.fr = http2.NewFramer(io.Discard, c.br)
+	c.idleSince = time.Now()
+	c.lastProgress = c.idleSince
+	c.guard = frameGuard{c: c}
+	c.fr = http2.NewFramer(io.Discard, &c.guard)
 	c.fr.SetMaxReadFrameSize(maxFrameRead)
 	// The decoder keeps going well past our limit so that one large field
 	// (a 40 KB cookie) is a 431 for its stream, as over HTTP/1.1, rather
@@ -125,8 +139,12 @@ func (c *conn) serve() {
 	}()
 	go c.writeLoop()
 
-	// RFC 9113 section 3.4: the client preface, then SETTINGS.
-	c.rwc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// RFC 9113 section 3.4: the client preface, then SETTINGS, within the
+	// header read timeout.
+	if to := c.srv.Limits.ReadHeaderTimeout(); to > 0 {
+		c.rdeadline = time.Now().Add(to)
+		c.rwc.SetReadDeadline(c.rdeadline)
+	}
 	var pre [len(clientPreface)]byte
 	if _, err := io.ReadFull(c.br, pre[:]); err != nil || string(pre[:]) != clientPreface {
 		return
@@ -144,7 +162,9 @@ func (c *conn) serve() {
 	c.kickWriter()
 
 	for {
-		c.setReadDeadline()
+		if c.sawSettings {
+			c.setReadDeadline()
+		}
 		f, err := c.fr.ReadFrame()
 		if err != nil {
 			c.readError(err)
@@ -158,18 +178,28 @@ func (c *conn) serve() {
 	}
 }
 
-// setReadDeadline arms the idle timeout while no stream is open.
+// setReadDeadline arms the idle timeout while no handler runs.
 func (c *conn) setReadDeadline() {
 	if c.br.Buffered() > 0 {
 		return
 	}
 	c.smu.Lock()
-	n := len(c.streams)
+	c.armIdleLocked()
 	c.smu.Unlock()
-	if n == 0 && c.srv.IdleTimeout > 0 {
-		c.rwc.SetReadDeadline(time.Now().Add(c.srv.IdleTimeout))
-	} else {
-		c.rwc.SetReadDeadline(time.Time{})
+}
+
+// armIdleLocked sets the read deadline (smu held): Limits.Idle after the
+// last handler ended while none runs, else none. Frames that start no
+// stream (PING, WINDOW_UPDATE, a body for a finished handler) do not move
+// it, so a connection whose streams make no progress ends as idle.
+func (c *conn) armIdleLocked() {
+	var d time.Time
+	if to := c.srv.Limits.IdleTimeout(); c.active == 0 && to > 0 {
+		d = c.idleSince.Add(to)
+	}
+	if !d.Equal(c.rdeadline) {
+		c.rdeadline = d
+		c.rwc.SetReadDeadline(d)
 	}
 }
 
@@ -192,7 +222,20 @@ func (c *conn) readError(err error) {
 		c.goAway(http2.ErrCodeFrameSize)
 		return
 	}
-	// EOF, timeouts, resets: nothing to say.
+	if errors.Is(err, errHeaderBlock) {
+		c.goAway(http2.ErrCodeEnhanceYourCalm)
+		return
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		if c.guard.inBlock {
+			c.goAway(http2.ErrCodeEnhanceYourCalm) // a header block too slow
+		} else {
+			c.goAway(http2.ErrCodeNo) // idle
+		}
+		return
+	}
+	// EOF, resets: nothing to say.
 }
 
 // handleError answers an error from processing a frame. It reports
@@ -374,13 +417,8 @@ func (c *conn) onRSTStream(f *http2.RSTStreamFrame) error {
 	if st == nil {
 		return nil
 	}
-	if st.handlerRunning() {
-		c.resets++
-		// Many streams reset while we work on them: the "rapid reset"
-		// attack (CVE-2023-44487).
-		if c.resets > 2*int(c.srv.maxStreams())+100 {
-			return connErr(http2.ErrCodeEnhanceYourCalm)
-		}
+	if st.handlerRunning() && c.rapidReset(time.Now()) {
+		return connErr(http2.ErrCodeEnhanceYourCalm)
 	}
 	st.abort(errStreamReset)
 	c.closeStream(st)
@@ -388,6 +426,25 @@ func (c *conn) onRSTStream(f *http2.RSTStreamFrame) error {
 }
 
 var errStreamReset = errors.New("h2: stream reset by the client")
+
+// Rapid-reset guard (CVE-2023-44487): streams the client resets while
+// their handler runs fill a bucket that leaks resetRate a second; past
+// resetBurst the connection is closed. A browser cancelling now and then
+// never gets near it; a flood of HEADERS+RST_STREAM does within a second.
+const resetRate = 100
+
+func (c *conn) resetBurst() float64 { return float64(2*c.srv.maxStreams() + 100) }
+
+// rapidReset counts one reset at now and reports whether the connection
+// is over the limit.
+func (c *conn) rapidReset(now time.Time) bool {
+	if !c.resetAt.IsZero() {
+		c.resetLevel = max(0, c.resetLevel-now.Sub(c.resetAt).Seconds()*resetRate)
+	}
+	c.resetAt = now
+	c.resetLevel++
+	return c.resetLevel > c.resetBurst()
+}
 
 // onData delivers request body bytes (section 6.1) under flow control.
 func (c *conn) onData(f *http2.DataFrame) error {
@@ -602,7 +659,9 @@ func (c *conn) writeLoop() {
 			c.writing = true
 			c.wcond.Broadcast() // writers waiting for room in the output
 			c.wmu.Unlock()
-			c.rwc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if to := c.srv.Limits.WriteTimeout(); to > 0 {
+				c.rwc.SetWriteDeadline(time.Now().Add(to))
+			}
 			_, err := c.rwc.Write(buf)
 			c.wmu.Lock()
 			c.writing = false
@@ -638,9 +697,107 @@ func (c *conn) closeStream(st *stream) {
 	}
 }
 
+// progressing reports whether some stream of the connection has a handler
+// that is not waiting on the client (for body bytes or window): a
+// connection that holds a slot only through streams the client starves
+// may be closed to make room (Server.CloseIdle).
+func (c *conn) progressing() bool {
+	c.smu.Lock()
+	active := c.active
+	starved := 0
+	if active > 0 {
+		for _, st := range c.streams {
+			if st.running.Load() && st.body.starved() {
+				starved++
+			}
+		}
+	}
+	c.smu.Unlock()
+	if active == 0 {
+		return false
+	}
+	c.wmu.Lock()
+	starved += c.stalled
+	c.wmu.Unlock()
+	return starved < active
+}
+
 // maybeClose closes a stream whose both halves are done.
 func (c *conn) maybeClose(st *stream) {
 	if st.remoteClosed && st.localClosed.Load() {
 		c.closeStream(st)
 	}
+}
+
+// frameGuard sits between the connection's buffered reader and the
+// framer, and reads frame headers as they pass: x/net's framer assembles a
+// header block (HEADERS and CONTINUATION frames) inside one ReadFrame, so
+// the bound of RFC 9113 section 10.5 ("CONTINUATION flood") must be kept
+// here. A header block may have maxBlockFrames frames and must end within
+// the header read timeout; beyond either the connection gets GOAWAY
+// ENHANCE_YOUR_CALM. Reads never cross a frame header, so each is seen
+// whole. Used by the reader goroutine only.
+type frameGuard struct {
+	c       *conn
+	hdr     [9]byte
+	hn      int    // bytes of hdr read
+	payload uint32 // bytes of the current frame's payload left
+	inBlock bool   // in a header block without END_HEADERS yet
+	frames  int    // frames of the current header block
+}
+
+const maxBlockFrames = 64
+
+var errHeaderBlock = errors.New("h2: header block too long (CONTINUATION frames)")
+
+func (g *frameGuard) Read(p []byte) (int, error) {
+	if g.payload > 0 {
+		if uint32(len(p)) > g.payload {
+			p = p[:g.payload]
+		}
+		n, err := g.c.br.Read(p)
+		g.payload -= uint32(n)
+		return n, err
+	}
+	if len(p) > len(g.hdr)-g.hn {
+		p = p[:len(g.hdr)-g.hn]
+	}
+	n, err := g.c.br.Read(p)
+	copy(g.hdr[g.hn:], p[:n])
+	g.hn += n
+	if g.hn == len(g.hdr) {
+		g.hn = 0
+		g.payload = uint32(g.hdr[0])<<16 | uint32(g.hdr[1])<<8 | uint32(g.hdr[2])
+		if err := g.frame(http2.FrameType(g.hdr[3]), http2.Flags(g.hdr[4])); err != nil {
+			return 0, err // not n: io.ReadFull would drop the error of a full read
+		}
+	}
+	return n, err
+}
+
+// frame notes a frame header; it fails a header block over its bounds.
+func (g *frameGuard) frame(t http2.FrameType, fl http2.Flags) error {
+	switch {
+	case t == http2.FrameHeaders && !fl.Has(http2.FlagHeadersEndHeaders):
+		g.inBlock, g.frames = true, 1
+		// The block must end within the header read timeout.
+		if to := g.c.srv.Limits.ReadHeaderTimeout(); to > 0 {
+			g.c.smu.Lock()
+			d := time.Now().Add(to)
+			if g.c.rdeadline.IsZero() || d.Before(g.c.rdeadline) {
+				g.c.rdeadline = d
+				g.c.rwc.SetReadDeadline(d)
+			}
+			g.c.smu.Unlock()
+		}
+	case t == http2.FrameContinuation && g.inBlock:
+		g.frames++
+		if g.frames > maxBlockFrames {
+			return errHeaderBlock
+		}
+		if fl.Has(http2.FlagContinuationEndHeaders) {
+			g.inBlock = false
+		}
+	}
+	return nil
 }

@@ -28,12 +28,17 @@ func selfSigned(t testing.TB) tls.Certificate {
 // start serves h with an h2.Server behind a TLS listener offering only h2.
 func start(t testing.TB, h http.Handler) (addr string, srv *h2.Server) {
 	t.Helper()
+	return startServer(t, &h2.Server{Handler: h})
+}
+
+// startServer serves with srv (its limits set by the test).
+func startServer(t testing.TB, srv *h2.Server) (string, *h2.Server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, NextProtos: []string{"h2"}}
-	srv = &h2.Server{Handler: h}
 	go func() {
 		for {
 			c, err := ln.Accept()

@@ -2,7 +2,6 @@ package h2
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/arkaweb/arka/server/internal/wire"
@@ -55,6 +54,16 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if n >= int(c.srv.maxStreams()) {
 		return streamErr(id, http2.ErrCodeRefusedStream) // section 5.1.2
 	}
+	c.wmu.Lock()
+	stalled := c.stalled
+	c.wmu.Unlock()
+	if stalled >= maxStalled {
+		// Streams the client gives no window hold their handler and its
+		// buffers: a connection may have maxStalled of them at once, so
+		// their cost is bounded per connection; more are refused until
+		// some progress (section 8.7: REFUSED_STREAM may be retried).
+		return streamErr(id, http2.ErrCodeRefusedStream)
+	}
 	if f.HasPriority() && f.Priority.StreamDep == id {
 		return streamErr(id, http2.ErrCodeProtocol)
 	}
@@ -79,6 +88,10 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.srv.pool.run(st.run)
 	return nil
 }
+
+// maxStalled bounds the streams of a connection waiting for stream window
+// at once (see onHeaders).
+const maxStalled = 16
 
 // refuse answers a request with an error status without a handler.
 func (c *conn) refuse(id uint32, status int, ended bool) {
@@ -238,8 +251,8 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	r.URL = u
 
 	if cl := h["Content-Length"]; len(cl) > 0 {
-		n, ok := parseContentLength(cl)
-		if !ok {
+		n, err := wire.ParseContentLength(cl) // as HTTP/1.1: digits only, no "+0"
+		if err != nil {
 			return nil, perr()
 		}
 		st.declaredCL = n
@@ -282,18 +295,6 @@ func pathOK(p string) bool {
 		}
 	}
 	return true
-}
-
-func parseContentLength(vals []string) (int64, bool) {
-	var n int64 = -1
-	for _, v := range vals {
-		m, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || m < 0 || n >= 0 && m != n {
-			return 0, false
-		}
-		n = m
-	}
-	return n, true
 }
 
 // setPath fills u.Path and, when the encoding is not the default one,

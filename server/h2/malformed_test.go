@@ -105,6 +105,11 @@ func TestRequestTarget(t *testing.T) {
 		{"8.3.1 fragment in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/a#b"}}, ""},
 		{"8.3.1 UTF-8 in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/é"}}, "GET /é HTTP/2.0 host=a"},
 		{"8.5 CONNECT", [][2]string{{":method", "CONNECT"}, {":authority", "example.org:443"}}, "CONNECT  HTTP/2.0 host=example.org:443"},
+		// Content-Length as HTTP/1.1 reads it (one shared parser): digits only.
+		{"8.1.1 content-length 0", req([2]string{":authority", "a"}, [2]string{"content-length", "0"}), "GET /p HTTP/2.0 host=a"},
+		{"8.1.1 content-length +0", req([2]string{":authority", "a"}, [2]string{"content-length", "+0"}), ""},
+		{"8.1.1 content-length -0", req([2]string{":authority", "a"}, [2]string{"content-length", "-0"}), ""},
+		{"8.1.1 content-length 0x0", req([2]string{":authority", "a"}, [2]string{"content-length", "0x0"}), ""},
 		{"8.5 CONNECT with userinfo", [][2]string{{":method", "CONNECT"}, {":authority", "u@example.org:443"}}, ""},
 	}
 	for _, tc := range cases {

@@ -25,9 +25,9 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/arkaweb/arka/server/internal/wire"
+	"github.com/arkaweb/arka/server/internal/limits"
+	"golang.org/x/net/http2"
 )
 
 // Server serves HTTP/2 connections.
@@ -35,11 +35,23 @@ type Server struct {
 	Handler http.Handler
 	// MaxConcurrentStreams is advertised to clients (default 128, as nginx).
 	MaxConcurrentStreams uint32
-	// MaxHeaderBytes bounds a request's header list (default 32 KiB);
-	// larger ones get 431.
-	MaxHeaderBytes int
-	// IdleTimeout closes a connection without open streams after this long.
-	IdleTimeout time.Duration
+	// Limits are the client limits shared with the HTTP/1.1 engine
+	// (server/internal/limits), as they apply here:
+	//   - ReadHeader: the client preface and first SETTINGS; and a header
+	//     block (HEADERS and its CONTINUATION frames) must end within it;
+	//   - Idle: a connection with no stream whose handler runs is closed
+	//     (GOAWAY NO_ERROR) this long after its last one ended, whatever
+	//     else (PING, half-open streams) the client sends;
+	//   - BodyRead and BodyMinRate: a handler's request body read fails
+	//     with a timeout when the client sends nothing for BodyRead or
+	//     falls below the minimum average rate;
+	//   - Write: a stream that gets no flow-control window for this long is
+	//     reset (RST_STREAM CANCEL), failing its handler's writes so that
+	//     it lets go of what it holds; if the connection made no progress
+	//     either, it is closed (GOAWAY ENHANCE_YOUR_CALM); a connection
+	//     whose socket takes no bytes for this long is closed;
+	//   - HeaderBytes: a request's header list; larger ones get 431.
+	Limits limits.Limits
 	// Logger receives panics of handlers and protocol errors worth seeing.
 	Logger *slog.Logger
 	// BaseContext is the parent of every connection's context.
@@ -75,12 +87,7 @@ func (s *Server) maxStreams() uint32 {
 	return defaultMaxStreams
 }
 
-func (s *Server) maxHeaderBytes() uint32 {
-	if s.MaxHeaderBytes > 0 {
-		return uint32(s.MaxHeaderBytes)
-	}
-	return wire.DefaultMaxHeaderBytes
-}
+func (s *Server) maxHeaderBytes() uint32 { return uint32(s.Limits.MaxHeaderBytes()) }
 
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
@@ -136,6 +143,33 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.Close()
 		return ctx.Err()
 	}
+}
+
+// CloseIdle ends up to n connections none of whose streams progresses
+// (GOAWAY, then close), to make room under a connection limit: no handler
+// runs, or every running one waits for request body bytes or for
+// flow-control window the client does not send. With match set, only connections whose remote address (host:port)
+// it accepts. It returns how many it closed.
+func (s *Server) CloseIdle(n int, match func(remote string) bool) int {
+	s.mu.Lock()
+	var idle []*conn
+	for c := range s.conns {
+		if len(idle) >= n {
+			break
+		}
+		if match != nil && !match(c.remote) {
+			continue
+		}
+		if !c.progressing() {
+			idle = append(idle, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range idle {
+		c.goAway(http2.ErrCodeNo)
+		c.closeSoon()
+	}
+	return len(idle)
 }
 
 // Close closes every connection at once.

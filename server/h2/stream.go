@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/server/internal/core"
+	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/wire"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -75,6 +78,10 @@ func (st *stream) run() {
 		st.running.Store(false)
 		c.smu.Lock()
 		c.active--
+		if c.active == 0 {
+			c.idleSince = time.Now()
+			c.armIdleLocked()
+		}
 		c.smu.Unlock()
 		// Return the window of body bytes nobody will read; afterHandler
 		// asks a client still sending to stop (RFC 9113 section 8.1).
@@ -160,6 +167,17 @@ type body struct {
 	closed  bool // the handler is done; pushes are discarded
 	got     bool // some data arrived
 	unacked int32
+
+	// Read timeouts (Limits.BodyRead and BodyMinRate): the first read,
+	// the last bytes pushed, all bytes pushed; a handler's own deadline
+	// (http.ResponseController) replaces them when set.
+	start    time.Time
+	last     time.Time
+	total    int64
+	deadline time.Time
+	fixed    bool
+	timer    *time.Timer
+	waiting  bool // the handler waits for the client's next bytes
 }
 
 func (b *body) init(st *stream, eof bool) {
@@ -177,6 +195,8 @@ func (b *body) push(p []byte, end bool) bool {
 	}
 	if len(p) > 0 {
 		b.got = true
+		b.total += int64(len(p))
+		b.last = time.Now()
 		if b.off > 0 && b.off == len(b.buf) {
 			b.buf, b.off = b.buf[:0], 0
 		}
@@ -218,6 +238,9 @@ func (b *body) close() int {
 	defer b.mu.Unlock()
 	left := len(b.buf) - b.off
 	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
 	b.buf, b.off = nil, 0
 	return left
 }
@@ -225,7 +248,10 @@ func (b *body) close() int {
 func (b *body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	for b.off == len(b.buf) && !b.eof && b.err == nil && !b.closed {
-		b.cond.Wait()
+		if err := b.waitLocked(); err != nil {
+			b.mu.Unlock()
+			return 0, err
+		}
 	}
 	if b.closed {
 		b.mu.Unlock()
@@ -254,6 +280,48 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 func (b *body) Close() error { return nil }
+
+// waitLocked waits (b.mu held) for the reader to push, until the read
+// deadline: the handler's, or the silence and minimum-rate bound of
+// limits.Limits.BodyDeadline. Past it the read fails with a timeout error.
+func (b *body) waitLocked() error {
+	now := time.Now()
+	if b.start.IsZero() {
+		b.start = now
+	}
+	dl, err := b.deadline, error(os.ErrDeadlineExceeded)
+	if !b.fixed {
+		lim := &b.st.c.srv.Limits
+		dl, err = lim.BodyDeadline(b.start, b.last, b.total), limits.ErrBodyTimeout
+	}
+	if !dl.IsZero() {
+		wait := dl.Sub(now)
+		if wait <= 0 {
+			return err
+		}
+		if b.timer == nil {
+			b.timer = time.AfterFunc(wait, func() {
+				b.mu.Lock()
+				b.cond.Broadcast()
+				b.mu.Unlock()
+			})
+		} else {
+			b.timer.Reset(wait)
+		}
+	}
+	b.waiting = true
+	b.cond.Wait()
+	b.waiting = false
+	return nil
+}
+
+// starved reports whether the handler waits for body bytes that do not
+// come.
+func (b *body) starved() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
+}
 
 // streamCtx is a stream's request context: the connection's values, and
 // cancelled when the client resets the stream, the connection ends (the
@@ -346,6 +414,7 @@ type responseWriter struct {
 	trailers    []string
 	aborted     bool      // under c.wmu
 	deadline    time.Time // write deadline (http.ResponseController)
+	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
 
 const pendingLimit = 4096
@@ -358,26 +427,18 @@ func (w *responseWriter) WriteHeader(code int) {
 	if w.wroteHeader {
 		return
 	}
-	if code < 100 || code > 999 {
-		panic("h2: invalid WriteHeader code " + strconv.Itoa(code))
+	core.CheckStatus("h2", code)
+	if code == http.StatusSwitchingProtocols {
+		return // no such thing over HTTP/2 (RFC 9113 section 8.6)
 	}
-	if code < 200 {
-		if code != http.StatusSwitchingProtocols {
-			w.writeInformational(code)
-		}
+	if core.Interim(code) {
+		w.writeInformational(code)
 		return
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = code != http.StatusNoContent && code != http.StatusNotModified
-	w.cl = -1
-	if v := w.header["Content-Length"]; len(v) == 1 {
-		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
-			w.cl = n
-		} else {
-			delete(w.header, "Content-Length")
-		}
-	}
+	w.bodyOK = core.BodyAllowed(code)
+	w.cl = core.DeclaredLength(w.header)
 }
 
 func (w *responseWriter) writeInformational(code int) {
@@ -400,11 +461,8 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if !w.bodyOK {
-		return 0, http.ErrBodyNotAllowed
-	}
-	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
-		return 0, http.ErrContentLength
+	if err := core.CheckWrite(w.bodyOK, w.cl, w.written, len(p)); err != nil {
+		return 0, err
 	}
 	w.written += int64(len(p))
 	if w.head {
@@ -482,9 +540,20 @@ func (w *responseWriter) sendHeader(final bool) error {
 }
 
 // writeData sends p as DATA frames as flow control allows, blocking while
-// the windows are closed.
+// the windows are closed: until the handler's write deadline, and no
+// longer than Limits.Write without progress, after which the stream is
+// reset (stall).
 func (w *responseWriter) writeData(p []byte, end bool) error {
 	st, c := w.st, w.st.c
+	stalled := false
+	// Runs after the unlock below: the stream is given up (its handler's
+	// writes fail from now on, its context is cancelled), and so is a
+	// connection on which nothing moved for as long.
+	defer func() {
+		if stalled {
+			c.stallReset(st)
+		}
+	}()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var timer *time.Timer
@@ -500,7 +569,8 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 		if len(c.out) >= maxQueued && len(p) > 0 {
 			// The connection's output is full: wait for the writer to take
 			// it, so a fast handler cannot queue a whole large file (the
-			// peer's windows may be huge).
+			// peer's windows may be huge). The writer's own write deadline
+			// bounds this wait.
 			c.kickWriterLocked()
 			c.wcond.Wait()
 			continue
@@ -508,20 +578,51 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 		n := int64(len(p))
 		n = min(n, st.sendWindow, c.sendConn, int64(c.peerMaxFrame))
 		if n <= 0 && len(p) > 0 {
-			if !w.deadline.IsZero() {
-				if time.Now().After(w.deadline) {
+			dl, stall := w.deadline, false
+			if to := c.srv.Limits.WriteTimeout(); to > 0 {
+				if w.waitFrom.IsZero() {
+					w.waitFrom = time.Now()
+				}
+				if sd := w.waitFrom.Add(to); dl.IsZero() || sd.Before(dl) {
+					dl, stall = sd, true
+				}
+			}
+			if !dl.IsZero() {
+				wait := time.Until(dl)
+				if wait <= 0 {
+					if stall {
+						// RFC 9113 section 5.4.2: the stream ends here, not
+						// the connection (see stallReset).
+						stalled = true
+						w.aborted = true
+						if !st.localClosed.Load() && !c.dead {
+							st.localClosed.Store(true)
+							c.fw.WriteRSTStream(st.id, http2.ErrCodeCancel)
+							c.noteReset(st.id)
+						}
+						c.kickWriterLocked()
+					}
 					return errWriteTimeout
 				}
 				if timer == nil {
-					timer = time.AfterFunc(time.Until(w.deadline), func() {
+					timer = time.AfterFunc(wait, func() {
 						c.wmu.Lock()
 						c.wcond.Broadcast()
 						c.wmu.Unlock()
 					})
+				} else {
+					timer.Reset(wait)
 				}
+			}
+			blocked := st.sendWindow <= 0
+			if blocked {
+				c.stalled++
 			}
 			c.kickWriter()
 			c.wcond.Wait()
+			if blocked {
+				c.stalled--
+			}
 			continue
 		}
 		last := end && int(n) == len(p)
@@ -529,6 +630,10 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 		st.sendWindow -= n
 		c.sendConn -= n
 		p = p[n:]
+		if n > 0 {
+			w.waitFrom = time.Time{}
+			c.lastProgress = time.Now()
+		}
 		if last {
 			st.localClosed.Store(true)
 			end = false
@@ -539,6 +644,23 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 	}
 	c.kickWriterLocked()
 	return nil
+}
+
+// stallReset finishes a stream reset because it got no window for
+// Limits.Write: its context and body end, it is forgotten, and when the
+// connection as a whole sent no DATA for as long (or has no window at
+// all), the connection is closed too (GOAWAY ENHANCE_YOUR_CALM): none of
+// its streams progresses.
+func (c *conn) stallReset(st *stream) {
+	st.abort(errWriteTimeout)
+	c.closeStream(st)
+	c.wmu.Lock()
+	stuck := c.sendConn <= 0 || time.Since(c.lastProgress) >= c.srv.Limits.WriteTimeout()
+	c.wmu.Unlock()
+	if stuck {
+		c.goAway(http2.ErrCodeEnhanceYourCalm)
+		c.closeSoon()
+	}
 }
 
 var errWriteTimeout = errors.New("h2: write deadline exceeded")
@@ -632,9 +754,17 @@ func (w *responseWriter) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// SetReadDeadline is accepted and ignored: request bodies are bounded by
-// the peer's flow control and the connection's own timeouts.
-func (w *responseWriter) SetReadDeadline(t time.Time) error { return nil }
+// SetReadDeadline bounds the handler's waits for the request body; it
+// replaces Limits.BodyRead and BodyMinRate for the rest of the request (a
+// zero t means no deadline), as over HTTP/1.1.
+func (w *responseWriter) SetReadDeadline(t time.Time) error {
+	b := &w.st.body
+	b.mu.Lock()
+	b.deadline, b.fixed = t, true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	return nil
+}
 
 // EnableFullDuplex: HTTP/2 streams are always full duplex.
 func (w *responseWriter) EnableFullDuplex() error { return nil }

@@ -64,6 +64,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/internal/realip"
+	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -109,6 +110,8 @@ type Handler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	bufs   sync.Pool // *[]byte, copy buffers
+
+	buffering bool // request_buffering: bodies read whole before an upstream connection is taken
 }
 
 // New builds the handler for route (the route's path prefix, such as
@@ -138,8 +141,9 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 			Timeout:   cfg.ConnectTimeout.Or(config.DefaultProxyConnect),
 			KeepAlive: 30 * time.Second,
 		},
-		log:  o.Logger,
-		site: o.Site,
+		log:       o.Logger,
+		site:      o.Site,
+		buffering: cfg.RequestBufferingEnabled(),
 	}
 	h.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	switch cfg.LB {
@@ -320,6 +324,29 @@ func clientBodyFailure(r *http.Request, err error) *failure {
 	return &failure{status: http.StatusBadRequest, cause: "reading the request body: " + err.Error(), client: true}
 }
 
+// spoolFailure answers a failure to buffer the request body.
+func (h *Handler) spoolFailure(w http.ResponseWriter, r *http.Request, err error) {
+	var f *failure
+	switch {
+	case errors.Is(err, spool.ErrTooLarge):
+		f = &failure{status: http.StatusRequestEntityTooLarge, cause: "request body too large to buffer", client: true}
+	case errors.As(err, new(*spool.WriteError)):
+		h.log.Error("proxy: "+err.Error(), "site", h.site, "route", h.route)
+		errpage.Write(w, r, http.StatusInternalServerError)
+		return
+	default:
+		f = clientBodyFailure(r, err)
+	}
+	if f.aborted {
+		panic(http.ErrAbortHandler) // logged 499, as in ServeHTTP
+	}
+	if f.gone {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	errpage.Write(w, r, f.status)
+}
+
 // idempotent methods, RFC 9110 section 9.2.2.
 func idempotent(m string) bool {
 	switch m {
@@ -355,6 +382,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	replay := idempotent(r.Method) && !hasBody(r) && upgrade == ""
+	if h.buffering && upgrade == "" && hasBody(r) {
+		// Request buffering (nginx's proxy_request_buffering): the body
+		// arrives whole before an upstream connection is taken, so a slow
+		// uploader holds none.
+		mem, cp := h.bufs.Get().(*[]byte), h.bufs.Get().(*[]byte)
+		b, err := spool.Read(r.Body, r.ContentLength, (*mem)[:syncBodyMax], spool.DefaultMax, "", *cp)
+		h.bufs.Put(cp)
+		defer h.bufs.Put(mem) // b.Mem aliases it
+		if err != nil {
+			h.spoolFailure(w, r, err)
+			return
+		}
+		defer b.Close()
+		r2 := new(http.Request)
+		*r2 = *r
+		r2.Body, r2.ContentLength = io.NopCloser(b.Reader()), b.Len
+		r = r2
+	}
 	var prev *upstream
 	for attempt := 0; ; attempt++ {
 		u := h.pick(prev)

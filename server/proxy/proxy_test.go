@@ -364,7 +364,8 @@ func TestUploadStreams10MB(t *testing.T) {
 		}
 		fmt.Fprintf(w, "%d %x %s", n, h.Sum(nil), r.Header.Get("Transfer-Encoding")+r.Header.Get("Content-Length"))
 	}))
-	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+	streaming := false // request_buffering = false
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, RequestBuffering: &streaming})
 	for _, known := range []bool{true, false} {
 		forEachFront(t, h, func(t *testing.T, f front) {
 			mu.Lock()

@@ -6,7 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,6 +46,8 @@ type Cache struct {
 	variants *otter.Cache[variantKey, *rep]
 	fstats   *stats.Counter
 	vstats   *stats.Counter
+
+	bg bgCompressor // large files are compressed off the request path
 }
 
 // CacheStats are the caches' figures for the status page.
@@ -113,6 +117,7 @@ func (c *Cache) Stats() CacheStats {
 func (c *Cache) Close() {
 	c.files.StopAllGoroutines()
 	c.variants.StopAllGoroutines()
+	c.bg.stop()
 }
 
 func (c *Cache) now() int64 { return int64(time.Since(c.start)) }
@@ -362,33 +367,117 @@ func (c *Cache) variant(root *os.Root, key fileKey, id *rep, cd encoding.Coding,
 	if id.id.size > maxSize {
 		return nil
 	}
+	if id.id.size >= BackgroundCompressMin {
+		// Too slow for a request to wait on (a 4 MiB page takes seconds
+		// of brotli on a Pi): compressed in the background, and this
+		// request gets what exists (a sibling, another coding, identity).
+		c.bg.schedule(vk, func() {
+			if r, err := compressRep(root, id, cd, level); err == nil {
+				c.variants.Set(vk, r)
+			}
+		})
+		return nil
+	}
 	v, err := c.variants.Get(context.Background(), vk, otter.LoaderFunc[variantKey, *rep](
 		func(ctx context.Context, vk variantKey) (*rep, error) {
-			src := id.body
-			if src == nil {
-				var err error
-				if src, err = readWhole(root, id.name, id.id); err != nil {
-					return nil, err
-				}
-			}
-			out, err := encoding.Compress(cd, level, src)
-			if err != nil {
-				return nil, err
-			}
-			if len(out) >= len(src) {
-				out = nil // incompressible: remember that, cheaply
-			}
-			vid := id.id
-			vid.size = int64(len(out))
-			r := newRep(cd, "", vid, out, makeETag(id.id, cd))
-			r.modTime = id.modTime
-			r.lastModH = id.lastModH
-			return r, nil
+			return compressRep(root, id, cd, level)
 		}))
 	if err != nil || v.body == nil {
 		return nil
 	}
 	return v
+}
+
+// compressRep compresses identity with coding cd at level. An
+// incompressible file gives a rep without body, remembered cheaply.
+func compressRep(root *os.Root, id *rep, cd encoding.Coding, level int) (*rep, error) {
+	src := id.body
+	if src == nil {
+		var err error
+		if src, err = readWhole(root, id.name, id.id); err != nil {
+			return nil, err
+		}
+	}
+	out, err := encoding.Compress(cd, level, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) >= len(src) {
+		out = nil // incompressible: remember that, cheaply
+	}
+	vid := id.id
+	vid.size = int64(len(out))
+	r := newRep(cd, "", vid, out, makeETag(id.id, cd))
+	r.modTime = id.modTime
+	r.lastModH = id.lastModH
+	return r, nil
+}
+
+// BackgroundCompressMin is the size from which files are compressed in
+// the background rather than while a request waits.
+const BackgroundCompressMin = 256 << 10
+
+// bgCompressor runs compression jobs one at a time on one goroutine, at
+// a low CPU priority (its own thread with nice 10 on Linux), so that
+// requests keep the CPU; its memory is that of one
+// job. Jobs are deduplicated by key and at most bgQueue wait; more are
+// dropped (a later request schedules them again).
+type bgCompressor struct {
+	mu      sync.Mutex
+	pending map[variantKey]bool
+	jobs    chan func()
+	stopped bool
+	done    atomic.Uint64 // jobs finished, for tests and the status page
+}
+
+// stop ends the worker after the job it runs; queued jobs are dropped.
+func (b *bgCompressor) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped && b.jobs != nil {
+		close(b.jobs)
+	}
+	b.stopped = true
+}
+
+const bgQueue = 64
+
+func (b *bgCompressor) schedule(k variantKey, job func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending[k] || b.stopped {
+		return
+	}
+	if b.jobs == nil {
+		b.jobs = make(chan func(), bgQueue)
+		b.pending = map[variantKey]bool{}
+		go b.loop()
+	}
+	select {
+	case b.jobs <- func() {
+		job()
+		b.mu.Lock()
+		delete(b.pending, k)
+		b.mu.Unlock()
+	}:
+		b.pending[k] = true
+	default:
+	}
+}
+
+func (b *bgCompressor) loop() {
+	runtime.LockOSThread() // the thread keeps its low priority
+	lowerPriority()
+	for job := range b.jobs {
+		b.mu.Lock()
+		stopped := b.stopped
+		b.mu.Unlock()
+		if stopped {
+			continue // drain without running
+		}
+		job()
+		b.done.Add(1)
+	}
 }
 
 var errChanged = errors.New("file changed while being read")

@@ -144,6 +144,9 @@ func writePrometheus(w io.Writer, s *Snapshot) error {
 		f.gauge("arka_fastcgi_queued", "Requests waiting for a FastCGI connection.", float64(p.Queued), "pool", p.Address)
 		f.gauge("arka_fastcgi_queue_size", "FastCGI queue capacity.", float64(p.QueueSize), "pool", p.Address)
 		f.counter("arka_fastcgi_rejected_total", "Requests refused because the FastCGI queue was full.", float64(p.Rejected), "pool", p.Address)
+		f.counter("arka_fastcgi_queue_timeouts_total", "Requests answered 503 after queue.timeout in the FastCGI queue.", float64(p.TimedOut), "pool", p.Address)
+		f.counter("arka_fastcgi_queue_waits_total", "Requests that waited in the FastCGI queue.", float64(p.QueueWaits), "pool", p.Address)
+		f.counter("arka_fastcgi_queue_wait_seconds_total", "Time requests spent in the FastCGI queue.", p.QueueWaitSeconds, "pool", p.Address)
 	}
 	for _, u := range s.Upstreams {
 		f.gauge("arka_upstream_healthy", "1 if the upstream passes health checks.", b2f(u.Healthy), "upstream", u.Address)

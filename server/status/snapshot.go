@@ -135,7 +135,12 @@ type FastCGIPool struct {
 	Idle      int    `json:"idle"`
 	Queued    int    `json:"queued"`
 	QueueSize int    `json:"queue_size"`
-	Rejected  uint64 `json:"rejected"` // requests refused because the queue was full
+	Rejected  uint64 `json:"rejected"`  // requests refused because the queue was full
+	TimedOut  uint64 `json:"timed_out"` // 503s after queue.timeout in the queue
+	// Requests that waited in the queue, their total and longest wait.
+	QueueWaits          uint64  `json:"queue_waits"`
+	QueueWaitSeconds    float64 `json:"queue_wait_seconds"`
+	QueueWaitMaxSeconds float64 `json:"queue_wait_max_seconds"`
 }
 
 // UpstreamStats is the state of one reverse-proxy upstream.

@@ -4,6 +4,7 @@
 package wire
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -157,4 +158,43 @@ func ValidHost(h string) bool {
 		}
 	}
 	return true
+}
+
+// Content-Length errors of ParseContentLength.
+var (
+	ErrMalformedLength   = errors.New("malformed Content-Length")
+	ErrConflictingLength = errors.New("conflicting Content-Length values")
+)
+
+// ParseContentLength reads the Content-Length field lines of a request
+// (RFC 9110 section 8.6): each a list of one or more equal values of 1 to
+// 18 digits (no sign, no spaces inside). It returns -1 without lines. Both
+// engines use it, so "+0" is refused over HTTP/1.1 and HTTP/2 alike.
+func ParseContentLength(vals []string) (int64, error) {
+	var n int64 = -1
+	for _, line := range vals {
+		for {
+			p, rest, more := strings.Cut(line, ",")
+			p = strings.TrimSpace(p)
+			if p == "" || len(p) > 18 {
+				return 0, ErrMalformedLength
+			}
+			var v int64
+			for i := 0; i < len(p); i++ {
+				if p[i] < '0' || p[i] > '9' {
+					return 0, ErrMalformedLength
+				}
+				v = v*10 + int64(p[i]-'0')
+			}
+			if n >= 0 && v != n {
+				return 0, ErrConflictingLength
+			}
+			n = v
+			if !more {
+				break
+			}
+			line = rest
+		}
+	}
+	return n, nil
 }
