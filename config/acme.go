@@ -1,14 +1,11 @@
 package config
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/mail"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -151,10 +148,7 @@ func (v *validator) acme(s *Site) {
 	if t.CA != "" {
 		t.CA = v.caURL("tls.ca", t.CA)
 	}
-	if t.CARoot != "" {
-		t.CARoot = v.abs(t.CARoot)
-		v.caRoot("tls.ca_root", t.CARoot)
-	}
+	t.CARoot = v.abs(t.CARoot) // read by CheckEnvironment
 	explicit := t.ACME != nil && *t.ACME
 	off := t.ACME != nil && !*t.ACME
 	switch {
@@ -189,10 +183,7 @@ func (v *validator) acme(s *Site) {
 		if a.CA != "" {
 			a.CA = v.caURL("global.acme.ca", a.CA)
 		}
-		if a.CARoot != "" {
-			a.CARoot = v.abs(a.CARoot)
-			v.caRoot("global.acme.ca_root", a.CARoot)
-		}
+		a.CARoot = v.abs(a.CARoot)
 	}
 	if s.RedirectHTTPS != nil && *s.RedirectHTTPS && len(t.Listen) == 0 {
 		v.errAt("redirect_https", "redirect_https = true needs HTTPS: add [tls] with a listen address")
@@ -239,39 +230,19 @@ func (v *validator) caURL(at, ca string) string {
 	return ca
 }
 
-func (v *validator) caRoot(at, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		v.errAt(at, "ca_root %s: %s", path, errText(err))
-		return
-	}
-	if _, err := parseRoots(data); err != nil {
-		v.errAt(at, "ca_root %s: %v", path, err)
-	}
-}
-
-// parseRoots reads every CERTIFICATE block of a PEM file.
-func parseRoots(data []byte) ([]*x509.Certificate, error) {
-	var out []*x509.Certificate
-	for {
-		var b *pem.Block
-		b, data = pem.Decode(data)
-		if b == nil {
-			break
+// acmeEnvironment checks, for CheckEnvironment, that the ca_root files
+// of a site hold certificates.
+func (v *validator) acmeEnvironment(s *Site) {
+	if s.TLS.CARoot != "" {
+		if _, err := LoadCAFile(s.TLS.CARoot); err != nil {
+			v.errAt("tls.ca_root", "ca_root: %v", err)
 		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no PEM certificate in it")
+	if g := s.Global; g != nil && g.ACME != nil && g.ACME.CARoot != "" {
+		if _, err := LoadCAFile(g.ACME.CARoot); err != nil {
+			v.errAt("global.acme.ca_root", "ca_root: %v", err)
+		}
 	}
-	return out, nil
 }
 
 // checkHSTS checks a Strict-Transport-Security value (RFC 6797 section

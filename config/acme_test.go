@@ -57,7 +57,11 @@ func loadACME(t *testing.T, files ...string) ([]*Site, error) {
 		os.WriteFile(p, []byte(src), 0o644)
 		paths = append(paths, p)
 	}
-	return LoadFiles(paths)
+	sites, err := LoadFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	return sites, CheckEnvironment(sites)
 }
 
 func TestACMEResolved(t *testing.T) {
@@ -123,8 +127,8 @@ func TestACMEErrors(t *testing.T) {
 		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nemail = \"me@localhost\"", ":5:1: email \"me@localhost\": the CA needs a reachable address"},
 		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nca = \"http://ca.arka-web.org/dir\"", ":5:1: ca \"http://ca.arka-web.org/dir\": ACME is spoken over https only"},
 		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nca = \"letsencrypt-prod\"", ":5:1: ca \"letsencrypt-prod\": use \"production\", \"staging\""},
-		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nca_root = \"missing.pem\"", ":5:1: ca_root "},
-		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nca_root = \"notpem.pem\"", "no PEM certificate"},
+		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nca_root = \"missing.pem\"", ":5:1: ca_root: cannot read "},
+		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nca_root = \"notpem.pem\"", "notpem.pem holds no PEM certificate"},
 		{"server_names = [\"pi.local\"]\n[tls]\nlisten = [\"127.0.0.1:18443\"]\nacme = true", ":4:1: acme = true, but no server name can get a certificate"},
 		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nacme = false\nemail = \"a@arka-web.org\"", ":6:1: email is an ACME setting, and this site gets no certificate from a CA"},
 		{base + "redirect_https = true", ":3:1: redirect_https = true needs HTTPS"},
