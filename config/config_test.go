@@ -264,3 +264,21 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthPath: health_path defaults to "/" and must be a path.
+func TestHealthPath(t *testing.T) {
+	dir := t.TempDir()
+	routes := "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"" + dir + "\" }\n"
+	s, err := Parse(filepath.Join(dir, "a.toml"), []byte("listen = [\":80\"]\n"+routes))
+	if err != nil || s.HealthPath != "/" {
+		t.Fatalf("default: %v", err)
+	}
+	s, err = Parse(filepath.Join(dir, "a.toml"), []byte("health_path = \"/healthz?full=1\"\n"+routes))
+	if err != nil || s.HealthPath != "/healthz?full=1" {
+		t.Fatalf("set: %v", err)
+	}
+	_, err = Parse(filepath.Join(dir, "a.toml"), []byte("listen = [\":80\"]\nhealth_path = \"healthz\"\n"+routes))
+	if err == nil || !strings.Contains(err.Error(), "a.toml:2:1: health_path \"healthz\"") {
+		t.Errorf("bad path: %v", err)
+	}
+}

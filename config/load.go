@@ -24,6 +24,15 @@ var HandlerTypes = []string{"static", "proxy", "fastcgi", "status", "redirect", 
 // subdirectories are ignored). It returns every mistake at once as Errors,
 // each located "file:line:col", and no sites unless all are valid.
 func Load(path string) ([]*Site, error) {
+	files, err := siteFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	return LoadFiles(files)
+}
+
+// siteFiles lists the site files Load reads for path.
+func siteFiles(path string) ([]string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, Errors{{File: path, Msg: errText(err)}}
@@ -39,14 +48,32 @@ func Load(path string) ([]*Site, error) {
 			return nil, Errors{{File: path, Msg: "no *.toml site files in this directory"}}
 		}
 	}
-	return LoadFiles(files)
+	return files, nil
+}
+
+// ReadFiles reads the site files Load would read for path, without
+// validating them (see ParseFiles).
+func ReadFiles(path string) ([]File, error) {
+	names, err := siteFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, f := range names {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, Errors{{File: f, Msg: errText(err)}}
+		}
+		files = append(files, File{Name: f, Data: string(data)})
+	}
+	return files, nil
 }
 
 // LoadFiles reads and validates the given site files (see Load).
 func LoadFiles(files []string) ([]*Site, error) {
 	var (
-		sites []*Site
-		errs  Errors
+		read []File
+		errs Errors
 	)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -54,7 +81,35 @@ func LoadFiles(files []string) ([]*Site, error) {
 			errs = append(errs, &Error{File: f, Msg: errText(err)})
 			continue
 		}
-		s, err := Parse(f, data)
+		read = append(read, File{Name: f, Data: string(data)})
+	}
+	sites, err := ParseFiles(read)
+	if err != nil {
+		errs = append(errs, err.(Errors)...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return sites, nil
+}
+
+// File is a site file's name (its path: relative paths inside it are
+// relative to its directory) and content.
+type File struct {
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+// ParseFiles validates site files already read, together, as LoadFiles
+// does (cmd/arka -appliance keeps the last configuration that loaded this
+// way).
+func ParseFiles(files []File) ([]*Site, error) {
+	var (
+		sites []*Site
+		errs  Errors
+	)
+	for _, f := range files {
+		s, err := Parse(f.Name, []byte(f.Data))
 		if err != nil {
 			errs = append(errs, err.(Errors)...)
 			continue
@@ -474,6 +529,7 @@ func stripTOML(err error) string {
 }
 
 func (v *validator) site(s *Site) {
+	v.healthPath(s)
 	for i, n := range s.ServerNames {
 		norm, err := normalizeName(n)
 		if err != nil {

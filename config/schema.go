@@ -52,6 +52,10 @@ type Site struct {
 	Limits         Limits         `toml:"limits"`
 	Errors         ErrorPages     `toml:"errors"` // custom error pages
 	Routes         []Route        `toml:"-"`      // decoded from rawRoute
+	// HealthPath is the path (with an optional query) an appliance's
+	// update checks on this site before it confirms a new build; the
+	// answer must be 2xx or 3xx. Default "/" (see health.go).
+	HealthPath string `toml:"health_path"`
 
 	// RedirectHTTPS redirects requests on the plain listeners to HTTPS
 	// (see RedirectHTTPSEnabled for the default); HSTS is the

@@ -20,6 +20,7 @@ import (
 // Errors are config.Errors located at the offending route or key.
 func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	t := newTable()
+	t.sites = sites
 	var errs config.Errors
 	fail := func(cs *config.Site, line, col int, format string, args ...any) {
 		errs = append(errs, &config.Error{File: cs.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
@@ -34,6 +35,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			switch {
 			case cs.TLS.Cert != "":
 				c, err := LoadCertificate(cs)
+				if err != nil && s.o.KeepServing && !dryRun {
+					c, err = s.tlsFallback(t, cs, err)
+				}
 				if err != nil {
 					errs = append(errs, err.(config.Errors)...)
 				}
@@ -154,6 +158,8 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		return s.dynamic(cs, cr, h), nil
 	case "fastcgi":
 		return s.fastcgiHandler(cs, cr, t)
+	case problemsHandlerType:
+		return problemsPage{s}, nil
 	case "redirect":
 		return respond.NewRedirect(cr.Path, cr.Redirect), nil
 	case "respond":

@@ -112,6 +112,12 @@ type Options struct {
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
 	PHP PHP
+	// KeepServing serves what can be served instead of failing Apply: a
+	// site whose certificate or key does not load gets a self-signed one,
+	// an address that cannot be bound is retried with backoff (see
+	// degrade.go); both are reported by Problems and Readiness. cmd/arka
+	// sets it with -appliance.
+	KeepServing bool
 	// ACME tunes the certificate manager of sites whose certificates come
 	// from an ACME CA (package acme; its StateDir and Logger are this
 	// server's). The zero value takes its defaults.
@@ -154,7 +160,13 @@ type Server struct {
 	statsMu   sync.Mutex
 	done      chan struct{}
 	closed    bool
-	acme      atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
+	pending   map[string]bool // addresses to bind again (KeepServing); under mu
+	retrying  bool            // retryBinds runs; under mu
+
+	probMu   sync.Mutex
+	problems map[string]string            // see SetProblem
+	serving  string                       // see SetServing
+	acme     atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -247,6 +259,10 @@ func (s *Server) Apply(sites []*config.Site) error {
 			next[addr] = l
 		default:
 			raw, err := s.o.Listen("tcp", addr)
+			if err != nil && s.o.KeepServing {
+				defer s.bindLater(addr, listenError(sites, addr, vh.tls, fmt.Errorf("listen %s: %w", addr, err)))
+				continue
+			}
 			if err != nil {
 				for _, l := range fresh {
 					l.sock.raw.Close()
@@ -293,6 +309,13 @@ func (s *Server) Apply(sites []*config.Site) error {
 	}
 	s.table, s.listeners = t, next
 	s.served.Store(t)
+	s.applyProblems(t)
+	for addr := range s.pending {
+		if t.vhosts[addr] == nil || s.listeners[addr] != nil {
+			delete(s.pending, addr)
+			s.SetProblem("listen "+addr, "")
+		}
+	}
 	s.applyACME(sites, t)
 	retired := s.retireSinks(t)
 	if old != nil {

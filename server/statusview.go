@@ -36,8 +36,12 @@ func (s *Server) Snapshot() status.Snapshot {
 		Board:     status.BoardInfoFrom(s.o.Board),
 		Sensors:   board.ReadSensors(s.o.BoardRoot, s.o.DiskPath),
 		Memory:    status.ReadProcessMemory(),
+		Problems:  s.Problems(),
 		Appliance: status.ReadAppliance(),
 	}
+	s.probMu.Lock()
+	snap.Serving = s.serving
+	s.probMu.Unlock()
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()
 	}

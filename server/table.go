@@ -26,6 +26,10 @@ type table struct {
 	proxies []*proxy.Handler   // also in closers; their upstreams go on the status page
 	fastcgi []*fastcgi.Handler // for the status page's pool figures
 	sinks   map[string]*logSink
+	sites   []*config.Site // the configuration, for error positions
+	// problems are what KeepServing worked around while building (a
+	// certificate replaced by a self-signed one), by problem key.
+	problems map[string]string
 
 	// refs counts the requests running on the table, plus one while it is
 	// the served table. The one who brings it to zero closes the table.

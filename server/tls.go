@@ -28,8 +28,10 @@ import (
 var selfSignedNames = []string{"localhost", "127.0.0.1", "::1"}
 
 // selfSigned returns a self-signed certificate for names, reading it from
-// stateDir/tls when one was generated before (and still covers names and
-// has more than a week left), else generating an ECDSA P-256 certificate
+// stateDir/tls when one was generated before (and still covers names, is
+// valid now — a certificate made while the clock was wrong, not yet valid
+// by the right clock, is not reused — and has more than a week left), else
+// generating an ECDSA P-256 certificate
 // valid for ten years and storing certificate and key in one PEM file of
 // mode 0600.
 func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
@@ -43,7 +45,7 @@ func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
 	file := filepath.Join(dir, "self-signed-"+hex.EncodeToString(sum[:6])+".pem")
 	if data, err := os.ReadFile(file); err == nil {
 		if c, err := tls.X509KeyPair(data, data); err == nil && c.Leaf != nil &&
-			time.Until(c.Leaf.NotAfter) > 7*24*time.Hour {
+			!time.Now().Before(c.Leaf.NotBefore) && time.Until(c.Leaf.NotAfter) > 7*24*time.Hour {
 			return &c, nil
 		}
 	}

@@ -10,8 +10,11 @@
 package flash
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/ulikunitz/xz"
 )
 
 // Options for Write.
@@ -41,7 +46,10 @@ type Result struct {
 // verification reads the medium, not memory.
 const blkflsbuf = 0x1261
 
-// Write writes the image to the target and verifies it.
+// Write writes the image to the target and verifies it. An image whose
+// name ends in .xz or .gz is decompressed on the way (XZ with
+// github.com/ulikunitz/xz, gzip with compress/gzip); its write progress
+// then counts compressed bytes read.
 func Write(o Options) (*Result, error) {
 	img, err := os.Open(o.Image)
 	if err != nil {
@@ -52,7 +60,11 @@ func Write(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := st.Size()
+	compressed := st.Size()
+	src, size, err := decompress(img, o.Image, compressed)
+	if err != nil {
+		return nil, err
+	}
 
 	tst, err := os.Stat(o.Target)
 	isDev := err == nil && tst.Mode()&os.ModeDevice != 0
@@ -77,8 +89,12 @@ func Write(o Options) (*Result, error) {
 	h := sha256.New()
 	buf := make([]byte, 4<<20)
 	var done int64
+	readSoFar := func() int64 { // of the compressed file
+		off, _ := img.Seek(0, io.SeekCurrent)
+		return min(off, compressed)
+	}
 	for {
-		n, rerr := io.ReadFull(img, buf)
+		n, rerr := io.ReadFull(src, buf)
 		if n > 0 {
 			h.Write(buf[:n])
 			if _, err := dst.Write(buf[:n]); err != nil {
@@ -86,16 +102,21 @@ func Write(o Options) (*Result, error) {
 			}
 			done += int64(n)
 			if o.Progress != nil {
-				o.Progress("write", done, size)
+				if src == io.Reader(img) {
+					o.Progress("write", done, size)
+				} else {
+					o.Progress("write", readSoFar(), compressed)
+				}
 			}
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
 			break
 		}
 		if rerr != nil {
-			return nil, rerr
+			return nil, fmt.Errorf("%s: %w", o.Image, rerr)
 		}
 	}
+	size = done // the decompressed length
 	if !isDev {
 		if err := dst.Truncate(size); err != nil {
 			return nil, err
@@ -243,4 +264,64 @@ func diskOf(path string) (string, error) {
 		return "", errors.New("no disk")
 	}
 	return filepath.Base(p), nil
+}
+
+// decompress returns the image's content: img itself, or a decompressing
+// reader for .xz and .gz, and the content's size as far as known before
+// reading it (the file's size; gzip's ISIZE trailer, which is exact for
+// images under 4 GiB; the compressed size for XZ, a lower bound for the
+// device check).
+func decompress(img *os.File, name string, size int64) (io.Reader, int64, error) {
+	switch {
+	case strings.HasSuffix(name, ".xz"):
+		r, err := xz.NewReader(bufio.NewReaderSize(img, 1<<20))
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %v", name, err)
+		}
+		return r, size, nil
+	case strings.HasSuffix(name, ".gz"):
+		var tail [4]byte
+		isize := size
+		if _, err := img.ReadAt(tail[:], size-4); err == nil {
+			isize = int64(binary.LittleEndian.Uint32(tail[:]))
+		}
+		r, err := gzip.NewReader(bufio.NewReaderSize(img, 1<<20))
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %v", name, err)
+		}
+		return r, max(isize, size), nil
+	}
+	return img, size, nil
+}
+
+// Describe names a block device for a person about to overwrite it:
+// vendor and model (sysfs), and size ("/dev/sdb: Generic STORAGE DEVICE,
+// 31.9 GB"). For a regular file it says so.
+func Describe(target string) string {
+	st, err := os.Stat(target)
+	if err != nil {
+		return target + " (" + err.Error() + ")"
+	}
+	if st.Mode()&os.ModeDevice == 0 {
+		return fmt.Sprintf("%s: a regular file of %.1f MB", target, float64(st.Size())/1e6)
+	}
+	real, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		return target
+	}
+	sys := "/sys/class/block/" + filepath.Base(real)
+	read := func(p string) string {
+		b, _ := os.ReadFile(filepath.Join(sys, p))
+		return strings.TrimSpace(string(b))
+	}
+	model := strings.TrimSpace(read("device/vendor") + " " + read("device/model"))
+	if model == "" {
+		model = read("device/name") // SD cards: the card's product name
+	}
+	if model == "" {
+		model = "unknown model"
+	}
+	var sectors int64
+	fmt.Sscan(read("size"), &sectors)
+	return fmt.Sprintf("%s: %s, %.1f GB", target, model, float64(sectors)*512/1e9)
 }

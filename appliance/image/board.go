@@ -21,6 +21,10 @@ type Module struct {
 	Module  string   `toml:"module"`
 	Version string   `toml:"version"`
 	Files   []string `toml:"files"`
+	// OmitModules (kernel only) leaves the kernel package's lib/modules
+	// out of the root file system; otherwise its release must equal the
+	// kernel image's (checkKernelModules).
+	OmitModules bool `toml:"omit_modules"`
 }
 
 // Board is an image definition (images/boards/<name>.toml).

@@ -250,10 +250,6 @@ func Build(c Config) (*Summary, error) {
 	if err := CheckTools(c.Board); err != nil {
 		return nil, err
 	}
-	pw, err := c.password()
-	if err != nil {
-		return nil, err
-	}
 	work, err := os.MkdirTemp("", "arka-image-")
 	if err != nil {
 		return nil, err
@@ -289,6 +285,15 @@ func Build(c Config) (*Summary, error) {
 		sum.Versions[m.Module] = m.Version
 	}
 
+	shipModules, err := checkKernelModules(c.Board, modDirs[c.Board.Kernel.Module])
+	if err != nil {
+		return nil, err
+	}
+	pw, err := c.password() // after the checks: a refused build writes nothing
+	if err != nil {
+		return nil, err
+	}
+
 	stage(2, "building arka, arka-init and the gokrazy helpers for linux/"+c.Board.GOARCH)
 	bins, err := c.buildBinaries(work, sum.BuildTimestamp)
 	if err != nil {
@@ -297,7 +302,11 @@ func Build(c Config) (*Summary, error) {
 
 	stage(3, "assembling and compressing the root file system (SquashFS)")
 	rootImg := filepath.Join(work, "root.squashfs")
-	sum.SBOMHash, err = c.buildRoot(work, bins, modDirs[c.Board.Kernel.Module], pw, rootImg, sum.Versions, sum.BuildTimestamp)
+	kernelModules := ""
+	if shipModules {
+		kernelModules = modDirs[c.Board.Kernel.Module]
+	}
+	sum.SBOMHash, err = c.buildRoot(work, bins, kernelModules, pw, rootImg, sum.Versions, sum.BuildTimestamp)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (c *Config) programs() []program {
 		{"github.com/gokrazy/gokrazy/cmd/dhcp", "/gokrazy/dhcp"},
 		{"github.com/gokrazy/gokrazy/cmd/ntp", "/gokrazy/ntp"},
 		{"github.com/gokrazy/gokrazy/cmd/randomd", "/gokrazy/randomd"},
-		{c.ArkaPkg, "/user/arka"},
+		{c.ArkaPkg, initcfg.ArkaBinary},
 	}
 }
 
@@ -72,7 +72,9 @@ func (c *Config) initConfig() initcfg.Config {
 		{Path: "/gokrazy/dhcp", Args: []string{"-interface=" + initcfg.Netif}},
 		{Path: "/gokrazy/ntp"},
 		{Path: "/gokrazy/randomd"},
-		{Path: "/user/arka", Args: []string{"-c", initcfg.Sites, "-state", initcfg.State}},
+		// -appliance: Arka never exits because of its configuration
+		// (cmd/arka/appliance.go).
+		{Path: initcfg.ArkaService, Args: []string{"-appliance", "-c", initcfg.Sites, "-state", initcfg.State}},
 	}
 	return initcfg.Config{Services: append(svcs, c.ExtraServices...)}
 }
@@ -88,6 +90,7 @@ func (c *Config) rootFiles(pw string) ([]File, error) {
 		{Path: "/etc/hosts", Data: []byte("127.0.0.1 localhost\n::1 localhost\n"), Mode: 0o644},
 		{Path: "/etc/resolv.conf", Data: []byte("/tmp/resolv.conf"), Mode: fs.ModeSymlink | 0o777},
 		{Path: "/var", Data: []byte("/perm/var"), Mode: fs.ModeSymlink | 0o777},
+		{Path: initcfg.ArkaService, Data: []byte("/gokrazy/init"), Mode: fs.ModeSymlink | 0o777},
 		{Path: "/etc/localtime", Source: filepath.Join("/usr/share/zoneinfo", c.Timezone), Mode: 0o644},
 		{Path: "/etc/ssl/ca-bundle.pem", Source: c.CABundle, Mode: 0o644},
 		{Path: "/etc/gokr-pw.txt", Data: []byte(pw), Mode: 0o400},
@@ -152,8 +155,9 @@ func (c *Config) buildRoot(work string, bins map[string]string, kernelDir, pw, o
 		return "", err
 	}
 	files = append(files, sbom)
-	// Kernel module metadata, if the kernel package ships it.
-	if mods := filepath.Join(kernelDir, "lib", "modules"); dirExists(mods) {
+	// Kernel modules, if the kernel package ships them and they match the
+	// kernel (kernelDir "" otherwise: checkKernelModules).
+	if mods := filepath.Join(kernelDir, "lib", "modules"); kernelDir != "" && dirExists(mods) {
 		err := filepath.WalkDir(mods, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err

@@ -15,6 +15,16 @@ import (
 // Path is where the configuration lives in the root file system.
 const Path = "/etc/arka/init.json"
 
+// Arka's programs in the root file system. gokrazy supervises /user/arka,
+// a symbolic link to /gokrazy/init: arka-init started under that name runs
+// ArkaBinary and restarts it with a backoff (package appliance/supervise),
+// writing SupervisorState.
+const (
+	ArkaService     = "/user/arka"
+	ArkaBinary      = "/usr/lib/arka/arka"
+	SupervisorState = "/run/arka/supervise.json"
+)
+
 // Placeholders init expands in Service.Args and Service.Env at boot.
 const (
 	Sites = "{sites}" // the sites directory Arka reads: /tmp/arka/active/sites, a link to the deployed, /perm or baked site (cmd/arka-init)

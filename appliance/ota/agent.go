@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // BootPartition is partition 1, open for reading and in-place writing.
@@ -52,10 +54,24 @@ type Agent struct {
 	// confirmed nor failed by then (something hangs), it fails and the
 	// device reboots into the old root. Default 5 minutes.
 	TrialDeadline time.Duration
+	// Evidence, if set, says what the trial saw of Arka; called when a
+	// trial fails, its answer kept with the attempt.
+	Evidence func() *Evidence
+	// Arka, if set, returns Arka's supervisor state for Status.
+	Arka func() *supervise.State
+	// Perm is the permanent partition's mount point (default /perm);
+	// PermOnRootOK lets Preflight accept one that is not a mount of its
+	// own (tests).
+	Perm         string
+	PermOnRootOK bool
+	// CrashLoop, if set, says whether Arka crash-loops (a reason, and the
+	// evidence), for probation (RunProbation).
+	CrashLoop func() (string, *Evidence)
 
 	mu       sync.Mutex
 	last     *Attempt
-	decided  bool // the trial was confirmed or failed
+	decided  bool       // the trial was confirmed or failed
+	other    *otherRoot // the other root partition's build, once read
 	requests sync.Mutex
 }
 
@@ -108,7 +124,7 @@ func (a *Agent) Start() {
 	case last.State == Pending || last.State == Trial || last.State == Failed:
 		if last.Partition != a.Running {
 			last.Reason = rollbackReason(last)
-			last.State, last.Finished = RolledBack, now
+			last.State, last.Finished, last.Faulty = RolledBack, now, true
 			a.logf("update: rolled back to root partition %d: %s", a.Running, last.Reason)
 		} else {
 			last.State, last.Finished = Confirmed, now
@@ -139,6 +155,12 @@ func (a *Agent) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := Status{BootID: a.BootID, Build: a.Build, Running: a.Running, KernelRoot: a.KernelRoot, TrialBoot: a.TrialBoot()}
+	if a.Arka != nil {
+		st.Arka = a.Arka()
+	}
+	if b, err := a.otherBuildLocked(); err == nil {
+		st.Other = &b
+	}
 	if a.last != nil {
 		c := *a.last
 		st.Last = &c
@@ -160,6 +182,14 @@ func (a *Agent) Status() Status {
 func (a *Agent) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /arka/update", a.serveStatus)
 	mux.HandleFunc("POST /arka/update/testboot", a.serveTestboot)
+	mux.HandleFunc("POST /arka/update/preflight", a.servePreflight)
+	mux.HandleFunc("POST /arka/update/rollback", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.Rollback(); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, a.Status())
+	})
 	if !a.TrialBoot() {
 		return
 	}
@@ -195,6 +225,30 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string { return e.msg }
+
+func (a *Agent) servePreflight(w http.ResponseWriter, r *http.Request) {
+	var req PreflightRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		http.Error(w, "preflight request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := a.Preflight(req); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, a.Status())
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var he *httpError
+	if errors.As(err, &he) {
+		code = he.code
+	}
+	http.Error(w, err.Error(), code)
+}
 
 func (a *Agent) serveTestboot(w http.ResponseWriter, r *http.Request) {
 	var req TestbootRequest
@@ -255,11 +309,18 @@ func (a *Agent) PrepareTrial(ctx context.Context, req TestbootRequest) error {
 	if err := a.checkRoot(target, req); err != nil {
 		return err
 	}
+	a.mu.Lock()
+	a.other = nil // written anew
+	a.mu.Unlock()
 
 	a.mu.Lock()
 	prev := a.last
+	probation := req.ProbationSeconds
+	if probation == 0 {
+		probation = DefaultProbation.Seconds()
+	}
 	at := &Attempt{Partition: target, From: a.Build, To: req.To, RootSHA256: req.RootSHA256, RootSize: req.RootSize,
-		State: Pending, Requested: time.Now().UTC()}
+		State: Pending, Requested: time.Now().UTC(), ProbationSeconds: max(probation, 0), StartSeconds: max(req.StartSeconds, 0)}
 	err = a.save(at)
 	if err == nil {
 		a.last = at
@@ -326,15 +387,22 @@ func (a *Agent) RunTrial(ctx context.Context, h Health) {
 	if !a.TrialBoot() {
 		return
 	}
-	a.logf("update: checking Arka on %s (answer within %s, then stay up for %s)", describeTargets(h.Targets), h.withDefaults().StartTimeout, h.withDefaults().Stable)
+	a.mu.Lock()
+	if a.last != nil && a.last.StartSeconds > 0 {
+		h.StartTimeout = time.Duration(a.last.StartSeconds * float64(time.Second))
+	}
+	a.mu.Unlock()
+	a.logf("update: checking Arka on %s (ready and 2xx/3xx within %s, then for %s)", describeTargets(h.Targets), h.withDefaults().StartTimeout, h.withDefaults().Stable)
 	took, err := h.Run(ctx)
 	if err != nil {
 		a.fail(err.Error())
 		return
 	}
-	if err := a.confirm(took); err != nil {
+	if err := a.confirm(took, h.Targets); err != nil {
 		a.fail("could not make the new root permanent: " + err.Error())
+		return
 	}
+	a.RunProbation(ctx)
 }
 
 func (h Health) withDefaults() Health {
@@ -345,11 +413,7 @@ func (h Health) withDefaults() Health {
 func describeTargets(ts []Target) string {
 	var s []string
 	for _, t := range ts {
-		if t.TLS {
-			s = append(s, "https://"+t.Addr)
-		} else {
-			s = append(s, "http://"+t.Addr)
-		}
+		s = append(s, t.String())
 	}
 	if len(s) == 0 {
 		return "no address"
@@ -359,7 +423,7 @@ func describeTargets(ts []Target) string {
 
 // confirm makes the running root permanent: root= in cmdline.txt and
 // gokrazy.conf names it (PointRootAt).
-func (a *Agent) confirm(took time.Duration) error {
+func (a *Agent) confirm(took time.Duration, checked []Target) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.decided {
@@ -377,6 +441,13 @@ func (a *Agent) confirm(took time.Duration) error {
 	if a.last != nil {
 		a.last.State, a.last.Finished, a.last.Reason = Confirmed, time.Now().UTC(), ""
 		a.last.HealthySeconds = took.Seconds()
+		if a.last.ProbationSeconds > 0 {
+			a.last.ProbationEnds = time.Now().UTC().Add(time.Duration(a.last.ProbationSeconds * float64(time.Second)))
+		}
+		a.last.Checked = nil
+		for _, t := range checked {
+			a.last.Checked = append(a.last.Checked, t.String())
+		}
 		if err := a.save(a.last); err != nil {
 			a.logf("update: %v", err)
 		}
@@ -394,7 +465,10 @@ func (a *Agent) fail(reason string) {
 	}
 	a.decided = true
 	if a.last != nil {
-		a.last.State, a.last.Finished, a.last.Reason = Failed, time.Now().UTC(), reason
+		a.last.State, a.last.Finished, a.last.Reason, a.last.Faulty = Failed, time.Now().UTC(), reason, true
+		if a.Evidence != nil {
+			a.last.Evidence = a.Evidence()
+		}
 		if err := a.save(a.last); err != nil {
 			a.logf("update: %v", err)
 		}

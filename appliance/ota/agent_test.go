@@ -14,8 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // fileDevice is a Device made of files: a boot FAT16 written like the image
@@ -42,7 +45,10 @@ func (d *fileDevice) OpenRoot(n int) (io.ReadCloser, error) {
 	return os.Open(d.roots[n])
 }
 func (d *fileDevice) Testboot(context.Context) error { return gokrazyTestboot(d.boot) }
-func (d *fileDevice) Reboot()                        { d.once.Do(func() { close(d.rebooted) }) }
+func (d *fileDevice) RootBuild(n int) (Build, error) {
+	return Build{Version: "on-" + string(rune('0'+n))}, nil
+}
+func (d *fileDevice) Reboot() { d.once.Do(func() { close(d.rebooted) }) }
 
 func (d *fileDevice) nextBoot(t *testing.T) (int, bool) {
 	f, _ := d.OpenBoot()
@@ -134,7 +140,7 @@ func TestUpdateConfirmed(t *testing.T) {
 	if at := readAttempt(t, status); at.State != Trial || at.Started.IsZero() {
 		t.Errorf("on the trial boot: %+v", at)
 	}
-	up := httptest.NewServer(http.NotFoundHandler())
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer up.Close()
 	trial.RunTrial(context.Background(), fast(Health{Targets: []Target{{Addr: up.Listener.Addr().String()}}}))
 	at := readAttempt(t, status)
@@ -194,7 +200,7 @@ func TestUpdateRolledBack(t *testing.T) {
 		t.Fatal("no reboot after a failed check")
 	}
 	at := readAttempt(t, status)
-	if at.State != Failed || !strings.Contains(at.Reason, "did not answer") {
+	if at.State != Failed || !strings.Contains(at.Reason, "not healthy within") {
 		t.Errorf("after the failed check: %+v", at)
 	}
 	if n, trial := d.nextBoot(t); n != 3 || trial {
@@ -203,7 +209,7 @@ func TestUpdateRolledBack(t *testing.T) {
 	back := newAgent(t, d, status, 3, 3)
 	back.Start()
 	at = readAttempt(t, status)
-	if at.State != RolledBack || !strings.Contains(at.Reason, "did not answer") || at.Finished.IsZero() {
+	if at.State != RolledBack || !strings.Contains(at.Reason, "not healthy within") || at.Finished.IsZero() {
 		t.Errorf("after the rollback: %+v", at)
 	}
 	if st := back.Status(); st.Last == nil || st.Last.State != RolledBack || st.Running != 3 || st.TrialBoot {
@@ -299,5 +305,130 @@ func TestTrialGuards(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.TrialBoot != trialBoot || st.Running != 3 || st.NextBoot != 2 {
 			t.Errorf("GET /arka/update: %v %+v", err, st)
 		}
+	}
+}
+
+// TestPreflight: the checks before anything is written, each refusal one
+// line and nothing left behind.
+func TestPreflight(t *testing.T) {
+	d := newFileDevice(t)
+	dir := t.TempDir()
+	a := newAgent(t, d, filepath.Join(dir, "arka", "update-status.json"), 2, 2)
+	a.Build.Board, a.Perm, a.PermOnRootOK = "amd64", dir, true
+	if err := a.Preflight(PreflightRequest{To: Build{Board: "amd64"}, RootSize: 1 << 20}); err != nil {
+		t.Fatalf("healthy /perm: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "arka")); len(ents) != 0 {
+		t.Errorf("preflight left files: %v", ents)
+	}
+	a.PermOnRootOK = false
+	for name, c := range map[string]struct {
+		a    func(*Agent)
+		want string
+	}{
+		"board":       {func(*Agent) {}, "the image is for board rpi, this device runs a amd64 image"},
+		"not mounted": {func(a *Agent) { a.Build.Board = "" }, "is not mounted"},
+		"missing":     {func(a *Agent) { a.Build.Board, a.Perm = "", filepath.Join(dir, "nope") }, "no such file"},
+		"trial":       {func(a *Agent) { a.Running = 3 }, "trial boot"},
+	} {
+		b := newAgent(t, d, a.StatusFile, 2, 2)
+		b.Build.Board, b.Perm = "amd64", dir
+		c.a(b)
+		err := b.Preflight(PreflightRequest{To: Build{Board: "rpi"}, RootSize: 1 << 20})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", name, err, c.want)
+		}
+	}
+}
+
+// TestProbationRollsBack: a build confirmed by its trial that then
+// crash-loops within its probation is rolled back by the device: root=
+// names the old partition again, the attempt says why, with the evidence.
+func TestProbationRollsBack(t *testing.T) {
+	probationPoll = 20 * time.Millisecond
+	defer func() { probationPoll = 2 * time.Second }()
+	d := newFileDevice(t)
+	status := filepath.Join(t.TempDir(), "update-status.json")
+	old := newAgent(t, d, status, 2, 2)
+	req := d.writeRoot(t, 3)
+	req.ProbationSeconds = 60
+	if err := old.PrepareTrial(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := gokrazyPivot(d.boot); err != nil {
+		t.Fatal(err)
+	}
+	trial := newAgent(t, d, status, 3, 2)
+	var loops atomic.Int32
+	trial.CrashLoop = func() (string, *Evidence) {
+		if loops.Add(1) < 5 {
+			return "", nil
+		}
+		return "Arka exited 3 times in a row", &Evidence{Starts: 4, LastExit: &supervise.Exit{Status: "exit status 2", Code: 2, Tail: []string{"panic: boom"}}}
+	}
+	trial.Start()
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		trial.RunTrial(context.Background(), fast(Health{Targets: []Target{{Addr: up.Listener.Addr().String()}}}))
+		close(done)
+	}()
+	select {
+	case <-d.rebooted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reboot after a crash loop on probation")
+	}
+	<-done
+	at := readAttempt(t, status)
+	if at.State != RolledBack || !strings.Contains(at.Reason, "on probation: Arka exited 3 times") || at.Evidence == nil || at.Evidence.LastExit.Tail[0] != "panic: boom" || at.HealthySeconds <= 0 {
+		t.Errorf("attempt %+v", at)
+	}
+	if n, trial := d.nextBoot(t); n != 2 || trial {
+		t.Errorf("next boot %d (trial %v), want 2", n, trial)
+	}
+	// The old build boots and keeps the record; a rollback on request
+	// does not return to the faulty build.
+	back := newAgent(t, d, status, 2, 2)
+	back.Start()
+	if st := back.Status(); st.Last.State != RolledBack || !st.Last.Faulty || st.Other == nil || st.Other.Version != "on-3" {
+		t.Errorf("status after the rollback: %+v", st)
+	}
+	if err := back.Rollback(); httpCode(err) != http.StatusConflict || !strings.Contains(err.Error(), "which failed on this device") {
+		t.Errorf("rollback to the faulty build: %v", err)
+	}
+}
+
+// TestRollbackOnRequest: rollback returns to the other partition and the
+// status says so on the next boot; a second rollback returns again.
+func TestRollbackOnRequest(t *testing.T) {
+	d := newFileDevice(t)
+	status := filepath.Join(t.TempDir(), "update-status.json")
+	a := newAgent(t, d, status, 2, 2)
+	a.Start()
+	if err := a.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.rebooted
+	if n, trial := d.nextBoot(t); n != 3 || trial {
+		t.Fatalf("next boot %d (trial %v), want 3", n, trial)
+	}
+	b := newAgent(t, d, status, 3, 3)
+	b.Start()
+	st := b.Status()
+	if st.Running != 3 || st.NextBoot != 3 || st.Last == nil || st.Last.State != Confirmed || st.Last.Partition != 3 ||
+		st.Last.Reason != "switched to on request" || st.Other == nil || st.Other.Version != "on-2" {
+		t.Errorf("after the rollback: %+v %+v", st, st.Last)
+	}
+	if err := b.Rollback(); err != nil { // (its reboot: d.rebooted is closed already)
+		t.Fatal(err)
+	}
+	c := newAgent(t, d, status, 2, 2)
+	c.Start()
+	if st := c.Status(); st.Running != 2 || st.NextBoot != 2 || st.Last.State != RolledBack || st.Last.Reason != "rollback on request" {
+		t.Errorf("after the second rollback: %+v %+v", st, st.Last)
+	}
+	if err := c.Rollback(); err != nil {
+		t.Fatal(err)
 	}
 }

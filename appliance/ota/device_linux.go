@@ -140,3 +140,26 @@ func readIntFile(p string) (int, error) {
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
+
+// RootBuild reads the build on root partition n: its SBOM
+// (/etc/gokrazy/sbom.json), with the SquashFS mounted read-only for the
+// moment.
+func (d *LinuxDevice) RootBuild(n int) (Build, error) {
+	if n != 2 && n != 3 {
+		return Build{}, fmt.Errorf("partition %d is not a root partition", n)
+	}
+	p, err := d.partitionPath(n)
+	if err != nil {
+		return Build{}, err
+	}
+	dir, err := os.MkdirTemp("", "arka-root")
+	if err != nil {
+		return Build{}, err
+	}
+	defer os.Remove(dir)
+	if err := unix.Mount(p, dir, "squashfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return Build{}, fmt.Errorf("root partition %d holds no root file system (%v)", n, err)
+	}
+	defer unix.Unmount(dir, 0)
+	return ReadBuild(filepath.Join(dir, "etc", "gokrazy", "sbom.json"))
+}

@@ -14,29 +14,57 @@ import (
 	"time"
 )
 
-// Target is one address Arka listens on, as the health check reaches it.
+// Target is one health URL: a site on one address Arka listens on, as the
+// health check reaches it.
 type Target struct {
 	Addr string // host:port to connect to
 	TLS  bool   // speak HTTPS (the certificate is not checked)
+	Host string // Host header and TLS server name; "" is "localhost"
+	Path string // request target; "" is "/"
 }
 
-// Targets turns Arka's listen addresses ("host:port", ":port") into
-// addresses to probe: an empty or unspecified host becomes loopback.
-func Targets(plain, tls []string) []Target {
+// String is the target as a URL with the address it is sent to
+// ("http://arka/ via 127.0.0.1:80").
+func (t Target) String() string {
+	scheme := "http"
+	if t.TLS {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s%s via %s", scheme, t.host(), t.path(), t.Addr)
+}
+
+func (t Target) host() string {
+	if t.Host == "" {
+		return "localhost"
+	}
+	return t.Host
+}
+
+func (t Target) path() string {
+	if t.Path == "" {
+		return "/"
+	}
+	return t.Path
+}
+
+// Targets turns a site's listen addresses ("host:port", ":port") into
+// targets for host and path: an empty or unspecified host becomes
+// loopback.
+func Targets(host, path string, plain, tls []string) []Target {
 	var out []Target
 	add := func(addrs []string, isTLS bool) {
 		for _, a := range addrs {
-			host, port, err := net.SplitHostPort(a)
+			ip, port, err := net.SplitHostPort(a)
 			if err != nil {
 				continue
 			}
-			switch host {
+			switch ip {
 			case "", "0.0.0.0":
-				host = "127.0.0.1"
+				ip = "127.0.0.1"
 			case "::":
-				host = "::1"
+				ip = "::1"
 			}
-			t := Target{Addr: net.JoinHostPort(host, port), TLS: isTLS}
+			t := Target{Addr: net.JoinHostPort(ip, port), TLS: isTLS, Host: host, Path: path}
 			dup := false
 			for _, o := range out {
 				dup = dup || o == t
@@ -51,26 +79,36 @@ func Targets(plain, tls []string) []Target {
 	return out
 }
 
+// Final is a Ready error that waiting will not cure (Arka serves a
+// fallback configuration): the check fails at once.
+type Final struct{ Err error }
+
+func (f Final) Error() string { return f.Err.Error() }
+
 // Process is the supervisor's view of Arka's process.
 type Process struct {
 	Started time.Time // start of the current process
 	Stopped bool      // the supervisor gave up on it (it exited 0 or 125)
 }
 
-// Health checks, on a trial boot, that the new build's Arka works: every
-// target answers an HTTP request (any status: Arka's engine is up) within
-// StartTimeout of Run, and then keeps answering, without Arka's process
-// restarting, for Stable. Arka restarting more than MaxRestarts times
-// before it answers fails the check at once (a build whose Arka exits at
-// start fails in seconds, not after StartTimeout).
+// Health checks, on a trial boot, that the new build's Arka works: within
+// StartTimeout of Run, Arka reports itself ready (Ready: its configuration
+// loaded as written, every listener bound, php-fpm up) and every target
+// answers 2xx or 3xx; then, for Stable, the targets keep answering so and
+// Arka's process does not restart. Arka restarting MaxRestarts times
+// before it is healthy fails the check at once (a build whose Arka exits
+// at start fails in seconds, not after StartTimeout).
 type Health struct {
-	Targets      []Target
-	Process      func(context.Context) (Process, error) // nil: restarts are not watched
-	ConfigErr    error                                  // Arka's configuration did not load; part of a failure's reason
-	StartTimeout time.Duration                          // default 2 minutes
-	Stable       time.Duration                          // default 10 s
-	MaxRestarts  int                                    // default 5
-	Interval     time.Duration                          // between probes, default 1 s
+	Targets []Target
+	Process func(context.Context) (Process, error) // nil: restarts are not watched
+	// Ready returns nil when Arka reports itself ready, else why not (one
+	// line); a Final error fails the check at once. nil: not asked.
+	Ready        func() error
+	ConfigErr    error         // Arka's configuration did not load; part of a failure's reason
+	StartTimeout time.Duration // default 2 minutes
+	Stable       time.Duration // default 10 s
+	MaxRestarts  int           // default 5
+	Interval     time.Duration // between probes, default 1 s
 }
 
 func (h *Health) defaults() {
@@ -156,17 +194,29 @@ func (h Health) Run(ctx context.Context) (time.Duration, error) {
 			return 0, reason(err)
 		}
 		if n := restarts(); n >= h.MaxRestarts {
-			return 0, reason(fmt.Errorf("Arka exited and was restarted %d times in %s without answering", n, time.Since(start).Round(time.Second)))
+			msg := fmt.Sprintf("Arka exited and was restarted %d times in %s without becoming healthy", n, time.Since(start).Round(time.Second))
+			if lastErr != nil {
+				msg += " (last check: " + oneLine(lastErr.Error()) + ")"
+			}
+			return 0, reason(errors.New(msg))
 		}
 		if len(h.Targets) > 0 {
-			if lastErr = h.probe(ctx, client); lastErr == nil {
+			lastErr = h.probe(ctx, client)
+			if lastErr == nil && h.Ready != nil {
+				lastErr = h.Ready()
+				var f Final
+				if errors.As(lastErr, &f) {
+					return 0, reason(lastErr)
+				}
+			}
+			if lastErr == nil {
 				break
 			}
 		} else {
 			lastErr = errors.New("no address to check (Arka's configuration names none)")
 		}
 		if time.Since(start) >= h.StartTimeout {
-			return 0, reason(fmt.Errorf("Arka did not answer within %s: %v", h.StartTimeout, lastErr))
+			return 0, reason(fmt.Errorf("Arka was not healthy within %s: %v", h.StartTimeout, lastErr))
 		}
 		if err := wait(); err != nil {
 			return 0, err
@@ -188,30 +238,35 @@ func (h Health) Run(ctx context.Context) (time.Duration, error) {
 			return 0, reason(fmt.Errorf("Arka restarted %s after it first answered", time.Since(stableFrom).Round(time.Second)))
 		}
 		if err := h.probe(ctx, client); err != nil {
-			return 0, reason(fmt.Errorf("Arka stopped answering %s after it first answered: %v", time.Since(stableFrom).Round(time.Second), err))
+			return 0, reason(fmt.Errorf("Arka stopped answering well %s after it was healthy: %v", time.Since(stableFrom).Round(time.Second), err))
 		}
 	}
 	return healthy, nil
 }
 
-// probe sends GET / to every target; any HTTP response counts.
+// probe sends GET to every target; each must answer 2xx or 3xx
+// (redirects are not followed: a site that sends plain HTTP to HTTPS
+// passes).
 func (h Health) probe(ctx context.Context, c *http.Client) error {
 	for _, t := range h.Targets {
 		scheme := "http"
 		if t.TLS {
 			scheme = "https"
 		}
-		req, err := http.NewRequestWithContext(ctx, "GET", scheme+"://"+t.Addr+"/", nil)
+		req, err := http.NewRequestWithContext(ctx, "GET", scheme+"://"+t.Addr+t.path(), nil)
 		if err != nil {
 			return err
 		}
-		req.Host = "localhost"
+		req.Host = t.host() // (no TLS server name is sent to an IP address: Arka picks the default site's certificate)
 		resp, err := c.Do(req)
 		if err != nil {
-			return fmt.Errorf("%s: %v", t.Addr, unwrapURLError(err))
+			return fmt.Errorf("%s: %v", t, unwrapURLError(err))
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
+		if resp.StatusCode < 200 || resp.StatusCode > 399 {
+			return fmt.Errorf("%s answered %s (a health URL must answer 2xx or 3xx; a site can name another with health_path)", t, resp.Status)
+		}
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 )
 
 func TestTargets(t *testing.T) {
-	got := Targets([]string{":80", "0.0.0.0:80", "10.0.0.1:8080"}, []string{"[::]:443", ":443"})
-	want := []Target{{"127.0.0.1:80", false}, {"10.0.0.1:8080", false}, {"[::1]:443", true}, {"127.0.0.1:443", true}}
+	got := Targets("arka", "/", []string{":80", "0.0.0.0:80", "10.0.0.1:8080"}, []string{"[::]:443", ":443"})
+	want := []Target{{"127.0.0.1:80", false, "arka", "/"}, {"10.0.0.1:8080", false, "arka", "/"}, {"[::1]:443", true, "arka", "/"}, {"127.0.0.1:443", true, "arka", "/"}}
 	if len(got) != len(want) {
 		t.Fatalf("Targets = %v, want %v", got, want)
 	}
@@ -57,9 +57,11 @@ func TestHealthPasses(t *testing.T) {
 	var hits atomic.Int32
 	tg, _ := serverTarget(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		http.NotFound(w, r) // any answer counts: the engine is up
+		if r.Host != "localhost" || r.URL.Path != "/" {
+			http.NotFound(w, r)
+		}
 	}))
-	tls := httptest.NewTLSServer(http.NotFoundHandler())
+	tls := httptest.NewTLSServer(http.RedirectHandler("/elsewhere", http.StatusFound)) // 3xx passes
 	defer tls.Close()
 	started := time.Now()
 	h := fast(Health{
@@ -89,7 +91,7 @@ func TestHealthWaitsForArka(t *testing.T) {
 		if err != nil {
 			return
 		}
-		srv := &http.Server{Handler: http.NotFoundHandler()}
+		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
 		t.Cleanup(func() { srv.Close() })
 		srv.Serve(l)
 	}()
@@ -103,7 +105,15 @@ func TestHealthWaitsForArka(t *testing.T) {
 }
 
 func TestHealthFails(t *testing.T) {
-	up, _ := serverTarget(t, http.NotFoundHandler())
+	up, _ := serverTarget(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	bad, _ := serverTarget(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.Error(w, "upstream down", http.StatusBadGateway)
+		}
+	}))
+	good := bad
+	good.Path = "/healthz"
+	var readyCalls atomic.Int32
 	var n atomic.Int64
 	restarting := func(context.Context) (Process, error) {
 		return Process{Started: time.Unix(n.Add(1), 0)}, nil // a new process every time
@@ -124,7 +134,15 @@ func TestHealthFails(t *testing.T) {
 		h    Health
 		want string
 	}{
-		{"never answers", Health{Targets: []Target{{Addr: closedPort(t)}}, StartTimeout: 300 * time.Millisecond}, "did not answer within 300ms"},
+		{"never answers", Health{Targets: []Target{{Addr: closedPort(t)}}, StartTimeout: 300 * time.Millisecond}, "not healthy within 300ms"},
+		{"502", Health{Targets: []Target{up, bad}, StartTimeout: 300 * time.Millisecond}, "answered 502 Bad Gateway"},
+		{"final", Health{Targets: []Target{good}, StartTimeout: time.Minute, Ready: func() error {
+			return Final{errors.New("no configuration loaded: Arka serves its fallback page")}
+		}}, "fallback page"},
+		{"not ready", Health{Targets: []Target{good}, StartTimeout: 300 * time.Millisecond, Ready: func() error {
+			readyCalls.Add(1)
+			return errors.New("Arka serves the last configuration that loaded")
+		}}, "last configuration that loaded"},
 		{"crash loop", Health{Targets: []Target{{Addr: closedPort(t)}}, Process: restarting}, "restarted 5 times"},
 		{"restart while stable", Health{Targets: []Target{up}, Process: func(ctx context.Context) (Process, error) {
 			if n.Add(1) > 5 {
@@ -142,7 +160,7 @@ func TestHealthFails(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", c.name, err, c.want)
 		}
-		if time.Since(start) > 3*time.Second {
+		if time.Since(start) > 3*time.Second { // "final": at once, not after its minute
 			t.Errorf("%s: took %s", c.name, time.Since(start))
 		}
 	}

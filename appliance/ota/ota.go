@@ -32,11 +32,15 @@
 // The Agent serves its state on gokrazy's web UI (behind its password):
 //
 //	GET  /arka/update            Status (JSON)
+//	POST /arka/update/preflight  PreflightRequest (JSON) -> Status: checks before anything is written
 //	POST /arka/update/testboot   TestbootRequest (JSON) -> Status
+//	POST /arka/update/rollback   -> Status: return to the other root partition (reboots)
 package ota
 
 import (
 	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // StatusFile is where the Agent keeps the last update attempt: on /perm,
@@ -79,6 +83,27 @@ type Attempt struct {
 	// started Arka answered on every address (the stable period not
 	// included).
 	HealthySeconds float64 `json:"healthy_seconds,omitempty"`
+	// ProbationSeconds is how long after confirmation a crash loop still
+	// returns to the old build (negative: none); ProbationEnds is when
+	// that ends (wall clock), zero once it ended or was cut short.
+	ProbationSeconds float64   `json:"probation_seconds,omitempty"`
+	ProbationEnds    time.Time `json:"probation_ends,omitzero"`
+	// StartSeconds: see TestbootRequest.
+	StartSeconds float64 `json:"start_seconds,omitempty"`
+	// Checked are the health URLs the trial checked before it confirmed.
+	Checked []string `json:"checked,omitempty"`
+	// Faulty: the new build failed its trial or its probation (rollback
+	// on request does not return to it).
+	Faulty bool `json:"faulty,omitempty"`
+	// Evidence is what the trial boot saw of Arka when it failed.
+	Evidence *Evidence `json:"evidence,omitempty"`
+}
+
+// Evidence of a failed trial, kept on /perm with the attempt.
+type Evidence struct {
+	Starts   int             `json:"starts"`              // Arka processes started during the trial
+	LastExit *supervise.Exit `json:"last_exit,omitempty"` // how the last one ended: status or signal, last lines of output
+	Problems []string        `json:"problems,omitempty"`  // what Arka reported about itself (its readiness file)
 }
 
 // Status is what GET /arka/update returns.
@@ -96,6 +121,11 @@ type Status struct {
 	NextBoot    int      `json:"next_boot_partition"`
 	NextIsTrial bool     `json:"next_boot_trial"`
 	Last        *Attempt `json:"last,omitempty"` // the last update attempt
+	// Other is the build on the other root partition (5-Running), when it
+	// holds one.
+	Other *Build `json:"other_build,omitempty"`
+	// Arka is its supervisor's record of this boot: restarts, last exit.
+	Arka *supervise.State `json:"arka,omitempty"`
 }
 
 // TestbootRequest is the body of POST /arka/update/testboot.
@@ -103,4 +133,9 @@ type TestbootRequest struct {
 	To         Build  `json:"to"`
 	RootSHA256 string `json:"root_sha256"` // hex SHA-256 of the root file system sent to /update/root
 	RootSize   int64  `json:"root_size"`
+	// ProbationSeconds: see Attempt; 0 is DefaultProbation, negative none.
+	ProbationSeconds float64 `json:"probation_seconds,omitempty"`
+	// StartSeconds bounds how long the trial waits for Arka to be healthy
+	// (0: the device's default, Health.StartTimeout).
+	StartSeconds float64 `json:"start_seconds,omitempty"`
 }

@@ -8,9 +8,11 @@
 //	arka-appliance status --host HOST                                 (the device's last update)
 //	arka-appliance deploy --host HOST DIR | --rollback                (a site over the network)
 //	arka-appliance password --host HOST                               (rotate the device password)
+//	arka-appliance rollback --host HOST                               (return to the other root partition)
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -25,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/arkaweb/arka/appliance/devices"
 	"github.com/arkaweb/arka/appliance/flash"
 	"github.com/arkaweb/arka/appliance/image"
@@ -35,13 +39,14 @@ import (
 
 const usage = `usage:
   arka-appliance build --board BOARD [flags]     build images/out/arka-BOARD.img
-  arka-appliance flash (--image IMG | --board BOARD) [--force] DEVICE
+  arka-appliance flash (--image IMG[.xz|.gz] | --board BOARD) [--yes] [--force] DEVICE
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
   arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
   arka-appliance status --host HOST[:PORT] [--name NAME | --password-file FILE]
   arka-appliance deploy --host NAME DIR          send a site (sites/*.toml + content) to a device
   arka-appliance deploy --host NAME --rollback   back to the previously deployed site
   arka-appliance password --host NAME            give the device a new password
+  arka-appliance rollback --host HOST[:PORT] [--name NAME | --password-file FILE]
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -64,6 +69,8 @@ func main() {
 		err = cmdUpdate(os.Args[2:])
 	case "status":
 		err = cmdStatus(os.Args[2:])
+	case "rollback":
+		err = cmdRollback(os.Args[2:])
 	case "deploy":
 		err = cmdDeploy(os.Args[2:])
 	case "password":
@@ -268,6 +275,7 @@ func cmdFlash(args []string) error {
 	fs := flag.NewFlagSet("flash", flag.ExitOnError)
 	img := fs.String("image", "", "image to write")
 	force := fs.Bool("force", false, "write even to a mounted, system or non-removable device")
+	yes := fs.Bool("yes", false, "do not ask for confirmation before overwriting a device")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -297,6 +305,9 @@ func cmdFlash(args []string) error {
 		}
 		*img = sum.Output
 	}
+	if err := confirmFlash(target, *img, *yes, os.Stdin, os.Stderr); err != nil {
+		return err
+	}
 	bar := newBar(os.Stderr)
 	phase := ""
 	res, err := flash.Write(flash.Options{
@@ -314,6 +325,26 @@ func cmdFlash(args []string) error {
 	}
 	fmt.Printf("\nWrote %s to %s (%d MiB) and verified it: SHA-256 %x\n", *img, target, res.Bytes>>20, res.SHA256)
 	fmt.Println("At first boot, /perm grows to the whole card or disk.")
+	return nil
+}
+
+// confirmFlash names the target (model and size) and, for a block device,
+// asks for "yes" on in unless yes is set; off a terminal it refuses instead
+// of waiting.
+func confirmFlash(target, img string, yes bool, in *os.File, out io.Writer) error {
+	fmt.Fprintf(out, "Writing %s to %s\n", img, flash.Describe(target))
+	st, err := os.Stat(target)
+	if err != nil || st.Mode()&os.ModeDevice == 0 || yes {
+		return nil
+	}
+	if _, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err != nil {
+		return errors.New("flash: everything on the device would be lost, and there is no terminal to confirm on: add --yes")
+	}
+	fmt.Fprint(out, "Everything on it will be lost. Type yes to continue: ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if strings.TrimSpace(line) != "yes" {
+		return errors.New("flash: not confirmed; nothing written")
+	}
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,5 +45,42 @@ func TestUpdateFlags(t *testing.T) {
 		if err := cmdUpdate(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("update %q: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestProgressLinesOffTerminal: written to a file, progress is a line per
+// 10 %, not a bar redrawn in place.
+func TestProgressLinesOffTerminal(t *testing.T) {
+	var out strings.Builder
+	b := &bar{w: &out}
+	b.Stage(1, 2, "write /dev/sdz")
+	for done := int64(0); done <= 1000; done += 7 {
+		b.Bytes(done, 1000)
+	}
+	b.Bytes(1000, 1000)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 12 || lines[1] != "  0%  0.0/0.0 MiB" || !strings.HasPrefix(lines[11], "  100%") || strings.Contains(out.String(), "\r") {
+		t.Errorf("%d lines:\n%s", len(lines), out.String())
+	}
+}
+
+// TestConfirmFlash: a device is named and, without a terminal to ask on,
+// refused unless --yes; a file target needs no confirmation.
+func TestConfirmFlash(t *testing.T) {
+	in, err := os.Open(os.DevNull) // not a terminal
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var out strings.Builder
+	err = confirmFlash(os.DevNull, "arka.img", false, in, &out)
+	if err == nil || !strings.Contains(err.Error(), "add --yes") || !strings.Contains(out.String(), "Writing arka.img to /dev/null: ") {
+		t.Errorf("device without --yes: %v\n%s", err, out.String())
+	}
+	if err := confirmFlash(os.DevNull, "arka.img", true, in, &out); err != nil {
+		t.Errorf("--yes: %v", err)
+	}
+	if err := confirmFlash(filepath.Join(t.TempDir(), "card.img"), "arka.img", false, in, &out); err != nil {
+		t.Errorf("file target: %v", err)
 	}
 }

@@ -9,14 +9,16 @@ import (
 )
 
 // bar prints build and flash progress: one line per stage and, on a
-// terminal, a bar redrawn in place while bytes are copied.
+// terminal, a bar redrawn in place while bytes are copied; elsewhere (a
+// log, a pipe) a line at every 10 %.
 type bar struct {
-	w     io.Writer
-	tty   bool
-	lines bool // not on a terminal: print a progress line every few seconds
-	last  time.Time
-	stage string
-	start time.Time
+	w      io.Writer
+	tty    bool
+	lines  bool // not on a terminal: also a progress line every few seconds
+	last   time.Time
+	stage  string
+	start  time.Time
+	decile int64 // the last 10 % step printed, off a terminal
 }
 
 func newBar(w io.Writer) *bar {
@@ -32,6 +34,7 @@ func newBar(w io.Writer) *bar {
 func (b *bar) Stage(n, of int, name string) {
 	b.stage = fmt.Sprintf("[%d/%d] %s", n, of, name)
 	b.start = time.Now()
+	b.decile = -1
 	fmt.Fprintln(b.w, b.stage)
 }
 
@@ -40,8 +43,9 @@ func (b *bar) Bytes(done, total int64) {
 		return
 	}
 	if !b.tty {
-		if b.lines && (time.Since(b.last) >= 2*time.Second || done == total) {
-			b.last = time.Now()
+		d := done * 10 / total
+		if d > b.decile || b.lines && time.Since(b.last) >= 2*time.Second {
+			b.last, b.decile = time.Now(), d
 			fmt.Fprintf(b.w, "  %d%%  %.1f/%.1f MiB\n", done*100/total, float64(done)/(1<<20), float64(total)/(1<<20))
 		}
 		return

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/ota"
 	"github.com/arkaweb/arka/appliance/ota/updater"
 )
 
@@ -19,9 +22,11 @@ func cmdUpdate(args []string) error {
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")
 	img := fs.String("image", "", "image to send (default: build it, with --board)")
 	uiPort := fs.Int("ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
-	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer after the update (default http://HOST/; "-" skips)`)
+	checkURL := fs.String("check-url", "", `URL of Arka on the device that must answer 2xx or 3xx after the update (default http://HOST/; "-" skips)`)
 	maxRate := fs.String("max-rate", "0", "send at most this many bytes per second (e.g. 2M; 0: no limit)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound from the reboot to the device's verdict")
+	startTimeout := fs.Duration("start-timeout", 0, "how long the trial boot waits for Arka to be ready and healthy (0: the device's default, 2m)")
+	probation := fs.Duration("probation", ota.DefaultProbation, "after the verdict, how long the device still returns to the old build by itself if Arka crash-loops (0: no probation)")
 	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
 	var b buildFlags
 	b.register(fs)
@@ -66,10 +71,14 @@ func cmdUpdate(args []string) error {
 	res, err := updater.Update(ctx, updater.Options{
 		Image: *img, Host: dev.bare, BaseURL: dev.base, Client: dev.http,
 		Password: dev.pw, PasswordFile: dev.pwFile,
-		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout,
+		CheckURL: *checkURL, MaxRate: rate, Timeout: *timeout, Probation: probationOption(*probation), StartTimeout: *startTimeout,
 		Progress: bar,
 	})
 	if err != nil {
+		var rb *updater.RolledBackError
+		if errors.As(err, &rb) && rb.Device.Last != nil {
+			printEvidence(os.Stderr, rb.Device.Last.Evidence)
+		}
 		return err
 	}
 	if res.UpToDate {
@@ -78,6 +87,12 @@ func cmdUpdate(args []string) error {
 	}
 	fmt.Printf("\nUpdated %s from Arka %s (sbom %.12s) to Arka %s (build %s, sbom %.12s), now on root partition %d.\n",
 		*host, res.From.Version, res.From.SBOMHash, res.To.Version, res.To.BuildTimestamp, res.To.SBOMHash, res.Device.Running)
+	if at := res.Device.Last; at != nil && len(at.Checked) > 0 {
+		fmt.Printf("Verdict: Arka reported itself ready and these answered 2xx/3xx: %s.\n", strings.Join(at.Checked, ", "))
+		if !at.ProbationEnds.IsZero() {
+			fmt.Printf("Probation: until %s the device returns to Arka %s by itself if Arka crash-loops (or run \"arka-appliance rollback\").\n", at.ProbationEnds.Format(time.RFC3339), res.From.Version)
+		}
+	}
 	fmt.Printf("Sent root %.1f MiB and boot %.1f MiB in %s; reboot to confirmed %s (Arka answered %s after it was started, then stayed up); total %s.\n",
 		float64(res.RootBytes)/(1<<20), float64(res.BootBytes)/(1<<20), res.Transfer.Round(100*time.Millisecond),
 		res.RebootToOK.Round(100*time.Millisecond), res.HealthyTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
@@ -109,6 +124,11 @@ func cmdStatus(args []string) error {
 		next += " on trial"
 	}
 	fmt.Printf("Next boot  %s\n", next)
+	if st.Other != nil {
+		fmt.Printf("Other root partition %d holds Arka %s (build %s, sbom %.12s)\n", 5-st.Running, st.Other.Version, st.Other.BuildTimestamp, st.Other.SBOMHash)
+	} else {
+		fmt.Printf("Other root partition %d holds no build\n", 5-st.Running)
+	}
 	if at := st.Last; at != nil {
 		fmt.Printf("Last update  %s -> %s (partition %d): %s", at.From.Version, at.To.Version, at.Partition, at.State)
 		if !at.Finished.IsZero() {
@@ -118,8 +138,73 @@ func cmdStatus(args []string) error {
 		if at.Reason != "" {
 			fmt.Printf("           %s\n", at.Reason)
 		}
+		if at.State == ota.Confirmed && !at.ProbationEnds.IsZero() && time.Until(at.ProbationEnds) > 0 {
+			fmt.Printf("           on probation until %s: a crash loop returns to Arka %s\n", at.ProbationEnds.Format(time.RFC3339), at.From.Version)
+		}
+		printEvidence(os.Stdout, at.Evidence)
 	} else {
 		fmt.Println("Last update  none recorded")
+	}
+	if a := st.Arka; a != nil {
+		fmt.Printf("Arka       started %d time(s) this boot", a.Starts)
+		if a.PID != 0 {
+			fmt.Printf(", running (pid %d)", a.PID)
+		} else if !a.NextStart.IsZero() {
+			fmt.Printf(", restarting at %s", a.NextStart.Format(time.RFC3339))
+		}
+		fmt.Println()
+		if ex := a.LastExit; ex != nil {
+			fmt.Printf("           last exit %s at %s (%d in a row)\n", ex, ex.Time.Format(time.RFC3339), a.InARow)
+		}
+	}
+	return nil
+}
+
+// printEvidence prints what a failed trial saw of Arka.
+func printEvidence(w io.Writer, ev *ota.Evidence) {
+	if ev == nil {
+		return
+	}
+	fmt.Fprintf(w, "Evidence   Arka was started %d time(s) during the trial\n", ev.Starts)
+	for _, p := range ev.Problems {
+		fmt.Fprintf(w, "           problem: %s\n", p)
+	}
+	if ex := ev.LastExit; ex != nil {
+		fmt.Fprintf(w, "           its last process ended: %s; its last lines:\n", ex)
+		for _, l := range ex.Tail {
+			fmt.Fprintf(w, "             | %s\n", l)
+		}
+	}
+}
+
+func probationOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1 // none
+	}
+	return d
+}
+
+// cmdRollback returns a device to the build on its other root partition.
+func cmdRollback(args []string) error {
+	fs := flag.NewFlagSet("rollback", flag.ExitOnError)
+	var d deviceFlags
+	d.register(fs)
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the reboot")
+	fs.Parse(args)
+	dev, err := d.device()
+	if err != nil {
+		return fmt.Errorf("rollback: %v", err)
+	}
+	bar := newBar(os.Stderr)
+	bar.lines = true
+	st, err := updater.Rollback(context.Background(), updater.Options{Host: dev.bare, BaseURL: dev.base, Client: dev.http,
+		Password: dev.pw, PasswordFile: dev.pwFile, Timeout: *timeout, Progress: bar})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s runs Arka %s (build %s, sbom %.12s) from root partition %d.\n", d.host, st.Build.Version, st.Build.BuildTimestamp, st.Build.SBOMHash, st.Running)
+	if st.Other != nil {
+		fmt.Printf("Root partition %d keeps Arka %s: \"arka-appliance rollback\" returns to it.\n", 5-st.Running, st.Other.Version)
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func checkSite(ctx context.Context, dir, state string) ([]string, error) {
 // reloadArka sends SIGHUP to Arka and waits for its verdict in its log
 // ("configuration reloaded" or "reload failed", gokrazy's log stream).
 func reloadArka(pw string) error {
-	pid, err := findProcess(arkaPath)
+	pid, err := arkaPID()
 	if err != nil {
 		return err
 	}
@@ -246,4 +246,14 @@ func findProcess(path string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s is not running", path)
+}
+
+// arkaPID is the running Arka's process: the one its supervisor (/user/arka,
+// appliance/supervise) started, else a direct child of init run as
+// /user/arka (an image from before the supervisor).
+func arkaPID() (int, error) {
+	if st := arkaState(); st != nil && st.PID != 0 {
+		return st.PID, nil
+	}
+	return findProcess(arkaPath)
 }

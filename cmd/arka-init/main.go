@@ -23,6 +23,7 @@ import (
 	"github.com/gokrazy/gokrazy"
 
 	"github.com/arkaweb/arka/appliance/initcfg"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // Set with -ldflags -X by the image builder. initBuildTimestamp is what
@@ -41,6 +42,9 @@ const (
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == filepath.Base(initcfg.ArkaService) {
+		os.Exit(superviseArka()) // started by gokrazy as /user/arka
+	}
 	log.SetPrefix("arka-init: ")
 	log.SetFlags(0)
 	log.Printf("Arka %s, built %s", initVersion, initBuildTimestamp)
@@ -76,6 +80,9 @@ func main() {
 		initcfg.State: state,
 		initcfg.Netif: netif,
 	}
+	// A readiness file left by the previous boot must not vouch for this
+	// one's Arka.
+	os.Remove(filepath.Join(state, status.ReadyFile))
 	var services []*gokrazy.Service
 	for _, s := range cfg.Services {
 		if _, err := os.Stat(s.Path); err != nil {
@@ -102,7 +109,7 @@ func main() {
 	if err := gokrazy.SuperviseServices(services); err != nil {
 		log.Fatal(err)
 	}
-	runTrial(updates, sites)
+	runTrial(updates, sites, state)
 	select {}
 }
 

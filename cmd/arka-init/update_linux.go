@@ -2,16 +2,24 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/appliance/supervise"
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // startUpdateAgent starts Arka's update agent (appliance/ota) once /perm is
@@ -37,39 +45,156 @@ func startUpdateAgent() *ota.Agent {
 	if build.BuildTimestamp == "" {
 		build.BuildTimestamp = initBuildTimestamp
 	}
-	a := &ota.Agent{Build: build, BootID: ota.BootID(), Running: running, KernelRoot: kernelRoot, Device: dev, Logf: log.Printf}
+	a := &ota.Agent{Build: build, BootID: ota.BootID(), Running: running, KernelRoot: kernelRoot, Device: dev, Logf: log.Printf,
+		Arka: arkaState, CrashLoop: crashLoop}
 	a.Start()
 	// gokrazy's listeners serve http.DefaultServeMux behind the UI password.
 	a.Register(http.DefaultServeMux)
 	return a
 }
 
-// runTrial checks, on a trial boot, that Arka answers on every address
-// its sites listen on and keeps running; the agent then makes the update
-// permanent or reboots into the old root.
-func runTrial(a *ota.Agent, sites string) {
-	if a == nil || !a.TrialBoot() {
+// arkaState is Arka's supervisor state of this boot, nil before it runs.
+func arkaState() *supervise.State {
+	st, err := supervise.ReadState(initcfg.SupervisorState)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// crashLoopExits is how many exits in a row (each after less than
+// supervise.Stable) make a crash loop for probation.
+const crashLoopExits = 3
+
+// crashLoop says whether Arka crash-loops, with the evidence.
+func crashLoop() (string, *ota.Evidence) {
+	st := arkaState()
+	if st == nil || st.LastExit == nil || st.InARow < crashLoopExits {
+		return "", nil
+	}
+	return fmt.Sprintf("Arka exited %d times in a row, the last time %s", st.InARow, st.LastExit),
+		&ota.Evidence{Starts: st.Starts, LastExit: st.LastExit}
+}
+
+// runTrial checks, on a trial boot, that Arka reports itself ready and
+// that every site answers 2xx or 3xx at its health path on every address
+// it listens on, and keeps doing so without restarting; the agent then
+// makes the update permanent or reboots into the old root, keeping the
+// evidence (Arka's last exit and output, its problems) with the attempt.
+func runTrial(a *ota.Agent, sites, state string) {
+	if a == nil {
+		return
+	}
+	if !a.TrialBoot() {
+		go a.RunProbation(context.Background()) // what is left of a probation a reboot interrupted
 		return
 	}
 	g := &ota.Gokrazy{Password: ota.GokrazyPassword()}
-	h := ota.Health{Process: func(ctx context.Context) (ota.Process, error) { return g.Process(ctx, "/user/arka") }}
+	h := ota.Health{
+		Process: func(ctx context.Context) (ota.Process, error) {
+			p, err := g.Process(ctx, initcfg.ArkaService) // the supervisor: Stopped
+			if st := arkaState(); st != nil {
+				p.Started, err = st.Started, nil // Arka itself: restarts
+			}
+			return p, err
+		},
+		Ready: func() error { return arkaReady(state) },
+	}
 	h.Targets, h.ConfigErr = healthTargets(sites)
+	a.Evidence = func() *ota.Evidence {
+		ev := &ota.Evidence{}
+		if st := arkaState(); st != nil {
+			ev.Starts, ev.LastExit = st.Starts, st.LastExit
+		}
+		if r, err := readReadiness(state); err == nil {
+			ev.Problems = r.Problems
+		}
+		return ev
+	}
 	go a.RunTrial(context.Background(), h)
 }
 
-// healthTargets returns the addresses Arka listens on with the sites in
-// dir, as the health check reaches them.
-func healthTargets(dir string) ([]ota.Target, error) {
-	loaded, err := config.Load(dir)
+func readReadiness(state string) (*status.Readiness, error) {
+	b, err := os.ReadFile(filepath.Join(state, status.ReadyFile))
 	if err != nil {
 		return nil, err
 	}
-	var plain, tls []string
-	for _, s := range loaded {
-		plain = append(plain, s.Listen...)
-		tls = append(tls, s.TLS.Listen...)
+	var r status.Readiness
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
 	}
-	return ota.Targets(plain, tls), nil
+	return &r, nil
+}
+
+// arkaReady says whether the running Arka reports itself ready (its
+// readiness file, written by this process).
+func arkaReady(state string) error {
+	r, err := readReadiness(state)
+	if err != nil {
+		return fmt.Errorf("no readiness report from Arka yet (%v)", err)
+	}
+	if st := arkaState(); st != nil && st.PID != r.PID {
+		return fmt.Errorf("no readiness report from the running Arka (pid %d) yet", st.PID)
+	}
+	if r.Ready {
+		return nil
+	}
+	msg := "Arka is not ready"
+	final := false
+	switch r.Config {
+	case status.ServingLastGood:
+		msg, final = "Arka serves the last configuration that loaded, not the one written", true
+	case status.ServingFallback:
+		msg, final = "no configuration loaded: Arka serves its fallback page", true
+	}
+	for _, p := range r.Problems {
+		// A certificate replaced by a self-signed one stays so; an
+		// address not bound yet may be bound at the next try.
+		final = final || strings.Contains(p, "serving a self-signed certificate")
+	}
+	if len(r.Problems) > 0 {
+		msg += ": " + r.Problems[0]
+		if len(r.Problems) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(r.Problems)-1)
+		}
+	}
+	if final {
+		return ota.Final{Err: errors.New(msg)}
+	}
+	return errors.New(msg)
+}
+
+// healthTargets returns the health URLs of the sites in dir: each site's
+// health_path (default "/") with its first server name (else localhost)
+// as Host, on every address it listens on.
+func healthTargets(dir string) ([]ota.Target, error) {
+	files, err := config.ReadFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	// As Arka -appliance reads them: a certificate that does not load is
+	// Arka's to report (it serves a self-signed one), not a reason to
+	// check nothing.
+	loaded, err := config.ParseFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	var out []ota.Target
+	for _, s := range loaded {
+		host := "localhost"
+		for _, n := range s.ServerNames {
+			if !strings.HasPrefix(n, "*") {
+				host = n
+				break
+			}
+		}
+		for _, t := range ota.Targets(host, s.HealthPath, s.Listen, s.TLS.Listen) {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
 }
 
 // keepWatchdog pings the hardware watchdog if gokrazy could not open it.

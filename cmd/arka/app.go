@@ -36,6 +36,9 @@ type app struct {
 	srv   *server.Server
 
 	stopThermal context.CancelFunc
+	// keep, in appliance mode (-appliance), applies the configurations
+	// instead of start (see appliance.go).
+	keep *keeper
 }
 
 // newApp sets up the parts for sites (the first configuration) without
@@ -79,6 +82,18 @@ func (a *app) check(sites []*config.Site) error {
 // thermal control.
 func (a *app) start(sites []*config.Site) error {
 	applyRuntime(a.budget, a.log)
+	if a.keep != nil {
+		a.keep.srv, a.keep.php, a.keep.conds = a.server(), a.php, a.conds
+		if _, err := a.keep.load(); err != nil {
+			a.php.stop()
+			return err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go a.keep.watchReadiness(ctx.Done())
+		go a.thermal.Run(ctx, a.root)
+		a.stopThermal = cancel
+		return nil
+	}
 	if _, err := a.php.apply(sites); err != nil {
 		return fmt.Errorf("php-fpm: %w", err)
 	}

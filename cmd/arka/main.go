@@ -3,6 +3,7 @@
 //	arka                  serve the embedded demo site (http://127.0.0.1:8080, https://127.0.0.1:8443)
 //	arka -c PATH          serve a site file, or a directory of *.toml site files
 //	arka -t -c PATH       check the configuration and exit (0 when valid)
+//	arka -appliance -c PATH   never exit because of the configuration (see appliance.go)
 //	arka -version         print the version
 //	arka hash-password    print a bcrypt hash of a password for basic_auth
 //
@@ -41,6 +42,9 @@ func run(args []string) int {
 	confPath := fl.String("c", "", "site file, or directory of *.toml site files (default: the embedded demo site)")
 	check := fl.Bool("t", false, "check the configuration and exit")
 	version := fl.Bool("version", false, "print the version and exit")
+	appliance := fl.Bool("appliance", false, "run under a supervisor: never exit because of the configuration; serve the last configuration that loaded, or a page saying what is wrong (needs -c)")
+	fbListen := fl.String("fallback-listen", ":80", "with -appliance: comma-separated plain HTTP addresses of the page shown when no configuration loads")
+	fbTLSListen := fl.String("fallback-tls-listen", ":443", "with -appliance: comma-separated HTTPS addresses of that page (self-signed certificate)")
 	stateDir := fl.String("state", "", "state directory for generated certificates and the demo site (default $ARKA_STATE, else $XDG_STATE_HOME/arka or ~/.local/state/arka)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -78,6 +82,15 @@ func run(args []string) int {
 	}
 
 	sites, err := load()
+	var keep *keeper
+	if *appliance && !*check {
+		if *confPath == "" {
+			fmt.Fprintln(os.Stderr, "arka: -appliance needs -c PATH")
+			return 2
+		}
+		keep = &keeper{conf: *confPath, state: state, log: logger, listen: splitList(*fbListen), tlsListen: splitList(*fbTLSListen)}
+		sites, err = keep.sitesForBudget(sites, err), nil
+	}
 	if err != nil {
 		printConfigError(err)
 		if *check {
@@ -87,6 +100,8 @@ func run(args []string) int {
 	}
 	root := boardRoot()
 	a := newApp(logger, state, root, load, sites)
+	a.opts.KeepServing = keep != nil
+	a.keep = keep
 	conds := a.conds
 	if *check {
 		if err := a.check(sites); err != nil {
@@ -162,6 +177,23 @@ func run(args []string) int {
 	for s := range sig {
 		switch s {
 		case syscall.SIGHUP:
+			if keep != nil {
+				// The same verdict lines as without -appliance (arka-init's
+				// deploy reads them): "reload failed" and the mistakes, or
+				// "configuration reloaded".
+				configErr, err := keep.load()
+				if err != nil {
+					logger.Error("no configuration can be served", "err", err)
+				}
+				if configErr != nil {
+					logger.Error("reload failed; the previous configuration keeps serving", "config", name, "serving", keep.serving)
+					printConfigError(configErr)
+					continue
+				}
+				srv.ReopenLogs()
+				logger.Info("configuration reloaded", "config", name, "serving", keep.serving, "listen", listenList(srv))
+				continue
+			}
 			sites, err := a.reload()
 			if err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
@@ -236,4 +268,15 @@ func resolveState(flagVal string) string {
 		return filepath.Join(h, ".local", "state", "arka")
 	}
 	return "/var/lib/arka"
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 // readBufferSize is the receive buffer of one connection. php-fpm writes
@@ -39,7 +40,7 @@ type conn struct {
 	// aborted is set when ABORT_REQUEST was sent: php-fpm then closes the
 	// connection after its END_REQUEST, so it is never reused.
 	aborted atomic.Bool
-	// armed is when the read deadline was last pushed forward (UnixNano);
+	// armed is when the read deadline was last pushed forward (monotime.Now());
 	// 0 while no read deadline applies (a body is still being sent), -1
 	// once it is fixed (after ABORT_REQUEST).
 	armed atomic.Int64
@@ -68,9 +69,8 @@ func newConn(nc net.Conn, timeout time.Duration) *conn {
 // eighth of the timeout to keep timer work off the hot path.
 func (c *conn) Read(p []byte) (int, error) {
 	if at := c.armed.Load(); at > 0 {
-		now := time.Now()
-		if now.UnixNano()-at > int64(c.timeout/8) && c.armed.CompareAndSwap(at, now.UnixNano()) {
-			c.nc.SetReadDeadline(now.Add(c.timeout))
+		if now := monotime.Now(); now-at > int64(c.timeout/8) && c.armed.CompareAndSwap(at, now) {
+			c.nc.SetReadDeadline(time.Now().Add(c.timeout))
 		}
 	}
 	return c.nc.Read(p)
@@ -78,9 +78,8 @@ func (c *conn) Read(p []byte) (int, error) {
 
 // armRead starts the read timeout now (once the request body is sent).
 func (c *conn) armRead() {
-	now := time.Now()
-	if at := c.armed.Load(); at >= 0 && c.armed.CompareAndSwap(at, now.UnixNano()) {
-		c.nc.SetReadDeadline(now.Add(c.timeout))
+	if at := c.armed.Load(); at >= 0 && c.armed.CompareAndSwap(at, monotime.Now()) {
+		c.nc.SetReadDeadline(time.Now().Add(c.timeout))
 	}
 }
 

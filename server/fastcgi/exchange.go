@@ -15,6 +15,7 @@ import (
 
 	"github.com/arkaweb/arka/server/errpage"
 	"github.com/arkaweb/arka/server/fastcgi/fcgi"
+	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -179,7 +180,7 @@ func (x *exchange) attempt() (sent bool, err error) {
 		c.armed.Store(0)
 		c.nc.SetReadDeadline(time.Time{})
 	} else {
-		c.armed.Store(now.UnixNano())
+		c.armed.Store(monotime.Now())
 	}
 	if _, err := c.nc.Write(x.rb.w); err != nil {
 		return false, fmt.Errorf("send request: %w", err)

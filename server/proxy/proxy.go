@@ -63,6 +63,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
@@ -262,7 +263,7 @@ func (h *Handler) pick(prev *upstream) *upstream {
 	if n == 1 {
 		return h.ups[0]
 	}
-	now := time.Now().UnixNano()
+	now := monotime.Now()
 	start := int(h.rr.Add(1) % uint64(n))
 	var best *upstream
 	for i := 0; i < n; i++ {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 // maxResponseHeaderBytes bounds an upstream's response head (status line and
@@ -40,7 +41,7 @@ type upstream struct {
 	requests  atomic.Uint64
 	failures  atomic.Uint64
 	dials     atomic.Uint64
-	downUntil atomic.Int64 // passive health: UnixNano until which it is skipped
+	downUntil atomic.Int64 // passive health: monotime.Now() until which it is skipped
 	sick      atomic.Bool  // active health: the last check failed
 }
 
@@ -106,7 +107,7 @@ func (u *upstream) available(now int64) bool {
 
 // markDown starts a cool-down after a refused or timed-out connect.
 func (u *upstream) markDown() {
-	u.downUntil.Store(time.Now().Add(u.h.failTimeout).UnixNano())
+	u.downUntil.Store(monotime.Now() + int64(u.h.failTimeout))
 }
 
 func (u *upstream) stats() UpstreamStats {
@@ -115,7 +116,7 @@ func (u *upstream) stats() UpstreamStats {
 	u.mu.Unlock()
 	return UpstreamStats{
 		Address:  u.name,
-		Healthy:  u.available(time.Now().UnixNano()),
+		Healthy:  u.available(monotime.Now()),
 		Active:   u.active.Load(),
 		Idle:     idle,
 		Requests: u.requests.Load(),

@@ -56,6 +56,12 @@ type Snapshot struct {
 	PHPFPM    []PHPFPMPool    `json:"phpfpm,omitempty"`    // php-fpm's own status, when Arka runs php-fpm
 	Appliance *Appliance      `json:"appliance,omitempty"` // on an appliance: deployed site, settings, Wi-Fi (appliance.go)
 
+	// Serving says which configuration runs (ServingAsWritten, …; "" for
+	// a plain Source); Problems are what Arka could not do as configured
+	// and works around (a site file with a mistake, a certificate that did
+	// not load, an address it cannot bind yet), one line each.
+	Serving  string   `json:"serving,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 	// Certificates are those obtained from an ACME CA (certs.go);
 	// ClockWaiting is true while nothing is ordered because the system
 	// clock is not synchronised yet.
@@ -180,4 +186,30 @@ func (s Snapshot) TotalPerSecond() float64 {
 		n += r.PerSecond
 	}
 	return n
+}
+
+// Served configurations (Snapshot.Serving, Readiness.Config).
+const (
+	ServingAsWritten = "as-written" // the site files as they are now
+	ServingLastGood  = "last-good"  // the last site files that loaded (they have a mistake now)
+	ServingFallback  = "fallback"   // none loaded: Arka's built-in page saying what is wrong
+)
+
+// ReadyFile is the name of the readiness file (Readiness as JSON) that
+// cmd/arka -appliance keeps in its state directory, rewritten whenever it
+// changes.
+const ReadyFile = "ready.json"
+
+// Readiness is what Arka reports about itself when it runs supervised
+// (cmd/arka -appliance writes it as JSON to a file in its state directory,
+// which the appliance's init reads to decide an update's trial). Ready is
+// true only when the configuration loaded as written (Config is
+// ServingAsWritten), every listener is bound, every certificate loaded and
+// php-fpm runs where one is configured: Problems is then empty.
+type Readiness struct {
+	PID      int       `json:"pid"`
+	Time     time.Time `json:"time"`
+	Ready    bool      `json:"ready"`
+	Config   string    `json:"config"`             // ServingAsWritten, ServingLastGood or ServingFallback
+	Problems []string  `json:"problems,omitempty"` // one line each, "file:line:col: what is wrong" where known
 }

@@ -117,8 +117,10 @@ func lastLine(s string) string {
 // TestAmd64Update proves the over-the-air update with automatic rollback
 // in QEMU, on one VM: a wrong password and an unreachable host are refused
 // in one line; v1 -> v2 is confirmed (the version on the status page
-// changes, /perm content stays); v2 -> v3, a build whose Arka exits at
-// once, is rolled back by the device itself; an update killed while the
+// changes, /perm content stays); v2 -> v3, a build whose pages answer 502
+// (Arka runs, ready, but its site proxies to nothing), is rolled back by
+// the device itself, and update and status show why with the evidence;
+// rollback on request refuses to return to v3; an update killed while the
 // root file system streams leaves v2 running, and v2 boots again after a
 // reboot.
 func TestAmd64Update(t *testing.T) {
@@ -152,9 +154,10 @@ func TestAmd64Update(t *testing.T) {
 	}
 	v1, _ := build("v1", 1764441516, nil)
 	v2, s2 := build("v2", 1764441616, nil)
-	// v3 is broken: its site file has a mistake, so Arka exits at once.
+	// v3 is broken: every page answers 502 (its site proxies to a port
+	// nothing listens on).
 	broken := fstest.MapFS{
-		"sites/default.toml": {Data: []byte("listen = [\":80\"]\nlisten_everywhere = true\n\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"/etc/arka/www\" }\n")},
+		"sites/default.toml": {Data: []byte("default = true\nlisten = [\":80\"]\n\n[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"127.0.0.1:9\"] }\n")},
 		"www/index.html":     {Data: []byte("v3\n")},
 	}
 	v3, _ := build("v3", 1764441716, broken)
@@ -238,14 +241,17 @@ func TestAmd64Update(t *testing.T) {
 	// v2 -> v3 (broken). The device first reboots out of v2's trial boot
 	// (v2 must come back: the update is permanent), then tries v3, fails
 	// its health check and comes back on v2 by itself.
-	r = runCLI(t, cli, update(v3)...)
+	r = runCLI(t, cli, update(v3, "--start-timeout", "30s")...)
 	t.Logf("update to broken v3 (exit %d, %s):\n%s%s", r.code, r.took.Round(100*time.Millisecond), r.stderr, r.stdout)
 	if !strings.Contains(r.stderr, "rebooted: Arka v2 on root partition 3, now a normal boot") {
 		t.Errorf("the client did not reboot the device out of v2's trial boot into v2")
 	}
 	last := lastLine(r.stderr)
-	if r.code == 0 || !strings.Contains(last, "rolled back") || !strings.Contains(last, `unknown key "listen_everywhere"`) || !strings.Contains(last, "runs Arka v2 again") {
+	if r.code == 0 || !strings.Contains(last, "rolled back") || !strings.Contains(last, "answered 502 Bad Gateway") || !strings.Contains(last, "runs Arka v2 again") {
 		t.Errorf("update to v3: exit %d, last line %q; want a rollback with its reason", r.code, last)
+	}
+	if !strings.Contains(r.stderr, "Evidence   Arka was started 1 time(s) during the trial") {
+		t.Errorf("update to v3 shows no evidence")
 	}
 	if got := d.arkaVersion(); got != "v2" {
 		t.Errorf("after the rollback the status page shows %q, want v2", got)
@@ -255,7 +261,8 @@ func TestAmd64Update(t *testing.T) {
 	}
 	st = d.updateStatus()
 	if st.Running != 3 || st.TrialBoot || st.NextBoot != 3 || st.Last == nil || st.Last.State != ota.RolledBack ||
-		st.Last.To.Version != "v3" || !strings.Contains(st.Last.Reason, "Arka exited") {
+		st.Last.To.Version != "v3" || !strings.Contains(st.Last.Reason, "answered 502") || st.Last.Evidence == nil ||
+		st.Other == nil || st.Other.Version != "v3" {
 		t.Errorf("device after the rollback: %+v", st)
 	}
 	if got := d.page(); got != page {
@@ -264,8 +271,14 @@ func TestAmd64Update(t *testing.T) {
 	// The failure stays visible afterwards.
 	r = runCLI(t, cli, "status", "--host", "http://"+d.ui, "--password-file", pwFile)
 	t.Logf("arka-appliance status:\n%s", r.stdout)
-	if r.code != 0 || !strings.Contains(r.stdout, "v2 -> v3 (partition 2): rolled-back") || !strings.Contains(r.stdout, `unknown key "listen_everywhere"`) {
+	if r.code != 0 || !strings.Contains(r.stdout, "v2 -> v3 (partition 2): rolled-back") || !strings.Contains(r.stdout, "answered 502") ||
+		!strings.Contains(r.stdout, "Other root partition 2 holds Arka v3") || !strings.Contains(r.stdout, "Evidence") {
 		t.Errorf("status after the rollback: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Rollback on request does not return to the build that failed.
+	r = runCLI(t, cli, "rollback", "--host", "http://"+d.ui, "--password-file", pwFile)
+	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "holds Arka v3, which failed on this device") {
+		t.Errorf("rollback to v3: exit %d, stderr %q", r.code, r.stderr)
 	}
 
 	// An update killed while the root file system streams.

@@ -33,12 +33,19 @@ type Options struct {
 	UIPort       int    // port when Host has none; default 8080
 	Password     string // gokrazy's web UI password
 	PasswordFile string // where Password came from (for messages)
-	// CheckURL must answer (any HTTP status) once the device has confirmed
-	// the update; default http://<host>/. "-" skips this check.
+	// CheckURL must answer 2xx or 3xx once the device has confirmed the
+	// update; default http://<host>/. "-" skips this check.
 	CheckURL string
 	MaxRate  int64         // bytes per second while sending; 0: no limit
 	Timeout  time.Duration // bound from the reboot to the device's verdict; default 10 minutes
-	Progress Progress      // may be nil
+	// Probation is how long after confirmation the device still returns
+	// to the old build by itself if Arka crash-loops; 0 is
+	// ota.DefaultProbation, negative none.
+	Probation time.Duration
+	// StartTimeout bounds how long the trial waits for Arka to become
+	// healthy; 0: the device's default (2 minutes).
+	StartTimeout time.Duration
+	Progress     Progress // may be nil
 
 	// BaseURL, if set, is the API's URL instead of http://Host:UIPort
 	// (https://arka.local:8443, see arka-appliance's --host), and Client
@@ -71,6 +78,7 @@ var (
 	ErrWrongPassword = errors.New("wrong password")
 	ErrUnreachable   = errors.New("device unreachable")
 	ErrHashMismatch  = errors.New("hash mismatch")
+	ErrRefused       = errors.New("the device refused the update")
 )
 
 // RolledBackError says the new build did not pass on the device, which
@@ -172,6 +180,20 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
+	// Preflight: the device checks /perm and the board before anything
+	// is written.
+	body, _ := json.Marshal(ota.PreflightRequest{To: to, RootSize: res.RootBytes})
+	code, msg, err := r.request(ctx, "POST", "/arka/update/preflight", strings.NewReader(string(body)), int64(len(body)),
+		map[string]string{"Content-Type": "application/json"}, time.Minute)
+	switch {
+	case err != nil:
+		return nil, err
+	case code == http.StatusNotFound:
+		r.note("the device's update agent predates preflight checks; sending without them")
+	case code != http.StatusOK:
+		return nil, fmt.Errorf("%w: %s", ErrRefused, oneLine(string(msg)))
+	}
+
 	t0 := time.Now()
 	r.stage(1, fmt.Sprintf("sending the root file system (%.1f MiB) to root partition %d", mib(res.RootBytes), 5-st.Running))
 	rootSum, err := r.put(ctx, "/update/root", r.img.Root)
@@ -190,7 +212,7 @@ func Update(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("sending the boot file system: %w. Nothing switched, but the boot partition may be damaged: do not reboot the device; run the update again", bootErr)
 	}
 	r.stage(3, "checking the new root on the device and asking for a trial boot")
-	body, _ := json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes})
+	body, _ = json.Marshal(ota.TestbootRequest{To: to, RootSHA256: rootSum, RootSize: res.RootBytes, ProbationSeconds: o.Probation.Seconds(), StartSeconds: o.StartTimeout.Seconds()})
 	var prepared ota.Status
 	if err := r.call(ctx, "POST", "/arka/update/testboot", body, &prepared, time.Minute); err != nil {
 		return nil, fmt.Errorf("preparing the trial boot: %w (nothing switched)", err)
@@ -502,12 +524,15 @@ func (r *run) checkArka(ctx context.Context) error {
 		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			return nil
+			if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+				return nil
+			}
+			err = fmt.Errorf("it answered %s (want 2xx or 3xx)", resp.Status)
 		}
 		last = err
 		time.Sleep(time.Second)
 	}
-	return fmt.Errorf("the device runs the new build and reports Arka healthy, but %s does not answer: %v", r.o.CheckURL, last)
+	return fmt.Errorf("the device runs the new build and reports Arka healthy, but %s does not answer well: %v", r.o.CheckURL, last)
 }
 
 // meter reads the body of an upload, reports progress and keeps to a rate.
@@ -543,4 +568,32 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// Rollback asks the device to return to the build on its other root
+// partition (POST /arka/update/rollback) and waits until it runs it.
+func Rollback(ctx context.Context, o Options) (*ota.Status, error) {
+	r := newRun(o)
+	st, err := r.status(ctx, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	code, b, err := r.request(ctx, "POST", "/arka/update/rollback", nil, 0, nil, time.Minute)
+	switch {
+	case err != nil:
+		return nil, err
+	case code == http.StatusNotFound:
+		return nil, fmt.Errorf("the device at %s has no rollback (it runs an image from before it)", r.base)
+	case code != http.StatusOK:
+		return nil, fmt.Errorf("the device refused the rollback: %s", oneLine(string(b)))
+	}
+	r.note(fmt.Sprintf("the device reboots into root partition %d", 5-st.Running))
+	next, err := r.waitBoot(ctx, st.BootID, time.Now().Add(r.o.Timeout))
+	if err != nil {
+		return nil, err
+	}
+	if next.Running == st.Running {
+		return next, fmt.Errorf("after the reboot the device still runs root partition %d", next.Running)
+	}
+	return next, nil
 }

@@ -127,6 +127,7 @@ func TestHashMismatchSwitchesNothing(t *testing.T) {
 		switch r.URL.Path {
 		case "/arka/update":
 			json.NewEncoder(w).Encode(ota.Status{BootID: "b", Build: ota.Build{Board: "amd64", Version: "v1", SBOMHash: "old"}, Running: 2, KernelRoot: 2, NextBoot: 2})
+		case "/arka/update/preflight":
 		case "/update/root":
 			io.WriteString(w, strings.Repeat("ab", 32))
 		default:
@@ -137,7 +138,7 @@ func TestHashMismatchSwitchesNothing(t *testing.T) {
 		t.Errorf("%v, want ErrHashMismatch", err)
 	}
 	oneLineErr(t, err, "nothing switched")
-	if got := d.requests(); got != "GET /arka/update, PUT /update/root" {
+	if got := d.requests(); got != "GET /arka/update, POST /arka/update/preflight, PUT /update/root" {
 		t.Errorf("requests: %s", got)
 	}
 }
@@ -149,4 +150,26 @@ func TestRefusesOtherBoardsAndOldImages(t *testing.T) {
 	oneLineErr(t, err, "the image is for board amd64, the device runs a rpi image")
 	_, err = updateAgainst(t, http.NotFound)
 	oneLineErr(t, err, "no Arka update agent")
+}
+
+// TestPreflightRefusalWritesNothing: a device that refuses the preflight
+// (here: /perm full) gets nothing written, and the refusal is one line.
+func TestPreflightRefusalWritesNothing(t *testing.T) {
+	d, err := updateAgainst(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/arka/update":
+			json.NewEncoder(w).Encode(ota.Status{BootID: "b", Build: ota.Build{Board: "amd64", Version: "v1", SBOMHash: "old"}, Running: 2, KernelRoot: 2, NextBoot: 2})
+		case "/arka/update/preflight":
+			http.Error(w, "/perm has 1.9 MiB free, an update needs 4.0 MiB: the update could not record its trial, so nothing was written", http.StatusInsufficientStorage)
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		}
+	})
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("%v, want ErrRefused", err)
+	}
+	oneLineErr(t, err, "/perm has 1.9 MiB free")
+	if got := d.requests(); got != "GET /arka/update, POST /arka/update/preflight" {
+		t.Errorf("requests: %s", got)
+	}
 }

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/arkaweb/arka/board/led"
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server"
+	"github.com/arkaweb/arka/server/status"
+)
+
+// Appliance mode (arka -appliance -c PATH), for Arka run by a supervisor
+// that would restart it whenever it exits (the appliance's arka-init, a
+// systemd unit): Arka never exits because of its configuration. It serves,
+// in this order of preference:
+//
+//  1. the site files as written;
+//  2. else the last site files that loaded (kept in STATE/last-good/);
+//  3. else the fallback site: 503 and a page saying what is wrong on
+//     -fallback-listen and -fallback-tls-listen, the status page at /status.
+//
+// A certificate or key that does not load gives its site a self-signed
+// certificate; an address that cannot be bound is retried with backoff
+// (server.Options.KeepServing). Every such problem is logged, shown on the
+// status page and written to STATE/ready.json (status.ReadyFile); SIGHUP tries the site files
+// again. Without -appliance, Arka keeps its behaviour for a person at a
+// terminal: a mistake is printed and Arka exits with status 1.
+
+// lastGood is the file in STATE/last-good/ with the last site files that
+// loaded.
+type lastGood struct {
+	Saved time.Time     `json:"saved"`
+	Path  string        `json:"path"` // the -c argument they were read from
+	Files []config.File `json:"files"`
+}
+
+// keeper runs the configuration in appliance mode.
+type keeper struct {
+	conf      string // -c
+	state     string
+	listen    []string // the fallback site's
+	tlsListen []string
+	srv       *server.Server
+	php       *phpRunner
+	conds     *led.Conditions // "config": Degraded while Arka is not ready
+	log       *slog.Logger
+	serving   string // status.Serving*; "" before the first load
+
+	readyMu   sync.Mutex
+	lastReady []byte
+}
+
+func (k *keeper) lastGoodFile() string { return filepath.Join(k.state, "last-good", "sites.json") }
+
+// sitesForBudget returns the sites whose global settings size Arka before
+// the server exists: the site files if they load, else the last good ones,
+// else none (the defaults).
+func (k *keeper) sitesForBudget(sites []*config.Site, err error) []*config.Site {
+	if err == nil {
+		return sites
+	}
+	if lg, err := k.readLastGood(); err == nil {
+		if s, err := config.ParseFiles(lg.Files); err == nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// apply makes sites the served configuration (php-fpm first), or changes
+// nothing.
+func (k *keeper) apply(sites []*config.Site) error {
+	undo, err := k.php.apply(sites)
+	if err != nil {
+		return fmt.Errorf("php-fpm: %w", err)
+	}
+	if err := k.srv.Apply(sites); err != nil {
+		undo()
+		return err
+	}
+	k.php.retire(sites)
+	return nil
+}
+
+// load serves the site files as written if they load; else it keeps what
+// serves, or serves the last good configuration, or the fallback site. It
+// fails only when not even the fallback site can be served. configErr is
+// why the site files as written do not serve (nil when they do).
+func (k *keeper) load() (configErr, err error) {
+	defer k.writeReadiness()
+	files, err := config.ReadFiles(k.conf)
+	var sites []*config.Site
+	if err == nil {
+		sites, err = parse(files)
+	}
+	if err == nil {
+		err = k.apply(sites)
+	}
+	if err == nil {
+		k.setServing(status.ServingAsWritten)
+		k.srv.SetProblem("config", "")
+		if err := k.saveLastGood(files); err != nil {
+			k.log.Warn("cannot keep a copy of the configuration that loaded", "err", err)
+		}
+		return nil, nil
+	}
+	configErr = err
+	k.srv.SetProblem("config", errorLines(err))
+	switch k.serving {
+	case status.ServingAsWritten, status.ServingLastGood:
+		return configErr, nil // the caller says so: a reload that failed
+	}
+	if k.serving == "" {
+		printConfigError(err) // at start; a reload's caller prints its own
+	}
+	lg, lgErr := k.readLastGood()
+	if lgErr == nil {
+		var sites []*config.Site
+		if sites, lgErr = parse(lg.Files); lgErr == nil {
+			lgErr = k.apply(sites)
+		}
+		if lgErr == nil {
+			k.setServing(status.ServingLastGood)
+			k.log.Error("the configuration did not load; serving the last one that did", "config", k.conf, "saved", lg.Saved.Format(time.RFC3339))
+			return configErr, nil
+		}
+		k.log.Error("the last configuration that loaded does not load either", "file", k.lastGoodFile(), "err", errorLines(lgErr))
+	} else if !errors.Is(lgErr, os.ErrNotExist) {
+		k.log.Error("cannot read the last configuration that loaded", "err", lgErr)
+	}
+	if k.serving == status.ServingFallback {
+		return configErr, nil
+	}
+	fb, err := server.FallbackSite(k.listen, k.tlsListen)
+	if err == nil {
+		err = k.apply([]*config.Site{fb})
+	}
+	if err != nil {
+		return configErr, fmt.Errorf("the fallback site: %w", err)
+	}
+	k.setServing(status.ServingFallback)
+	k.log.Error("the configuration did not load and none loaded before; serving the fallback page", "config", k.conf)
+	return configErr, nil
+}
+
+func (k *keeper) setServing(mode string) {
+	k.serving = mode
+	k.srv.SetServing(mode)
+}
+
+// parse validates site files and checks what they need from the machine
+// (config.CheckEnvironment), as arka's load does.
+func parse(files []config.File) ([]*config.Site, error) {
+	sites, err := config.ParseFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	return sites, config.CheckEnvironment(sites)
+}
+
+// errorLines is err as the lines printConfigError prints.
+func errorLines(err error) string {
+	var ce config.Errors
+	if errors.As(err, &ce) {
+		var s []string
+		for _, e := range ce {
+			s = append(s, e.Error())
+		}
+		return strings.Join(s, "\n")
+	}
+	return err.Error()
+}
+
+func (k *keeper) readLastGood() (*lastGood, error) {
+	b, err := os.ReadFile(k.lastGoodFile())
+	if err != nil {
+		return nil, err
+	}
+	var lg lastGood
+	if err := json.Unmarshal(b, &lg); err != nil {
+		return nil, fmt.Errorf("%s: %v", k.lastGoodFile(), err)
+	}
+	if lg.Path != k.conf {
+		// Site files from another -c: not this configuration's past.
+		return nil, fmt.Errorf("%s holds the configuration of %s, not %s: %w", k.lastGoodFile(), lg.Path, k.conf, os.ErrNotExist)
+	}
+	return &lg, nil
+}
+
+// saveLastGood keeps files, unless they are what is kept already.
+func (k *keeper) saveLastGood(files []config.File) error {
+	if lg, err := k.readLastGood(); err == nil && sameFiles(lg.Files, files) {
+		return nil
+	}
+	b, err := json.MarshalIndent(lastGood{Saved: time.Now().UTC(), Path: k.conf, Files: files}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(k.lastGoodFile(), append(b, '\n'), true)
+}
+
+func sameFiles(a, b []config.File) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// writeReadiness writes the readiness file if it changed.
+func (k *keeper) writeReadiness() {
+	k.readyMu.Lock()
+	defer k.readyMu.Unlock()
+	r := k.srv.Readiness()
+	if k.conds != nil {
+		if r.Ready {
+			k.conds.Clear("config")
+		} else {
+			msg := "serving " + r.Config
+			if len(r.Problems) > 0 {
+				msg += ": " + r.Problems[0]
+			}
+			k.conds.Set("config", led.Degraded, msg)
+		}
+	}
+	t := r.Time
+	r.Time = time.Time{}
+	cmp, _ := json.Marshal(r)
+	if bytes.Equal(cmp, k.lastReady) {
+		return
+	}
+	r.Time = t
+	b, _ := json.MarshalIndent(r, "", "  ")
+	if err := writeFileAtomic(filepath.Join(k.state, status.ReadyFile), append(b, '\n'), false); err != nil {
+		k.log.Warn("cannot write the readiness file", "err", err)
+		return
+	}
+	k.lastReady = cmp
+}
+
+// watchReadiness keeps the readiness file current (a listener bound later,
+// for example).
+func (k *keeper) watchReadiness(done <-chan struct{}) {
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tk.C:
+			k.writeReadiness()
+		}
+	}
+}
+
+// writeFileAtomic replaces path with data (a temporary file renamed over
+// it), synced to disk when durable.
+func writeFileAtomic(path string, data []byte, durable bool) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

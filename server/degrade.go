@@ -1,0 +1,248 @@
+package server
+
+import (
+	"crypto/tls"
+	"fmt"
+	"html"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/status"
+)
+
+// Degraded operation (Options.KeepServing): instead of refusing a whole
+// configuration, the server serves what it can and reports the rest as
+// problems on the status page and in Readiness.
+//
+//   - a TLS certificate or key that does not load: that site is served
+//     with a self-signed certificate (as if it named none);
+//   - an address that cannot be bound: the other listeners serve, and the
+//     address is tried again after 1 s, doubling to at most a minute.
+//
+// Problem keys: "config" (set by the caller with SetProblem), "tls "+file
+// and "listen "+address (kept by the server).
+
+// Bind retry bounds for Options.KeepServing.
+const (
+	bindRetryFirst = time.Second
+	bindRetryMax   = time.Minute
+)
+
+// SetServing records which configuration the server runs
+// (status.ServingAsWritten, ServingLastGood or ServingFallback): the status
+// page and Readiness show it.
+func (s *Server) SetServing(mode string) {
+	s.probMu.Lock()
+	defer s.probMu.Unlock()
+	s.serving = mode
+}
+
+// SetProblem records a problem under key (msg: one line; several lines are
+// kept as they are), or clears it when msg is "".
+func (s *Server) SetProblem(key, msg string) {
+	s.probMu.Lock()
+	defer s.probMu.Unlock()
+	s.setProblemLocked(key, msg)
+}
+
+func (s *Server) setProblemLocked(key, msg string) {
+	if s.problems == nil {
+		s.problems = map[string]string{}
+	}
+	if msg == "" {
+		delete(s.problems, key)
+	} else {
+		s.problems[key] = msg
+	}
+}
+
+// Problems returns the current problems, one entry per line, the
+// configuration's first, then the others by key.
+func (s *Server) Problems() []string {
+	s.probMu.Lock()
+	defer s.probMu.Unlock()
+	keys := make([]string, 0, len(s.problems))
+	for k := range s.problems {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if (keys[i] == "config") != (keys[j] == "config") {
+			return keys[i] == "config"
+		}
+		return keys[i] < keys[j]
+	})
+	var out []string
+	for _, k := range keys {
+		out = append(out, strings.Split(strings.TrimRight(s.problems[k], "\n"), "\n")...)
+	}
+	return out
+}
+
+// Readiness reports whether the server runs its configuration as written,
+// with every listener bound and every certificate loaded.
+func (s *Server) Readiness() status.Readiness {
+	p := s.Problems()
+	s.probMu.Lock()
+	mode := s.serving
+	s.probMu.Unlock()
+	if mode == "" {
+		mode = status.ServingAsWritten
+	}
+	return status.Readiness{PID: os.Getpid(), Time: time.Now().UTC(), Config: mode, Problems: p,
+		Ready: mode == status.ServingAsWritten && len(p) == 0 && s.served.Load() != nil}
+}
+
+// tlsFallback is build's answer to a certificate or key that does not
+// load under Options.KeepServing: a self-signed certificate for the site,
+// and the problem, located at the site's tls.cert.
+func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certificate, error) {
+	c, err := selfSigned(s.o.StateDir, cs.ServerNames)
+	if err != nil {
+		return nil, err
+	}
+	// cause is LoadCertificate's, located at the site's tls.cert.
+	if t.problems == nil {
+		t.problems = map[string]string{}
+	}
+	t.problems["tls "+cs.File] = cause.Error() + "; serving a self-signed certificate for this site instead"
+	s.log.Error("certificate did not load; serving a self-signed one instead", "site", cs.File, "err", cause)
+	return c, nil
+}
+
+// applyProblems makes t's certificate problems the server's (after t is
+// swapped in).
+func (s *Server) applyProblems(t *table) {
+	s.probMu.Lock()
+	defer s.probMu.Unlock()
+	for k := range s.problems {
+		if strings.HasPrefix(k, "tls ") {
+			delete(s.problems, k)
+		}
+	}
+	for k, v := range t.problems {
+		s.setProblemLocked(k, v)
+	}
+}
+
+// bindLater records an address Apply could not bind under
+// Options.KeepServing and starts the retry loop. s.mu is held.
+func (s *Server) bindLater(addr string, err error) {
+	if s.pending == nil {
+		s.pending = map[string]bool{}
+	}
+	s.pending[addr] = true
+	s.SetProblem("listen "+addr, err.Error()+" (other addresses serve; retrying)")
+	s.log.Error("cannot listen; the other addresses serve, this one is retried", "addr", addr, "err", err)
+	if !s.retrying {
+		s.retrying = true
+		go s.retryBinds()
+	}
+}
+
+// retryBinds tries the pending addresses again after 1 s, 2 s, 4 s, … up
+// to a minute between tries, until all are bound or no longer configured.
+// Its timers measure monotonic time: a clock set backwards does not stretch
+// them.
+func (s *Server) retryBinds() {
+	delay := bindRetryFirst
+	for {
+		tm := time.NewTimer(delay)
+		select {
+		case <-s.done:
+			tm.Stop()
+			return
+		case <-tm.C:
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		for addr := range s.pending {
+			var vh *vhosts
+			if s.table != nil {
+				vh = s.table.vhosts[addr]
+			}
+			if vh == nil || s.listeners[addr] != nil {
+				delete(s.pending, addr)
+				s.SetProblem("listen "+addr, "")
+				continue
+			}
+			raw, err := s.o.Listen("tcp", addr)
+			if err != nil {
+				s.SetProblem("listen "+addr, listenError(s.table.sites, addr, vh.tls, fmt.Errorf("listen %s: %w", addr, err)).Error()+
+					fmt.Sprintf(" (other addresses serve; retrying every %s)", min(2*delay, bindRetryMax)))
+				continue
+			}
+			l := s.newListener(addr, raw, vh.tls)
+			l.vh.Store(vh)
+			s.listeners[addr] = l
+			l.start(s.log)
+			delete(s.pending, addr)
+			s.SetProblem("listen "+addr, "")
+			s.log.Info("now listening", "addr", addr)
+		}
+		if len(s.pending) == 0 {
+			s.retrying = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		delay = min(2*delay, bindRetryMax)
+	}
+}
+
+// FallbackSite is the site cmd/arka -appliance serves when no
+// configuration loads: on the plain and TLS addresses given (TLS with a
+// self-signed certificate), the status page at /status (loopback and
+// private networks) and everywhere else 503 Service Unavailable with a page
+// listing the problems.
+func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
+	var b strings.Builder
+	q := func(l []string) string {
+		var s []string
+		for _, a := range l {
+			s = append(s, fmt.Sprintf("%q", a))
+		}
+		return "[" + strings.Join(s, ", ") + "]"
+	}
+	fmt.Fprintf(&b, "default = true\nlisten = %s\n", q(listen))
+	if len(tlsListen) > 0 {
+		fmt.Fprintf(&b, "[tls]\nlisten = %s\n", q(tlsListen))
+	}
+	b.WriteString("[[routes]]\npath = \"/status\"\nhandler = { type = \"status\" }\n")
+	cs, err := config.Parse("(fallback site)", []byte(b.String()))
+	if err != nil {
+		return nil, err
+	}
+	cs.Routes = append(cs.Routes, config.Route{Path: "/", Type: problemsHandlerType})
+	return cs, nil
+}
+
+// problemsHandlerType is the handler of FallbackSite's "/" route; site
+// files cannot name it.
+const problemsHandlerType = "arka-problems"
+
+// problemsPage answers 503 with the server's problems.
+type problemsPage struct{ s *Server }
+
+func (p problemsPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	b.WriteString("<!doctype html><meta charset=utf-8><title>Arka: configuration problem</title>\n")
+	b.WriteString("<h1>This site is not available</h1>\n<p>Arka could not load its configuration and serves this page until it can. What is wrong:</p>\n<pre>")
+	for _, line := range p.s.Problems() {
+		b.WriteString(html.EscapeString(line) + "\n")
+	}
+	b.WriteString("</pre>\n<p>Correct the site file, then reload Arka (SIGHUP, or restart it; on an appliance, deploy the site again or reboot).</p>\n")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Retry-After", "60")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	if r.Method != http.MethodHead {
+		w.Write([]byte(b.String()))
+	}
+}

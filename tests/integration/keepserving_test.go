@@ -1,0 +1,373 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/appliance/supervise"
+	"github.com/arkaweb/arka/server/status"
+	"github.com/arkaweb/arka/tests/integration/harness"
+)
+
+// Appliance mode (arka -appliance): Arka never exits because of its
+// configuration. These tests run the real binary the way arka-init does.
+
+type applianceEnv struct {
+	dir, sites, state, www string
+}
+
+func newApplianceEnv(t *testing.T) *applianceEnv {
+	dir := t.TempDir()
+	e := &applianceEnv{dir: dir, sites: filepath.Join(dir, "sites"), state: filepath.Join(dir, "state"), www: filepath.Join(dir, "www")}
+	for _, d := range []string{e.sites, e.state, e.www} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *applianceEnv) write(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.sites, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// args are arka's arguments; the fallback page listens on a free port
+// (never the default :80 and :443) unless extra names others.
+func (e *applianceEnv) args(t *testing.T, extra ...string) []string {
+	return append([]string{"-appliance", "-c", e.sites, "-state", e.state,
+		"-fallback-listen", harness.FreeAddr(t), "-fallback-tls-listen", ""}, extra...)
+}
+
+func (e *applianceEnv) readiness(t *testing.T) status.Readiness {
+	t.Helper()
+	var r status.Readiness
+	b, err := os.ReadFile(filepath.Join(e.state, "ready.json"))
+	if err != nil {
+		t.Fatalf("readiness file: %v", err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("readiness file: %v\n%s", err, b)
+	}
+	return r
+}
+
+// waitReadiness waits up to 10 s for the readiness file to satisfy ok.
+func (e *applianceEnv) waitReadiness(t *testing.T, what string, ok func(status.Readiness) bool) status.Readiness {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var r status.Readiness
+		b, err := os.ReadFile(filepath.Join(e.state, "ready.json"))
+		if err == nil && json.Unmarshal(b, &r) == nil && ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readiness never %s; last: %s", what, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func fetch(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func statusJSON(t *testing.T, url string) statusPage {
+	t.Helper()
+	h1, _ := harness.Clients()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := h1.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s statusPage
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatalf("status JSON: %v", err)
+	}
+	return s
+}
+
+const goodSite = `listen = ["ADDR"]
+[[routes]]
+path = "/status"
+handler = { type = "status" }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "WWW" }
+`
+
+func site(tmpl, addr, www string) string {
+	return strings.NewReplacer("ADDR", addr, "WWW", www).Replace(tmpl)
+}
+
+// TestApplianceFallbackPage: a site file with a mistake and no
+// configuration that loaded before: Arka serves the fallback page (503,
+// naming file:line:col) and the status page, reports itself not ready,
+// and serves the site once it is corrected and SIGHUP arrives. Without
+// -appliance the same file makes arka exit 1 with the same line.
+func TestApplianceFallbackPage(t *testing.T) {
+	e := newApplianceEnv(t)
+	addr, fb := harness.FreeAddr(t), harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("the site\n"), 0o644)
+	broken := site(goodSite, addr, e.www) + "listen_everywhere = true\n"
+	e.write(t, "a.toml", broken)
+	want := filepath.Join(e.sites, "a.toml") + ":8:1: "
+
+	code, out := harness.Run(t, "-c", e.sites, "-state", e.state)
+	if code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("by hand: exit %d, output %q; want exit 1 and %q", code, out, want)
+	}
+
+	p := harness.Start(t, nil, e.args(t, "-fallback-listen", fb), fb)
+	h1, _ := harness.Clients()
+	code, body := fetch(t, h1, "http://"+fb+"/any/page")
+	if code != 503 || !strings.Contains(body, want) || !strings.Contains(body, "listen_everywhere") {
+		t.Errorf("fallback page: %d %q", code, body)
+	}
+	s := statusJSON(t, "http://"+fb+"/status")
+	if s.Serving != status.ServingFallback || len(s.Problems) == 0 || !strings.HasPrefix(s.Problems[0], want) {
+		t.Errorf("status page: serving %q, problems %q", s.Serving, s.Problems)
+	}
+	r := e.readiness(t)
+	if r.Ready || r.Config != status.ServingFallback || r.PID != p.Cmd.Process.Pid || len(r.Problems) == 0 {
+		t.Errorf("readiness %+v", r)
+	}
+	if !strings.Contains(p.Output(), want) {
+		t.Errorf("the log does not show the mistake:\n%s", p.Output())
+	}
+
+	// Corrected, then SIGHUP: the site serves; the fallback address is
+	// released.
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	p.Signal(syscall.SIGHUP)
+	e.waitReadiness(t, "ready after the correction", func(r status.Readiness) bool { return r.Ready && r.Config == status.ServingAsWritten })
+	if code, body := fetch(t, h1, "http://"+addr+"/"); code != 200 || body != "the site\n" {
+		t.Errorf("after SIGHUP: %d %q", code, body)
+	}
+	if c, err := net.DialTimeout("tcp", fb, time.Second); err == nil {
+		c.Close()
+		t.Errorf("the fallback address still answers after the site loaded")
+	}
+	if p.Exited() {
+		t.Fatal("arka exited")
+	}
+}
+
+// TestApplianceLastGood: a site that loaded once is kept in the state
+// directory; when a restart finds the file broken, that copy serves, the
+// status page shows the mistake, SIGHUP with the mistake still there keeps
+// it serving, and after a correction the new file serves.
+func TestApplianceLastGood(t *testing.T) {
+	e := newApplianceEnv(t)
+	addr := harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("v1\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	p := harness.Start(t, nil, e.args(t), addr)
+	e.waitReadiness(t, "ready", func(r status.Readiness) bool { return r.Ready })
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// A mistake, then a restart (a reboot, a crash).
+	e.write(t, "a.toml", site(goodSite, addr, e.www)+"[[routes]]\npath = \"/x\"\nhandler = { type = \"statik\", root = \"/\" }\n")
+	p = harness.Start(t, nil, e.args(t), addr)
+	h1, _ := harness.Clients()
+	if code, body := fetch(t, h1, "http://"+addr+"/"); code != 200 || body != "v1\n" {
+		t.Errorf("last good site: %d %q", code, body)
+	}
+	want := filepath.Join(e.sites, "a.toml") + ":10:13: "
+	s := statusJSON(t, "http://"+addr+"/status")
+	if s.Serving != status.ServingLastGood || len(s.Problems) == 0 || !strings.HasPrefix(s.Problems[0], want) || !strings.Contains(s.Problems[0], "statik") {
+		t.Errorf("status page: serving %q, problems %q", s.Serving, s.Problems)
+	}
+	if r := e.readiness(t); r.Ready || r.Config != status.ServingLastGood {
+		t.Errorf("readiness %+v", r)
+	}
+	p.Signal(syscall.SIGHUP)
+	p.WaitOutput(t, "serving=last-good")
+	if code, _ := fetch(t, h1, "http://"+addr+"/"); code != 200 {
+		t.Errorf("after SIGHUP with the mistake: %d", code)
+	}
+
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("v2\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	p.Signal(syscall.SIGHUP)
+	e.waitReadiness(t, "ready after the correction", func(r status.Readiness) bool { return r.Ready })
+	if s := statusJSON(t, "http://"+addr+"/status"); s.Serving != status.ServingAsWritten || len(s.Problems) != 0 {
+		t.Errorf("after the correction: serving %q, problems %q", s.Serving, s.Problems)
+	}
+}
+
+// TestApplianceBadKey: a site whose key does not load is served over TLS
+// with a self-signed certificate; its plain HTTP and another site keep
+// serving; the status page names the site file's tls.cert line.
+func TestApplianceBadKey(t *testing.T) {
+	e := newApplianceEnv(t)
+	plainAddr, tlsAddr, other := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("page\n"), 0o644)
+	cert, key := filepath.Join(e.dir, "cert.pem"), filepath.Join(e.dir, "key.pem")
+	os.WriteFile(cert, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"), 0o644)
+	os.WriteFile(key, []byte("not a key\n"), 0o600)
+	e.write(t, "a.toml", `default = true
+server_names = ["a.test"]
+listen = ["`+plainAddr+`"]
+[tls]
+listen = ["`+tlsAddr+`"]
+cert = "`+cert+`"
+key = "`+key+`"
+[[routes]]
+path = "/status"
+handler = { type = "status" }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+e.www+`" }
+`)
+	e.write(t, "b.toml", site(goodSite, other, e.www))
+	harness.Start(t, nil, e.args(t), plainAddr, tlsAddr, other)
+	h1, h2 := harness.Clients()
+	for _, u := range []string{"http://" + plainAddr + "/", "http://" + other + "/"} {
+		if code, body := fetch(t, h1, u); code != 200 || body != "page\n" {
+			t.Errorf("%s: %d %q", u, code, body)
+		}
+	}
+	c, err := tls.Dial("tcp", tlsAddr, &tls.Config{InsecureSkipVerify: true, ServerName: "a.test"})
+	if err != nil {
+		t.Fatalf("TLS: %v", err)
+	}
+	leaf := c.ConnectionState().PeerCertificates[0]
+	c.Close()
+	if leaf.Subject.Organization[0] != "Arka self-signed" || leaf.VerifyHostname("a.test") != nil {
+		t.Errorf("served certificate: %v %v", leaf.Subject, leaf.DNSNames)
+	}
+	if code, _ := fetch(t, h2, "https://"+tlsAddr+"/"); code != 200 {
+		t.Errorf("HTTPS: %d", code)
+	}
+	s := statusJSON(t, "http://"+plainAddr+"/status")
+	want := filepath.Join(e.sites, "a.toml") + ":6:"
+	if len(s.Problems) != 1 || !strings.HasPrefix(s.Problems[0], want) || !strings.Contains(s.Problems[0], "self-signed") {
+		t.Errorf("status problems %q; want one at %s", s.Problems, want)
+	}
+	if r := e.readiness(t); r.Ready || r.Config != status.ServingAsWritten {
+		t.Errorf("readiness %+v", r)
+	}
+}
+
+// TestApplianceBindRetry: an address taken by another program does not
+// stop the others; Arka retries it with backoff and serves it once it is
+// free, and reports itself ready then.
+func TestApplianceBindRetry(t *testing.T) {
+	e := newApplianceEnv(t)
+	free := harness.FreeAddr(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("page\n"), 0o644)
+	e.write(t, "a.toml", `listen = ["`+free+`", "`+taken.Addr().String()+`"]
+[[routes]]
+path = "/status"
+handler = { type = "status" }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+e.www+`" }
+`)
+	p := harness.Start(t, nil, e.args(t), free)
+	h1, _ := harness.Clients()
+	if code, _ := fetch(t, h1, "http://"+free+"/"); code != 200 {
+		t.Errorf("free address: %d", code)
+	}
+	s := statusJSON(t, "http://"+free+"/status")
+	want := filepath.Join(e.sites, "a.toml") + ":1:"
+	if len(s.Problems) != 1 || !strings.HasPrefix(s.Problems[0], want) || !strings.Contains(s.Problems[0], "address already in use") {
+		t.Errorf("status problems %q", s.Problems)
+	}
+	if r := e.readiness(t); r.Ready {
+		t.Errorf("ready with an address not bound: %+v", r)
+	}
+	taken.Close()
+	start := time.Now()
+	e.waitReadiness(t, "ready once the address is free", func(r status.Readiness) bool { return r.Ready })
+	t.Logf("bound %s after it was freed", time.Since(start).Round(10*time.Millisecond))
+	if code, body := fetch(t, h1, "http://"+taken.Addr().String()+"/"); code != 200 || body != "page\n" {
+		t.Errorf("retried address: %d %q", code, body)
+	}
+	if !strings.Contains(p.Output(), "now listening") {
+		t.Errorf("no log line for the late bind")
+	}
+}
+
+// TestSupervisedRestartBackoff: the appliance's supervisor (package
+// appliance/supervise, as arka-init runs it) restarts the real arka when it
+// exits — here because another arka holds its state directory — with a
+// growing delay, and records the exit status and arka's last lines.
+func TestSupervisedRestartBackoff(t *testing.T) {
+	e := newApplianceEnv(t)
+	addr := harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("page\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	harness.Start(t, nil, e.args(t), addr) // holds the state directory
+
+	stateFile := filepath.Join(t.TempDir(), "supervise.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- supervise.Run(ctx, supervise.Options{Path: harness.Binary(t), Args: e.args(t), StateFile: stateFile,
+			Stdout: io.Discard, Stderr: io.Discard, First: 100 * time.Millisecond, Max: 400 * time.Millisecond})
+	}()
+	var st *supervise.State
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if s, err := supervise.ReadState(stateFile); err == nil && s.Exits >= 4 {
+			st = s
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no 4 exits within 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Delays 100, 200, 400 ms between the 4 exits.
+	if took < 700*time.Millisecond {
+		t.Errorf("4 exits in %s: no backoff", took)
+	}
+	ex := st.LastExit
+	if ex == nil || ex.Code != 1 || st.InARow != st.Exits || len(ex.Tail) == 0 || !strings.Contains(strings.Join(ex.Tail, "\n"), "in use by another arka") {
+		t.Errorf("state %+v, last exit %+v", st, ex)
+	}
+}
+
+// statusPage is the part of the status page's JSON (status.Snapshot) these
+// tests read.
+type statusPage struct {
+	Serving  string   `json:"serving"`
+	Problems []string `json:"problems"`
+}
