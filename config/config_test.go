@@ -125,6 +125,8 @@ func TestErrorsAreLocated(t *testing.T) {
 			`fallback "/../index.php" must be the path of a script under the root`},
 		{"bad name", "server_names = [\"example.org:80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:17: server name "example.org:80": a server name has no port`},
+		{"internationalized name", "server_names = [\"b\u00fccher.example\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
+			`:1:17: server name "bücher.example": character 'ü' is not allowed in a host name; write an internationalized name in its ASCII form, "xn--bcher-kva.example"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

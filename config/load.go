@@ -11,9 +11,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 	"github.com/arkaweb/arka/board"
+	"golang.org/x/net/idna"
 )
 
 // HandlerTypes are the route handler types a site file may name.
@@ -661,8 +663,15 @@ func checkHostName(host string) error {
 		if label == "" || len(label) > 63 {
 			return errors.New("not a valid host name")
 		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
+		for _, c := range label {
+			if c >= utf8.RuneSelf {
+				// An internationalized name goes on the wire, in SNI and
+				// in Host, in its ASCII form (RFC 5890 A-labels).
+				if a, err := idna.Lookup.ToASCII(host); err == nil {
+					return fmt.Errorf("character %q is not allowed in a host name; write an internationalized name in its ASCII form, %q", c, a)
+				}
+				return fmt.Errorf("character %q is not allowed in a host name; write an internationalized name in its ASCII (xn--) form", c)
+			}
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 				return fmt.Errorf("character %q is not allowed in a host name", c)
 			}
