@@ -963,6 +963,13 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		errpage.Write(w, r, http.StatusMisdirectedRequest)
 		return
 	}
+	if st.tls13 && r.TLS != nil && r.TLS.Version < tls.VersionTLS13 {
+		// A handshake without SNI (a client that connected by address)
+		// got the address's default configuration, which may allow
+		// TLS 1.2: a site with min_version 1.3 is not served over it.
+		errpage.Write(w, r, http.StatusMisdirectedRequest)
+		return
+	}
 	if l.tls {
 		if st.hsts != nil {
 			w.Header()["Strict-Transport-Security"] = st.hsts

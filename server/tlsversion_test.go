@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"crypto/tls"
+	"net/http"
 	"testing"
 
 	"github.com/arkaweb/arka/server/servertest"
@@ -51,6 +52,28 @@ handler = { type = "static", root = "`+www(t, dir, "o", "old")+`" }
 	}
 	if _, err := dial("old.example", tls.VersionTLS11, nil); err == nil {
 		t.Error("TLS 1.1 accepted")
+	}
+	// A client that connects by address sends no SNI and gets the
+	// default site's TLS 1.2; naming the 1.3 site in Host then is a 421,
+	// over HTTP/1.1 and HTTP/2, and the default site is still served.
+	for _, h2 := range []bool{false, true} {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}, ForceAttemptHTTP2: h2}
+		if !h2 {
+			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+		}
+		for host, want := range map[string]int{"modern.example": http.StatusMisdirectedRequest, "old.example": http.StatusOK} {
+			req, _ := http.NewRequest("GET", "https://"+e.HTTPS+"/", nil)
+			req.Host = host
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("h2=%v %s: %v", h2, host, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want || resp.TLS.Version != tls.VersionTLS12 || resp.TLS.ServerName != "" || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[h2] {
+				t.Errorf("h2=%v Host %s over TLS 1.2 without SNI: %d %s (version %x, SNI %q), want %d", h2, host, resp.StatusCode, resp.Proto, resp.TLS.Version, resp.TLS.ServerName, want)
+			}
+		}
+		tr.CloseIdleConnections()
 	}
 	// Reload: the 1.3 requirement goes with the configuration.
 	if err := e.Reload(0, `server_names = ["modern.example"]
