@@ -59,6 +59,25 @@ func forwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
 	return false
 }
 
+// isChallengePath reports whether path (decoded, not yet normalized) is
+// an HTTP-01 challenge path: the prefix and one token of base64url
+// characters (RFC 8555 section 8.1), so that dot segments
+// ("/.well-known/acme-challenge/../../admin/") cannot carry another path
+// past the redirect.
+func isChallengePath(path string) bool {
+	tok, ok := strings.CutPrefix(path, acme.ChallengePath)
+	if !ok {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // redirectHTTPS answers a plain-HTTP request with a permanent redirect to
 // the same URL over HTTPS on port (301 for GET and HEAD, else 308, which
 // keeps method and body: RFC 9110 section 15.4.9), and reports whether it
@@ -69,7 +88,7 @@ func forwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
 // HTTPS is not redirected, or a proxy terminating TLS in front of Arka
 // would loop.
 func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string, trusted []netip.Prefix) bool {
-	if strings.HasPrefix(r.URL.Path, acme.ChallengePath) || forwardedHTTPS(r, trusted) {
+	if isChallengePath(r.URL.Path) || forwardedHTTPS(r, trusted) {
 		return false
 	}
 	host := strings.ToLower(hostOnly(r.Host))

@@ -36,6 +36,10 @@ handler = { type = "static", root = "`+www(t, dir, "a", "site A")+`", allow_dotf
 			{"HEAD", "/", "A.Example:8080", "301", "https://a.example:" + port + "/", nil},
 			{"POST", "/form", "a.example", "308", "https://a.example:" + port + "/form", nil},
 			{"GET", "/.well-known/acme-challenge/tok", "a.example", "404", "", nil},
+			// Dot segments do not carry another path past the redirect
+			// through the exempt challenge path.
+			{"GET", "/.well-known/acme-challenge/../../index.html", "a.example", "301", "https://a.example:" + port + "/.well-known/acme-challenge/../../index.html", nil},
+			{"GET", "/.well-known/acme-challenge/%2e%2e/%2E%2E/", "a.example", "301", "https://a.example:" + port + "/.well-known/acme-challenge/%2e%2e/%2E%2E/", nil},
 			{"GET", "/", "[::1]", "301", "https://[::1]:" + port + "/", nil},
 			// A trusted proxy that terminated TLS: no redirect (no loop).
 			{"GET", "/", "a.example", "200", "", []string{"X-Forwarded-Proto: https"}},
