@@ -974,8 +974,15 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		if st.hsts != nil {
 			w.Header()["Strict-Transport-Security"] = st.hsts
 		}
-	} else if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort, st.trusted) {
-		return
+	} else if st.httpsPort != "" || st.hsts != nil {
+		if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort, st.trusted) {
+			return
+		}
+		if st.hsts != nil && forwardedHTTPS(r, st.trusted) {
+			// A TLS-terminating proxy in trusted_proxies: the client's
+			// connection is HTTPS, so the field reaches it over HTTPS.
+			w.Header()["Strict-Transport-Security"] = st.hsts
+		}
 	}
 	if !normalizeURL(r.URL) {
 		if r.Method == http.MethodOptions && r.RequestURI == "*" {
