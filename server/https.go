@@ -93,7 +93,14 @@ func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string, trusted 
 	}
 	host := strings.ToLower(hostOnly(r.Host))
 	if host == "" {
-		return false // HTTP/1.0 without Host: nowhere to send it
+		// HTTP/1.0 without Host: the address it connected to, or it would
+		// be served over plain HTTP.
+		ta, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+		if !ok {
+			errpage.Write(w, r, http.StatusBadRequest)
+			return true
+		}
+		host = ta.AddrPort().Addr().Unmap().WithZone("").String()
 	}
 	if strings.IndexByte(host, ':') >= 0 {
 		host = "[" + host + "]"

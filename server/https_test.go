@@ -1,9 +1,13 @@
 package server_test
 
 import (
+	"bufio"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arkaweb/arka/server/servertest"
 )
@@ -27,6 +31,22 @@ path = "/"
 handler = { type = "static", root = "`+www(t, dir, "a", "site A")+`", allow_dotfiles = true }
 `)
 	_, port, _ := net.SplitHostPort(e.HTTPS)
+	// HTTP/1.0 without Host is redirected to the address it connected to,
+	// not served over plain HTTP.
+	conn, err := net.Dial("tcp", e.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(conn, "GET /x?y HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if host, _, _ := net.SplitHostPort(e.HTTP); resp.StatusCode != 301 || resp.Header.Get("Location") != "https://"+host+":"+port+"/x?y" {
+		t.Errorf("HTTP/1.0 without Host: %s Location %q", resp.Status, resp.Header.Get("Location"))
+	}
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
 		for _, tc := range []struct {
 			method, path, host, code, loc string
