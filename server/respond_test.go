@@ -56,6 +56,17 @@ handler = { type = "respond", status = 410, body = "gone for good\n" }
 		if resp.StatusCode != 404 {
 			t.Errorf("/old/a/../../etc/passwd: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 		}
+		// An encoded slash is data in its segment: it stays %2F in {path}
+		// and {uri} (the proxy and the static handler never take it for a
+		// separator either), also with the prefix stripped.
+		resp, _ = c.Get(t, "/old/a%2Fb/c%3Fd%2f?q=%2F", "Host: example.org")
+		if loc := resp.Header.Get("Location"); loc != "/new/a%2Fb/c%3Fd%2F?q=%2F" {
+			t.Errorf("encoded slash: %d %q", resp.StatusCode, loc)
+		}
+		resp, _ = c.Get(t, "/x%2Fy?z", "Host: www.example.org")
+		if loc := resp.Header.Get("Location"); loc != "https://example.org/x%2Fy?z" {
+			t.Errorf("encoded slash in {uri}: %d %q", resp.StatusCode, loc)
+		}
 		resp, _ = c.Get(t, "/old//evil.example/x", "Host: example.org")
 		if loc := resp.Header.Get("Location"); strings.HasPrefix(loc, "//") || loc != "/new/evil.example/x" {
 			t.Errorf("scheme-relative: %q", loc)

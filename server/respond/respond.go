@@ -10,6 +10,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Redirect answers every request with a redirection to a target built from
@@ -49,15 +50,27 @@ func (h *Redirect) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Redirect) Location(r *http.Request) (string, bool) {
 	b := make([]byte, 0, 128)
 	p := r.URL.Path
+	// With an encoded slash in it, {path} is built from the path as the
+	// client encoded it, so that %2F stays data inside its segment (as
+	// the proxy and the static handler keep it) instead of becoming a
+	// separator in the target.
+	escaped := wire.HasEncodedSlash(r.URL)
+	if escaped {
+		p = r.URL.RawPath
+	}
 	if h.strip != "" {
-		p = strings.TrimPrefix(p, h.strip)
+		if escaped {
+			p = cutDecoded(p, len(h.strip))
+		} else {
+			p = strings.TrimPrefix(p, h.strip)
+		}
 	}
 	for _, part := range h.parts {
 		switch part.Kind {
 		case config.Literal:
 			b = append(b, part.Text...)
 		case config.PhPath:
-			b = appendPath(b, p)
+			b = appendPath(b, p, escaped)
 		case config.PhQuery:
 			b = appendQuery(b, r.URL.RawQuery)
 		case config.PhQueryMark:
@@ -66,7 +79,7 @@ func (h *Redirect) Location(r *http.Request) (string, bool) {
 				b = appendQuery(b, r.URL.RawQuery)
 			}
 		case config.PhURI:
-			b = appendPath(b, p)
+			b = appendPath(b, p, escaped)
 			if r.URL.RawQuery != "" {
 				b = append(b, '?')
 				b = appendQuery(b, r.URL.RawQuery)
@@ -92,11 +105,27 @@ func (h *Redirect) Location(r *http.Request) (string, bool) {
 	return string(b), true
 }
 
+// cutDecoded returns the escaped path raw less the bytes that decode to
+// its first n decoded bytes (a route prefix).
+func cutDecoded(raw string, n int) string {
+	i := 0
+	for d := 0; d < n && i < len(raw); d++ {
+		if raw[i] == '%' && i+2 < len(raw) {
+			i += 3
+		} else {
+			i++
+		}
+	}
+	return raw[i:]
+}
+
 // appendPath appends the path p percent-encoded (RFC 3986 section 3.3),
 // so that a decoded "?", "#", "%", space or control byte cannot change
-// the meaning of the target. After "/" (or at the start) leading slashes
-// of p are merged with it: the result never starts with "//".
-func appendPath(b []byte, p string) []byte {
+// the meaning of the target. With escaped, p is a path as the client
+// encoded it: each %XX is decoded and encoded again, an encoded slash
+// staying %2F. After "/" (or at the start) leading slashes of p are
+// merged with it: the result never starts with "//".
+func appendPath(b []byte, p string, escaped bool) []byte {
 	if len(b) == 0 || b[len(b)-1] == '/' {
 		p = strings.TrimLeft(p, "/")
 		if len(b) == 0 {
@@ -106,6 +135,14 @@ func appendPath(b []byte, p string) []byte {
 	const hexd = "0123456789ABCDEF"
 	for i := 0; i < len(p); i++ {
 		c := p[i]
+		if escaped && c == '%' && i+2 < len(p) && ishex(p[i+1]) && ishex(p[i+2]) {
+			c = unhex(p[i+1])<<4 | unhex(p[i+2])
+			i += 2
+			if c == '/' {
+				b = append(b, "%2F"...)
+				continue
+			}
+		}
 		if pathChar(c) {
 			b = append(b, c)
 			continue
@@ -113,6 +150,20 @@ func appendPath(b []byte, p string) []byte {
 		b = append(b, '%', hexd[c>>4], hexd[c&15])
 	}
 	return b
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // pathChar: unreserved, sub-delims, ":", "@" and "/" (RFC 3986 pchar).

@@ -34,6 +34,10 @@ func TestLocation(t *testing.T) {
 		{"/{path}", "/", false, "//evil.example/x", "h", false, "/evil.example/x"},
 		{"{uri}", "/go/", true, "/go//evil.example", "h", false, "/evil.example"},
 		{"https://example.org/{path}", "/", false, "/x", "h", false, "https://example.org/x"},
+		// The escaped path (RawPath) when it has an encoded slash: %2F stays.
+		{"/new{path}", "/old/", true, "/old/a%2Fb/%41%2f", "h", false, "/new/a%2Fb/A%2F"},
+		{"{path}", "/", false, "/%2F%2Fevil.example", "h", false, "/%2F%2Fevil.example"},
+		{"/n{path}", "/", false, "/a%2Fb%0D%0AX:%20y%25", "h", false, "/n/a%2Fb%0D%0AX:%20y%25"},
 	}
 	for _, c := range cases {
 		parts, err := config.ParseTemplate(c.to)
@@ -42,6 +46,9 @@ func TestLocation(t *testing.T) {
 		}
 		h := NewRedirect(c.prefix, &config.Redirect{Parts: parts, Status: 301, StripPrefix: c.strip})
 		u := &url.URL{Path: c.target}
+		if p, err := url.PathUnescape(c.target); err == nil && p != c.target {
+			u.Path, u.RawPath = p, c.target
+		}
 		if i := indexByte(c.target, '?'); i >= 0 && c.to != "{path}" {
 			u.Path, u.RawQuery = c.target[:i], c.target[i+1:]
 		}
