@@ -135,6 +135,11 @@ func (v *validator) routeOptions(at string, o *RouteOptions) {
 			}
 		}
 	}
+	if o.Allow != nil && len(o.Allow) == 0 {
+		// An empty list would admit every client, the opposite of what
+		// it reads as.
+		v.errAt(at+".allow", "allow = [] lists no client: name the networks to let in, or leave allow out to let everyone in (to refuse everyone, use a respond route with status = 403)")
+	}
 	o.AllowNets = v.prefixes(at, "allow", o.Allow)
 	o.DenyNets = v.prefixes(at, "deny", o.Deny)
 }

@@ -74,6 +74,7 @@ func TestRouteOptionsErrors(t *testing.T) {
 		{"quote in realm", route + "basic_auth = { realm = \"a\\\"b\", users = { a = \"" + hashOfSecret + "\" } }\n", `realm "a\"b" must not contain quotes`},
 		{"colon in user", route + "basic_auth = { users = { \"a:b\" = \"" + hashOfSecret + "\" } }\n", `user name "a:b" must not`},
 		{"bad network", route + "allow = [\"10.0.0.0/33\"]\n", `:4:10: allow: "10.0.0.0/33" is not a network`},
+		{"empty allow", route + "allow = []\n", `:4:1: allow = [] lists no client`},
 		{"bad deny", route + "deny = [\"x\"]\n", `:4:9: deny: "x" is not an IP address or network`},
 		{"bad header name", route + "headers = { set = { \"X A\" = \"1\" } }\n", `:4:13: header name "X A" is not a valid field name`},
 		{"header injection", route + "headers = { add = { X-A = \"a\\r\\nSet-Cookie: x=1\" } }\n", `:4:13: header X-A: value "a\r\nSet-Cookie: x=1" has a control character`},
