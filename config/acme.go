@@ -6,6 +6,7 @@ import (
 	"net/mail"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -250,10 +251,20 @@ func (v *validator) acmeEnvironment(s *Site) {
 // and preload.
 func checkHSTS(val string) error {
 	maxAge := false
+	var seen []string
 	for _, d := range strings.Split(val, ";") {
 		d = strings.TrimSpace(d)
 		name, arg, hasArg := strings.Cut(d, "=")
-		switch strings.ToLower(strings.TrimSpace(name)) {
+		lname := strings.ToLower(strings.TrimSpace(name))
+		if lname != "" {
+			if slices.Contains(seen, lname) {
+				// Section 6.1: each directive at most once; browsers
+				// ignore a field that repeats one (section 8.1).
+				return fmt.Errorf("%s appears twice (browsers would ignore the whole field)", strings.TrimSpace(name))
+			}
+			seen = append(seen, lname)
+		}
+		switch lname {
 		case "max-age":
 			if _, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(arg), `"`), 10, 32); !hasArg || err != nil {
 				return errors.New("max-age needs a number of seconds, as in \"max-age=31536000\"")
