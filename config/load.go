@@ -728,6 +728,8 @@ func (v *validator) static(at string, s *Static) {
 	for k, val := range s.Headers {
 		if !validHeaderName(k) {
 			v.errAt(at+".headers", "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
+		} else if framingField(k) {
+			v.errAt(at+".headers", framingFieldMsg, k)
 		} else if !validHeaderValue(val) {
 			v.errAt(at+".headers", "header %s: value %q has a control character (RFC 9110 section 5.5)", k, val)
 		}

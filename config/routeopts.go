@@ -90,6 +90,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
+// framingField reports whether name is a field that frames the message or
+// manages the connection (RFC 9112 section 6, RFC 9110 section 7.6.1):
+// the engines set these, and a value from the configuration would make the
+// body disagree with its framing (a Content-Length of 5 on a 12-byte
+// body desynchronizes a kept-alive HTTP/1.1 connection).
+func framingField(name string) bool {
+	switch strings.ToLower(name) {
+	case "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer":
+		return true
+	}
+	return false
+}
+
+const framingFieldMsg = "header %s frames the message or manages the connection, which Arka does itself (RFC 9112 section 6, RFC 9110 section 7.6.1); it cannot be set, added or removed"
+
 // routeOptions validates the options of the route at path at ("routes[2]").
 func (v *validator) routeOptions(at string, o *RouteOptions) {
 	if h := o.Headers; h != nil {
@@ -97,6 +112,10 @@ func (v *validator) routeOptions(at string, o *RouteOptions) {
 		check := func(key, name string, vals ...string) {
 			if !validHeaderName(name) {
 				v.errAt(hp+"."+key, "header name %q is not a valid field name (RFC 9110 section 5.1)", name)
+				return
+			}
+			if framingField(name) {
+				v.errAt(hp+"."+key, framingFieldMsg, name)
 				return
 			}
 			for _, val := range vals {
@@ -114,6 +133,8 @@ func (v *validator) routeOptions(at string, o *RouteOptions) {
 		for i, k := range h.Remove {
 			if !validHeaderName(k) {
 				v.errAt(fmt.Sprintf("%s.remove[%d]", hp, i), "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
+			} else if framingField(k) {
+				v.errAt(fmt.Sprintf("%s.remove[%d]", hp, i), framingFieldMsg, k)
 			}
 		}
 	}
