@@ -170,6 +170,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			Site:      cs.File,
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
 			Trusted:   cs.TrustedNets,
+			TempDir:   s.o.SpoolDir,
 		})
 		if err != nil {
 			return nil, err
@@ -229,6 +230,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 		ServerSoftware:   "arka/" + Version,
 		Static:           files,
 		Pools:            &s.fcgiPools,
+		TempDir:          s.o.SpoolDir,
 	})
 	if err != nil {
 		files.Close()

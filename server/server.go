@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ type Options struct {
 	// StateDir holds generated files (self-signed certificates). Required
 	// when a TLS site has no certificate of its own.
 	StateDir string
+	// SpoolDir is where request bodies larger than the in-memory buffer
+	// are spooled (unlinked files) by FastCGI and proxy routes. Empty
+	// means <StateDir>/tmp, created 0700 by New; if that fails or there
+	// is no StateDir, os.TempDir().
+	SpoolDir string
 	// Logger receives the error log: one line per event, naming site,
 	// route and cause. Default: slog to standard error.
 	Logger *slog.Logger
@@ -182,6 +188,16 @@ func New(o Options) *Server {
 	}
 	if o.Listen == nil {
 		o.Listen = net.Listen
+	}
+	if o.SpoolDir == "" && o.StateDir != "" {
+		// Request bodies are spooled to disk under the state directory
+		// (on the appliance /perm), never to a RAM-backed /tmp.
+		d := filepath.Join(o.StateDir, "tmp")
+		if err := os.MkdirAll(d, 0o700); err == nil {
+			o.SpoolDir = d
+		} else {
+			o.Logger.Warn("request bodies will be spooled to the system's temporary directory", "err", err)
+		}
 	}
 	if b := o.Budget; b.OpenFileCacheBytes > 0 && o.Cache.FileBytes == 0 {
 		o.Cache.FileBytes = b.OpenFileCacheBytes + b.ContentCacheBytes

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,7 +116,8 @@ func (s *Server) Snapshot() status.Snapshot {
 	return snap
 }
 
-// sampleLoop feeds the history every 10 s and remembers counters for rates.
+// sampleLoop feeds the history every 10 s, remembers counters for rates and
+// turns certificate errors into conditions.
 func (s *Server) sampleLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -123,6 +125,7 @@ func (s *Server) sampleLoop() {
 		cancel()
 	}()
 	s.history.Run(ctx, status.SampleInterval, s, func(snap *status.Snapshot) {
+		certConditions(s.o.Conditions, snap.Certificates)
 		m := map[*RouteStats]routeSample{}
 		for _, rs := range s.RouteStats() {
 			m[rs] = routeSample{requests: rs.Requests.Load(), hist: rs.Latency.Snapshot()}
@@ -144,4 +147,35 @@ func (s *Server) Requests() uint64 {
 		n += st.Requests.Load()
 	}
 	return n
+}
+
+// certConditions makes each certificate in the "error" state (the last
+// attempt to obtain or renew it failed) a Degraded condition "cert:NAME",
+// and clears those of certificates that recovered or are gone. conds may be
+// nil (no conditions kept).
+func certConditions(conds *led.Conditions, certs []status.Certificate) {
+	if conds == nil {
+		return
+	}
+	bad := map[string]bool{}
+	for _, c := range certs {
+		if c.State != "error" {
+			continue
+		}
+		name := "cert:" + c.Name
+		bad[name] = true
+		msg := "certificate for " + c.Name + " could not be obtained"
+		if c.Valid(time.Now()) {
+			msg = "certificate for " + c.Name + " could not be renewed (the current one is valid until " + c.NotAfter.UTC().Format("2006-01-02") + ")"
+		}
+		if c.LastError != "" {
+			msg += ": " + c.LastError
+		}
+		conds.Set(name, led.Degraded, msg)
+	}
+	for _, c := range conds.List() {
+		if strings.HasPrefix(c.Name, "cert:") && !bad[c.Name] {
+			conds.Clear(c.Name)
+		}
+	}
 }

@@ -22,14 +22,14 @@
 // update agent's /perm/arka/update-status.json; cmd/arka), "fan" (Degraded
 // when the configured fan pin does not exist; cmd/arka), "settings" and
 // "deploy" (Degraded for mistakes in the boot partition's settings file and
-// for a refused deploy, from arka-init's appliance status; cmd/arka).
-// Suggested for work to come: "deploying" (Updating while a deploy is
-// received), "fallback"
-// (Degraded while Arka serves its fallback configuration), "site:NAME" and
-// "cert:NAME" (Degraded for one site that failed to load or whose
-// certificate does not load). The cmd/arka server holds one Conditions (it
-// is passed to the server as server.Options.Conditions); raise conditions on
-// it from the code that knows, and clear them when the problem is gone.
+// for a refused deploy, from arka-init's appliance status; cmd/arka),
+// "cert:NAME" (Degraded while obtaining or renewing the ACME certificate
+// NAME fails; package server, from the status snapshot). Suggested for work
+// to come: "deploying" (Updating while a deploy is received), "fallback"
+// (Degraded while Arka serves its fallback configuration), "site:NAME"
+// (Degraded for one site that failed to load). The cmd/arka server holds
+// one Conditions (server.Options.Conditions); raise conditions on it from
+// the code that knows, and clear them when the problem is gone.
 //
 // Why not periph.io's sysfs.LED: it only writes brightness (it cannot set the
 // trigger, so the kernel's mmc0/heartbeat trigger would keep overriding it,

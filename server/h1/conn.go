@@ -288,12 +288,18 @@ func (c *conn) headerBuffered() bool {
 
 // closeWrite half-closes the connection so the client reads our last
 // response before it sees the close, as RFC 9112 section 9.6 advises.
+// Over TLS too (tls.Conn's CloseWrite sends close_notify): without the
+// drain, closing a socket with unread request bytes makes the kernel send
+// a reset, and a client still writing (a 431 for an oversized header)
+// sees "broken pipe" instead of our answer.
 func (c *conn) closeWrite() {
-	if c.tcp != nil {
-		c.tcp.CloseWrite()
-		c.rwc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		io.CopyN(io.Discard, c.rwc, 256<<10)
+	cw, ok := c.rwc.(interface{ CloseWrite() error })
+	if !ok {
+		return
 	}
+	cw.CloseWrite()
+	c.rwc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	io.CopyN(io.Discard, c.rwc, 256<<10)
 }
 
 // writeError answers a request that could not be parsed, then the

@@ -83,6 +83,9 @@ type Options struct {
 	// Trusted are the site's trusted_proxies, used when the route names
 	// none of its own.
 	Trusted []netip.Prefix
+	// TempDir is where request bodies too large for memory are spooled
+	// when request buffering is on. Empty means os.TempDir().
+	TempDir string
 }
 
 // Handler proxies one route. Build it with New; it is safe for concurrent
@@ -98,6 +101,7 @@ type Handler struct {
 	ups        []*upstream
 	rr         atomic.Uint64
 
+	tempDir       string
 	keepalive     int
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
@@ -134,6 +138,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		fwd:           cfg.ForwardHeadersEnabled(),
 		hostHeader:    cfg.HostHeader,
 		leastConn:     cfg.LB == "least_conn",
+		tempDir:       o.TempDir,
 		keepalive:     cfg.Keepalive.Or(o.Keepalive),
 		headerTimeout: cfg.ResponseHeaderTimeout.Or(config.DefaultProxyResponseHeader),
 		idleTimeout:   cfg.IdleTimeout.Or(config.DefaultProxyIdle),
@@ -388,7 +393,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// arrives whole before an upstream connection is taken, so a slow
 		// uploader holds none.
 		mem, cp := h.bufs.Get().(*[]byte), h.bufs.Get().(*[]byte)
-		b, err := spool.Read(r.Body, r.ContentLength, (*mem)[:syncBodyMax], spool.DefaultMax, "", *cp)
+		b, err := spool.Read(r.Body, r.ContentLength, (*mem)[:syncBodyMax], spool.DefaultMax, h.tempDir, *cp)
 		h.bufs.Put(cp)
 		defer h.bufs.Put(mem) // b.Mem aliases it
 		if err != nil {
