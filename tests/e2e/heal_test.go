@@ -156,7 +156,9 @@ handler = { type = "static", root = "/perm/arka/www" }
 		t.Errorf("HTTPS: %d %q", code, body)
 	}
 	snap := statusOf(t, port(80))
-	if len(snap.Problems) != 1 || !strings.HasPrefix(snap.Problems[0], "/perm/arka/sites/default.toml:6:") ||
+	// (The site file is named as Arka was given it: through arka-init's
+	// link to the active site, /tmp/arka/active/sites.)
+	if len(snap.Problems) != 1 || !strings.Contains(snap.Problems[0], "/sites/default.toml:6:1: cannot load certificate") ||
 		!strings.Contains(snap.Problems[0], "self-signed") || snap.Serving != status.ServingAsWritten {
 		t.Errorf("status page: serving %q, problems %q", snap.Serving, snap.Problems)
 	}
@@ -194,7 +196,7 @@ handler = { type = "static", root = "/perm/arka/www" }
 	}
 	snap = statusOf(t, port2(v, 80))
 	if snap.Serving != status.ServingLastGood || len(snap.Problems) == 0 ||
-		!strings.HasPrefix(snap.Problems[0], "/perm/arka/sites/default.toml:4:1: ") || !strings.Contains(snap.Problems[0], "listen_everywhere") {
+		!strings.Contains(snap.Problems[0], "/sites/default.toml:4:1: ") || !strings.Contains(snap.Problems[0], "listen_everywhere") {
 		t.Errorf("status page: serving %q, problems %q", snap.Serving, snap.Problems)
 	}
 	_, html := get(t, plain, "http://"+port2(v, 80)+"/status", "", "", nil)
