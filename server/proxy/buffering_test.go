@@ -58,3 +58,43 @@ func TestRequestBuffering(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestBufferingOff: with request_buffering = false a body streams
+// to the upstream as it comes, however small: the upstream sees the
+// request while the client is still sending (here, a 5,000-byte body of
+// which 100 bytes have been sent).
+func TestRequestBufferingOff(t *testing.T) {
+	seen := make(chan struct{}, 1)
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- struct{}{}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d", len(b))
+	}))
+	off := false
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, RequestBuffering: &off})
+	forEachFront(t, h, func(t *testing.T, f front) {
+		pr, pw := io.Pipe()
+		go func() {
+			io.WriteString(pw, strings.Repeat("s", 100))
+			select {
+			case <-seen:
+			case <-time.After(5 * time.Second):
+				pw.CloseWithError(fmt.Errorf("the upstream did not see the request while its body was being sent"))
+				return
+			}
+			io.WriteString(pw, strings.Repeat("s", 4900))
+			pw.Close()
+		}()
+		req, _ := http.NewRequest("POST", f.url("/proxy/up"), pr)
+		req.ContentLength = 5000
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != "5000" {
+			t.Errorf("upstream got %q bytes, want 5000", got)
+		}
+	})
+}

@@ -551,7 +551,11 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 
 	var bodyDone chan error
 	var st *headState
-	if mode == bodyLength && cl <= syncBodyMax {
+	// A small body goes out with the head only when it is already here
+	// (request buffering): read from the client now, it would hold the
+	// upstream connection while a slow client sends it, and a route with
+	// request_buffering = false must stream whatever the size.
+	if mode == bodyLength && cl <= syncBodyMax && (cl == 0 || h.buffering) {
 		if cl > 0 {
 			// Small bodies go out with the head, in as few writes as fit.
 			bp := h.bufs.Get().(*[]byte)
