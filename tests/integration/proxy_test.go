@@ -159,7 +159,7 @@ func TestProxyConfigMistakesFailCheck(t *testing.T) {
 	for _, c := range []struct{ name, handler, want string }{
 		{"empty", `{ type = "proxy", upstreams = [] }`, "at least one upstream"},
 		{"badaddr", `{ type = "proxy", upstreams = ["127.0.0.1:99999"] }`, "upstream"},
-		{"scheme", `{ type = "proxy", upstreams = ["https://app:443"] }`, "only http://"},
+		{"scheme", `{ type = "proxy", upstreams = ["ftp://app:21"] }`, "only http:// and https://"},
 		{"unknown", `{ type = "proxy", upstreams = ["127.0.0.1:8080"], stip_prefix = true }`, "stip_prefix"},
 		{"lb", `{ type = "proxy", upstreams = ["127.0.0.1:8080"], lb = "random" }`, "lb"},
 	} {
