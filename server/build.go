@@ -161,7 +161,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 	case problemsHandlerType:
 		return problemsPage{s}, nil
 	case "redirect":
-		return respond.NewRedirect(cr.Path, cr.Redirect), nil
+		return respond.NewRedirect(cr.Path, cr.Redirect, cs.TrustedNets), nil
 	case "respond":
 		return respond.New(cr.Respond), nil
 	case "proxy":

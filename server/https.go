@@ -9,6 +9,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/acme"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/realip"
 )
 
 // httpsOptions compiles a site's redirect_https and hsts.
@@ -21,42 +22,6 @@ func httpsOptions(st *site, cs *config.Site) {
 		st.httpsPort = port
 		st.trusted = cs.TrustedNets
 	}
-}
-
-// forwardedHTTPS reports whether a trusted proxy (the site's
-// trusted_proxies) says the client reached it over HTTPS:
-// X-Forwarded-Proto: https, or proto=https in the first Forwarded element
-// (RFC 7239 section 5.4).
-func forwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
-	if len(trusted) == 0 {
-		return false
-	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := ap.Addr().Unmap()
-	ok := false
-	for _, p := range trusted {
-		ok = ok || p.Contains(ip)
-	}
-	if !ok {
-		return false
-	}
-	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
-		first, _, _ := strings.Cut(v, ",")
-		return strings.EqualFold(strings.TrimSpace(first), "https")
-	}
-	if v := r.Header.Get("Forwarded"); v != "" {
-		first, _, _ := strings.Cut(v, ",")
-		for _, pair := range strings.Split(first, ";") {
-			k, val, _ := strings.Cut(strings.TrimSpace(pair), "=")
-			if strings.EqualFold(k, "proto") {
-				return strings.EqualFold(strings.Trim(val, `"`), "https")
-			}
-		}
-	}
-	return false
 }
 
 // isChallengePath reports whether path (decoded, not yet normalized) is
@@ -88,7 +53,7 @@ func isChallengePath(path string) bool {
 // HTTPS is not redirected, or a proxy terminating TLS in front of Arka
 // would loop.
 func redirectHTTPS(w http.ResponseWriter, r *http.Request, port string, trusted []netip.Prefix) bool {
-	if isChallengePath(r.URL.Path) || forwardedHTTPS(r, trusted) {
+	if isChallengePath(r.URL.Path) || realip.ForwardedHTTPS(r, trusted) {
 		return false
 	}
 	host := strings.ToLower(hostOnly(r.Host))

@@ -36,6 +36,7 @@ import (
 	"github.com/arkaweb/arka/server/h1"
 	"github.com/arkaweb/arka/server/h2"
 	"github.com/arkaweb/arka/server/internal/limits"
+	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/static"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -978,7 +979,7 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		if st.httpsPort != "" && redirectHTTPS(w, r, st.httpsPort, st.trusted) {
 			return
 		}
-		if st.hsts != nil && forwardedHTTPS(r, st.trusted) {
+		if st.hsts != nil && realip.ForwardedHTTPS(r, st.trusted) {
 			// A TLS-terminating proxy in trusted_proxies: the client's
 			// connection is HTTPS, so the field reaches it over HTTPS.
 			w.Header()["Strict-Transport-Security"] = st.hsts

@@ -5,11 +5,13 @@ package respond
 
 import (
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -21,11 +23,16 @@ type Redirect struct {
 	parts  []config.TemplatePart
 	status int
 	strip  string // route prefix removed from {path}, or ""
+	// trusted are the site's trusted_proxies: {scheme} is "https" when
+	// one of them says the client came over HTTPS.
+	trusted []netip.Prefix
 }
 
-// NewRedirect returns the handler of a redirect route at prefix.
-func NewRedirect(prefix string, c *config.Redirect) *Redirect {
-	h := &Redirect{parts: c.Parts, status: c.Status}
+// NewRedirect returns the handler of a redirect route at prefix; trusted
+// are the site's trusted_proxies (for {scheme} behind a TLS-terminating
+// proxy).
+func NewRedirect(prefix string, c *config.Redirect, trusted []netip.Prefix) *Redirect {
+	h := &Redirect{parts: c.Parts, status: c.Status, trusted: trusted}
 	if h.parts == nil {
 		h.parts, _ = config.ParseTemplate(c.To)
 	}
@@ -91,7 +98,7 @@ func (h *Redirect) Location(r *http.Request) (string, bool) {
 			}
 			b = append(b, host...)
 		case config.PhScheme:
-			if r.TLS != nil {
+			if r.TLS != nil || realip.ForwardedHTTPS(r, h.trusted) {
 				b = append(b, "https"...)
 			} else {
 				b = append(b, "http"...)
@@ -177,12 +184,14 @@ func pathChar(c byte) bool {
 
 // appendQuery appends a raw query, percent-encoding what may not appear
 // in a field value or would end the query (control bytes, space, "#",
-// non-ASCII).
+// non-ASCII) and the other bytes RFC 3986 does not allow in a query
+// (`"<>\^{|}` and the backquote); "%" stays, as the query is already
+// encoded.
 func appendQuery(b []byte, q string) []byte {
 	const hexd = "0123456789ABCDEF"
 	for i := 0; i < len(q); i++ {
 		c := q[i]
-		if c <= ' ' || c >= 0x7f || c == '#' {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("#\"<>\\^`{|}", c) >= 0 {
 			b = append(b, '%', hexd[c>>4], hexd[c&15])
 			continue
 		}

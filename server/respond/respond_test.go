@@ -3,7 +3,9 @@ package respond
 import (
 	"crypto/tls"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/arkaweb/arka/config"
@@ -25,6 +27,8 @@ func TestLocation(t *testing.T) {
 		{"/new/{path}", "/old/", true, "/old/a", "h", false, "/new/a"},
 		{"/new{path}", "/old/", false, "/old/a", "h", false, "/new/old/a"},
 		{"/search?q={query}", "/", false, "/?a b#c", "h", false, "/search?q=a%20b%23c"},
+		// Bytes RFC 3986 does not allow in a query are encoded; "%" stays.
+		{"/s{?query}", "/", false, `/?q="<script>"&x={|}^\` + "`" + `&y=%41`, "h", false, "/s?q=%22%3Cscript%3E%22&x=%7B%7C%7D%5E%5C%60&y=%41"},
 		// Hostile input: line breaks and spaces in the path are encoded...
 		{"{path}", "/", false, "/a\r\nSet-Cookie: x=1", "h", false, "/a%0D%0ASet-Cookie:%20x=1"},
 		// ...a decoded "?" or "#" cannot start a query or fragment...
@@ -44,7 +48,7 @@ func TestLocation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := NewRedirect(c.prefix, &config.Redirect{Parts: parts, Status: 301, StripPrefix: c.strip})
+		h := NewRedirect(c.prefix, &config.Redirect{Parts: parts, Status: 301, StripPrefix: c.strip}, nil)
 		u := &url.URL{Path: c.target}
 		if p, err := url.PathUnescape(c.target); err == nil && p != c.target {
 			u.Path, u.RawPath = p, c.target
@@ -62,10 +66,36 @@ func TestLocation(t *testing.T) {
 		}
 	}
 	// A host that is not a host name is refused rather than put in a URL.
-	h := NewRedirect("/", &config.Redirect{To: "https://{host}/", Status: 301})
+	h := NewRedirect("/", &config.Redirect{To: "https://{host}/", Status: 301}, nil)
 	for _, host := range []string{"evil.example/x", "a@evil.example", "a\r\nb", "", "[::1"} {
 		if loc, ok := h.Location(&http.Request{URL: &url.URL{Path: "/"}, Host: host}); ok {
 			t.Errorf("host %q accepted: %q", host, loc)
+		}
+	}
+}
+
+// {scheme} is "https" behind a trusted TLS-terminating proxy (so a
+// redirect does not send its clients to http and into redirect_https
+// again), and only behind a trusted one.
+func TestSchemeBehindTrustedProxy(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	h := NewRedirect("/", &config.Redirect{To: "{scheme}://{host}/x", Status: 301}, trusted)
+	cases := []struct {
+		remote, header, want string
+	}{
+		{"10.1.2.3:5000", "X-Forwarded-Proto: https", "https://h/x"},
+		{"10.1.2.3:5000", "Forwarded: for=192.0.2.1;proto=https", "https://h/x"},
+		{"10.1.2.3:5000", "X-Forwarded-Proto: http", "http://h/x"},
+		{"10.1.2.3:5000", "", "http://h/x"},
+		{"192.0.2.9:5000", "X-Forwarded-Proto: https", "http://h/x"}, // not a trusted proxy
+	}
+	for _, c := range cases {
+		r := &http.Request{URL: &url.URL{Path: "/"}, Host: "h", RemoteAddr: c.remote, Header: http.Header{}}
+		if k, v, ok := strings.Cut(c.header, ": "); ok {
+			r.Header.Set(k, v)
+		}
+		if got, _ := h.Location(r); got != c.want {
+			t.Errorf("from %s with %q: %q, want %q", c.remote, c.header, got, c.want)
 		}
 	}
 }

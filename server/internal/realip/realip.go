@@ -86,3 +86,39 @@ func validAddr(s string) bool {
 	_, err := netip.ParseAddr(s)
 	return err == nil
 }
+
+// ForwardedHTTPS reports whether a trusted proxy (one of trusted, the
+// site's trusted_proxies) says the client reached it over HTTPS:
+// X-Forwarded-Proto: https, or proto=https in the first Forwarded element
+// (RFC 7239 section 5.4). Without trusted proxies it is false.
+func ForwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
+	if len(trusted) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	ok := false
+	for _, p := range trusted {
+		ok = ok || p.Contains(ip)
+	}
+	if !ok {
+		return false
+	}
+	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		return strings.EqualFold(strings.TrimSpace(first), "https")
+	}
+	if v := r.Header.Get("Forwarded"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, val, _ := strings.Cut(strings.TrimSpace(pair), "=")
+			if strings.EqualFold(k, "proto") {
+				return strings.EqualFold(strings.Trim(val, `"`), "https")
+			}
+		}
+	}
+	return false
+}
