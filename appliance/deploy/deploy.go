@@ -68,6 +68,9 @@ type State struct {
 	// LastError is the last refused deploy or failed reload, with its time.
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Receiving is when the deploy being received now started (zero: none
+	// is): the activity LED shows it as an update in progress.
+	Receiving time.Time `json:"receiving,omitzero"`
 }
 
 // Result is the answer to a deploy or rollback.

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/arkaweb/arka/config"
 )
@@ -190,5 +192,46 @@ func TestDeployWrongPasswordAndHostileStreams(t *testing.T) {
 	}
 	if _, err := d.client.Rollback(context.Background()); err == nil || !strings.Contains(err.Error(), "no previous generation") {
 		t.Errorf("rollback without a previous generation: %v", err)
+	}
+}
+
+// TestReceivingState: while a deploy is being received (here, while the
+// device checks it), State says so and OnChange has told the status page;
+// afterwards it does not, refused or not.
+func TestReceivingState(t *testing.T) {
+	d := newDevice(t)
+	var mu sync.Mutex // the store runs in the test server's goroutines
+	var during State
+	var changes int
+	d.store.OnChange = func() { mu.Lock(); changes++; mu.Unlock() }
+	check := d.store.Check
+	d.store.Check = func(ctx context.Context, dir string) ([]string, error) {
+		mu.Lock()
+		during = d.store.State()
+		mu.Unlock()
+		return check(ctx, dir)
+	}
+	site := t.TempDir()
+	writeSite(t, site, map[string]string{"sites/main.toml": siteToml, "www/index.html": "v1"})
+	if _, _, err := d.deploy(t, site); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if during.Receiving.IsZero() || time.Since(during.Receiving) > time.Minute {
+		t.Errorf("during the deploy: Receiving = %v", during.Receiving)
+	}
+	if st := d.store.State(); !st.Receiving.IsZero() {
+		t.Errorf("after the deploy: Receiving = %v", st.Receiving)
+	}
+	if changes < 2 {
+		t.Errorf("OnChange called %d times, want at the start and at the end", changes)
+	}
+	mu.Unlock()
+	writeSite(t, site, map[string]string{"sites/main.toml": siteToml + "bogus = 1\n"})
+	if _, _, err := d.deploy(t, site); err == nil {
+		t.Fatal("broken site accepted")
+	}
+	if st := d.store.State(); !st.Receiving.IsZero() {
+		t.Errorf("after a refused deploy: Receiving = %v", st.Receiving)
 	}
 }

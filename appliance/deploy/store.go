@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,7 +40,8 @@ type Store struct {
 	// recorded error (the status page follows).
 	OnChange func()
 
-	mu sync.Mutex
+	mu        sync.Mutex
+	receiving atomic.Int64 // UnixNano when the deploy being received started; 0: none
 }
 
 // record is deploy.json.
@@ -129,6 +131,9 @@ func (s *Store) generation(id int, withManifest bool) *Generation {
 func (s *Store) State() State {
 	r := s.readRecord()
 	st := State{Current: s.generation(s.current(), true), LastError: r.LastError, LastErrorAt: r.LastErrorAt}
+	if n := s.receiving.Load(); n != 0 {
+		st.Receiving = time.Unix(0, n).UTC()
+	}
 	if r.Previous != 0 && isDir(s.genDir(r.Previous)) {
 		st.Previous = s.generation(r.Previous, false)
 	}
@@ -167,7 +172,10 @@ func (s *Store) serveDeploy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.mu.Unlock()
+	s.receiving.Store(s.now().UnixNano())
+	s.changed()
 	defer s.changed()
+	defer s.receiving.Store(0)
 	g, f := s.deploy(r.Context(), r.Body)
 	if f != nil {
 		if len(f.res.Errors) > 0 {

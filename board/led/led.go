@@ -23,9 +23,10 @@
 // when the configured fan pin does not exist; cmd/arka), "settings" and
 // "deploy" (Degraded for mistakes in the boot partition's settings file and
 // for a refused deploy, from arka-init's appliance status; cmd/arka),
-// "cert:NAME" (Degraded while obtaining or renewing the ACME certificate
-// NAME fails; package server, from the status snapshot). Suggested for work
-// to come: "deploying" (Updating while a deploy is received), "fallback"
+// "deploying" (Updating while arka-init receives a deploy, from the same
+// status; cmd/arka), "cert:NAME" (Degraded while obtaining or renewing the
+// ACME certificate NAME fails; package server, from the status snapshot).
+// Suggested for work to come: "fallback"
 // (Degraded while Arka serves its fallback configuration), "site:NAME"
 // (Degraded for one site that failed to load). The cmd/arka server holds
 // one Conditions (server.Options.Conditions); raise conditions on it from

@@ -40,6 +40,7 @@ func writeApplianceStatus(sets *settingsState, store *deploy.Store) {
 			a.Deploy.Previous = st.Previous.ID
 		}
 		a.Deploy.LastError, a.Deploy.LastErrorAt = st.LastError, st.LastErrorAt
+		a.Deploy.Receiving = st.Receiving
 	}
 	b, _ := json.MarshalIndent(a, "", "  ")
 	if err := writeAtomic(applianceStatus, b, 0o644); err != nil {

@@ -157,7 +157,18 @@ func applyAppliance(conds *led.Conditions, a *status.Appliance) {
 	} else {
 		conds.Set("deploy", led.Degraded, "last deploy refused, the previous site keeps serving: "+d.Deploy.LastError)
 	}
+	// A deploy being received is an update in progress. One that started
+	// longer ago than maxDeploying is stale (arka-init did not live to
+	// clear it) and shown no longer.
+	if a != nil && !a.Deploy.Receiving.IsZero() && time.Since(a.Deploy.Receiving) < maxDeploying {
+		conds.Set("deploying", led.Updating, "a site is being deployed (since "+a.Deploy.Receiving.Format(time.TimeOnly)+" UTC)")
+	} else {
+		conds.Clear("deploying")
+	}
 }
+
+// maxDeploying bounds how long a deploy is shown as in progress.
+const maxDeploying = 15 * time.Minute
 
 // fanOf returns the [global] fan of the sites, or nil.
 func fanOf(sites []*config.Site) *config.Fan {

@@ -142,6 +142,15 @@ func TestApplyAppliance(t *testing.T) {
 	if c.LEDState() != led.Serving {
 		t.Errorf("fixed: %+v", c.List())
 	}
+	// A deploy being received is an update in progress; a stale mark is not.
+	applyAppliance(c, &status.Appliance{Deploy: status.ApplianceDeploy{Receiving: now}})
+	if c.LEDState() != led.Updating || len(c.List()) != 1 || c.List()[0].Name != "deploying" {
+		t.Errorf("deploy in progress: %v %+v", c.LEDState(), c.List())
+	}
+	applyAppliance(c, &status.Appliance{Deploy: status.ApplianceDeploy{Receiving: now.Add(-time.Hour)}})
+	if c.LEDState() != led.Serving {
+		t.Errorf("stale deploy mark: %v %+v", c.LEDState(), c.List())
+	}
 	applyAppliance(c, &status.Appliance{Deploy: status.ApplianceDeploy{LastError: "x", LastErrorAt: now}})
 	applyAppliance(c, nil)
 	if c.LEDState() != led.Serving {

@@ -43,6 +43,7 @@ type ApplianceDeploy struct {
 	Previous    int       `json:"previous,omitempty"` // what `deploy --rollback` returns to
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	Receiving   time.Time `json:"receiving,omitzero"` // a deploy being received since then
 }
 
 // WiFi is the wireless link, read when the page is made.
