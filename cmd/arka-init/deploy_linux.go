@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/appliance/deploy"
+	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/appliance/ota"
 	"github.com/arkaweb/arka/server/static"
 )
@@ -95,8 +96,14 @@ func pointActive(dir string) error {
 }
 
 // checkSite runs `arka -t` on dir/sites, as Arka itself would check it.
+// It runs the Arka binary itself (initcfg.ArkaBinary): /user/arka is the
+// supervisor, which would run the check again and again as a service.
 func checkSite(ctx context.Context, dir, state string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, arkaPath, "-t", "-c", filepath.Join(dir, "sites"), "-state", state)
+	bin := initcfg.ArkaBinary
+	if _, err := os.Stat(bin); err != nil {
+		bin = arkaPath // an image from before the supervisor
+	}
+	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "sites"), "-state", state)
 	cmd.Env = os.Environ()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
