@@ -11,12 +11,9 @@ import (
 	"encoding/pem"
 	"io"
 	"log"
-	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +22,8 @@ import (
 	"github.com/letsencrypt/pebble/v2/db"
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
+
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // Options configure a CA.
@@ -56,7 +55,7 @@ type CA struct {
 	DNS *challtestsrv.ChallSrv
 
 	api, mgmt *httptest.Server
-	logs      *logBuffer
+	logs      *testkit.LogBuffer
 }
 
 // Start runs a CA until the test ends.
@@ -66,10 +65,10 @@ func Start(t testing.TB, o Options) *CA {
 	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0") // no deliberate badNonce errors
 	t.Setenv("PEBBLE_AUTHZREUSE", "0")      // every order validates its challenge
 	t.Setenv("PEBBLE_VA_ALWAYS_VALID", "")  // the challenges are really checked
-	logs := &logBuffer{}
+	logs := &testkit.LogBuffer{}
 	lg := log.New(logs, "pebble ", log.Lmicroseconds)
 
-	dnsAddr := freeAddr(t)
+	dnsAddr := testkit.FreeAddr(t)
 	dns, err := challtestsrv.New(challtestsrv.Config{DNSAddrs: []string{dnsAddr}, Log: lg})
 	if err != nil {
 		t.Fatal(err)
@@ -131,33 +130,6 @@ func (c *CA) Log() string { return c.logs.String() }
 // CA's root, for serverName.
 func (c *CA) Client(serverName string) *tls.Config {
 	return &tls.Config{RootCAs: c.Roots, ServerName: serverName}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // StopAPI closes the ACME API: the CA is down from then on (its directory
