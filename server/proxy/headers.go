@@ -159,33 +159,6 @@ type forwarded struct {
 	proto   string // "http" or "https"
 }
 
-// clientIP returns the address part of a RemoteAddr ("192.0.2.1:5000",
-// "[2001:db8::1]:5000") without allocating.
-func clientIP(remote string) string {
-	if i := strings.LastIndexByte(remote, ':'); i >= 0 {
-		remote = remote[:i]
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(remote, "["), "]")
-}
-
-// isTrusted reports whether ip falls in one of the trusted networks.
-func isTrusted(nets []netip.Prefix, ip string) bool {
-	if len(nets) == 0 {
-		return false
-	}
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return false
-	}
-	a = a.Unmap()
-	for _, n := range nets {
-		if n.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
 // writeForwarded writes the forwarding fields: X-Forwarded-For,
 // X-Real-IP, X-Forwarded-Proto, X-Forwarded-Host and Forwarded (RFC 7239).
 //

@@ -890,11 +890,11 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 		}
 	}
 	if h.fwd {
-		f := forwarded{ip: clientIP(r.RemoteAddr), proto: "http"}
+		f := forwarded{ip: realip.Peer(r.RemoteAddr), proto: "http"}
 		if r.TLS != nil {
 			f.proto = "https"
 		}
-		f.trusted = isTrusted(h.trusted, f.ip)
+		f.trusted = realip.Trusted(h.trusted, f.ip)
 		f.client = f.ip
 		if f.trusted {
 			f.client = realip.Client(r.RemoteAddr, r.Header, h.trusted)

@@ -92,19 +92,7 @@ func validAddr(s string) bool {
 // X-Forwarded-Proto: https, or proto=https in the first Forwarded element
 // (RFC 7239 section 5.4). Without trusted proxies it is false.
 func ForwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
-	if len(trusted) == 0 {
-		return false
-	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := ap.Addr().Unmap()
-	ok := false
-	for _, p := range trusted {
-		ok = ok || p.Contains(ip)
-	}
-	if !ok {
+	if !Trusted(trusted, Peer(r.RemoteAddr)) {
 		return false
 	}
 	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
