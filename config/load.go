@@ -167,28 +167,12 @@ func Parse(name string, data []byte) (*Site, error) {
 	}
 	// Keys the schema does not know: every one is an error. Report only the
 	// outermost unknown key, not each key inside an unknown table.
-	undecoded := md.Undecoded()
-	unknown := make(map[string]bool, len(undecoded))
-	for _, k := range undecoded {
-		unknown[strings.Join(k, ".")] = true
-	}
-	seen := map[string]int{}
-outer:
-	for _, k := range undecoded {
-		plain := strings.Join(k, ".")
-		n := seen[plain]
-		seen[plain]++
-		for j := 1; j < len(k); j++ {
-			if unknown[strings.Join(k[:j], ".")] {
-				continue outer
-			}
-		}
-		line, col := v.pos.nth(plain, n)
-		if v.inFailedRoute(line) {
+	for _, k := range unknownKeys(v.pos, md.Undecoded()) {
+		if v.inFailedRoute(k.line) {
 			continue // its handler was already reported; its keys were never decoded
 		}
-		v.errs = append(v.errs, &Error{File: name, Line: line, Col: col,
-			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
+		v.errs = append(v.errs, &Error{File: name, Line: k.line, Col: k.col,
+			Msg: fmt.Sprintf("unknown key %q%s", k.path, suggest(k.path))})
 	}
 	v.site(site)
 	v.siteOptions(site)

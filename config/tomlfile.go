@@ -34,10 +34,27 @@ func (f *TOMLFile) Errorf(path, msg string) *Error {
 // paths joined with "."), the outermost unknown key only.
 func (f *TOMLFile) Unknown(undecoded []toml.Key) Errors {
 	var errs Errors
-	unknown := map[string]bool{}
+	for _, k := range unknownKeys(f.pos, undecoded) {
+		errs = append(errs, &Error{File: f.Name, Line: k.line, Col: k.col, Msg: "unknown key " + `"` + k.path + `"`})
+	}
+	return errs
+}
+
+// unknownKey is a key the decoder did not use, with its position.
+type unknownKey struct {
+	path      string // plain path joined with "."
+	line, col int
+}
+
+// unknownKeys returns the keys of undecoded in order, each at its own
+// occurrence in the file, leaving out keys inside an unknown table (only
+// the outermost unknown key is a mistake to report).
+func unknownKeys(pos *posIndex, undecoded []toml.Key) []unknownKey {
+	unknown := make(map[string]bool, len(undecoded))
 	for _, k := range undecoded {
 		unknown[strings.Join(k, ".")] = true
 	}
+	var out []unknownKey
 	seen := map[string]int{}
 outer:
 	for _, k := range undecoded {
@@ -49,10 +66,10 @@ outer:
 				continue outer
 			}
 		}
-		line, col := f.pos.nth(plain, n)
-		errs = append(errs, &Error{File: f.Name, Line: line, Col: col, Msg: "unknown key " + `"` + plain + `"`})
+		line, col := pos.nth(plain, n)
+		out = append(out, unknownKey{plain, line, col})
 	}
-	return errs
+	return out
 }
 
 // TOMLDecodeError turns an error from toml.Decode of data into an Error
