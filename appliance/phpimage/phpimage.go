@@ -117,15 +117,9 @@ func CheckTools() error {
 	return nil
 }
 
-// Collect downloads (or takes from the cache) and unpacks the packages and
-// returns the root file system entries for php-fpm.
-func Collect(o Options) (*Result, error) {
-	if o.Version == "" {
-		o.Version = DefaultVersion
-	}
-	if len(o.Extensions) == 0 {
-		o.Extensions = DefaultExtensions
-	}
+// newBuilder checks what every collection needs (the architecture, the
+// tools, the cache directory) and returns a builder for o.
+func newBuilder(o Options) (*builder, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -142,7 +136,24 @@ func Collect(o Options) (*Result, error) {
 	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
 		return nil, err
 	}
+	return &builder{o: o, triplet: triplet, trees: map[string]string{}, info: map[string]pkgInfo{}}, nil
+}
+
+// Collect downloads (or takes from the cache) and unpacks the packages and
+// returns the root file system entries for php-fpm.
+func Collect(o Options) (*Result, error) {
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if len(o.Extensions) == 0 {
+		o.Extensions = DefaultExtensions
+	}
+	b, err := newBuilder(o)
+	if err != nil {
+		return nil, err
+	}
 	php := "php" + o.Version
+	b.php = php
 	pkgs := []string{php + "-fpm", php + "-common", "tzdata"}
 	for _, e := range o.Extensions {
 		p, ok := extPackage[e]
@@ -151,7 +162,6 @@ func Collect(o Options) (*Result, error) {
 		}
 		pkgs = appendUnique(pkgs, php+"-"+p)
 	}
-	b := &builder{o: o, triplet: triplet, php: php, trees: map[string]string{}, info: map[string]pkgInfo{}}
 	if err := b.fetch(pkgs); err != nil {
 		return nil, err
 	}

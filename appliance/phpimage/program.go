@@ -1,7 +1,6 @@
 package phpimage
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,23 +21,10 @@ type ProgramOptions struct {
 // the dynamic loader. The appliance carries wpa_supplicant this way.
 // Result.Needed lists each ELF file's needs; Result.FPM is empty.
 func CollectProgram(o ProgramOptions) (*Result, error) {
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	triplet, err := Triplet(o.Arch)
+	b, err := newBuilder(Options{Arch: o.Arch, CacheDir: o.CacheDir, Logf: o.Logf})
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckTools(); err != nil {
-		return nil, err
-	}
-	if o.CacheDir == "" {
-		return nil, errors.New("phpimage: no cache directory")
-	}
-	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
-		return nil, err
-	}
-	b := &builder{o: Options{Arch: o.Arch, CacheDir: o.CacheDir, Logf: o.Logf}, triplet: triplet, trees: map[string]string{}, info: map[string]pkgInfo{}}
 	if err := b.fetch([]string{o.Package}); err != nil {
 		return nil, err
 	}
