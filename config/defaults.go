@@ -134,3 +134,7 @@ func (f *FastCGI) RequestBufferingEnabled() bool {
 func (p *Proxy) RequestBufferingEnabled() bool {
 	return p.RequestBuffering == nil || *p.RequestBuffering
 }
+
+// UsesPHP reports whether the route's FastCGI server is the php-fpm Arka
+// runs itself (address "php", or none).
+func (f *FastCGI) UsesPHP() bool { return f.Address == "" || f.Address == "php" }

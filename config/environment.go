@@ -29,18 +29,20 @@ func CheckEnvironment(sites []*Site) error {
 		for i := range s.Routes {
 			r := &s.Routes[i]
 			at := fmt.Sprintf("routes[%d].handler", r.index)
-			switch {
-			case r.Static != nil:
-				if v.dirExists(at, "root", r.Static.Root) && r.Static.Fallback != "" {
-					if fi, err := os.Stat(filepath.Join(r.Static.Root, r.Static.Fallback)); err != nil || !fi.Mode().IsRegular() {
-						v.errAt(at+".fallback", "fallback %q: no such file under root %s", r.Static.Fallback, r.Static.Root)
+			switch h := r.Handler.(type) {
+			case *Static:
+				if v.dirExists(at, "root", h.Root) && h.Fallback != "" {
+					if fi, err := os.Stat(filepath.Join(h.Root, h.Fallback)); err != nil || !fi.Mode().IsRegular() {
+						v.errAt(at+".fallback", "fallback %q: no such file under root %s", h.Fallback, h.Root)
 					}
 				}
-			case r.FastCGI != nil:
-				v.dirExists(at, "root", r.FastCGI.Root)
-			case r.Proxy != nil && r.Proxy.TLSCA != "":
-				if _, err := LoadCAFile(r.Proxy.TLSCA); err != nil {
-					v.errAt(at+".tls_ca", "tls_ca: %v", err)
+			case *FastCGI:
+				v.dirExists(at, "root", h.Root)
+			case *Proxy:
+				if h.TLSCA != "" {
+					if _, err := LoadCAFile(h.TLSCA); err != nil {
+						v.errAt(at+".tls_ca", "tls_ca: %v", err)
+					}
 				}
 			}
 		}

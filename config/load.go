@@ -18,9 +18,6 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// HandlerTypes are the route handler types a site file may name.
-var HandlerTypes = []string{"static", "proxy", "fastcgi", "status", "redirect", "respond"}
-
 // Load reads the site configuration at path: one site file, or a directory
 // whose *.toml files are each one site (read in name order; other files and
 // subdirectories are ignored). It returns every mistake at once as Errors,
@@ -412,55 +409,37 @@ func (v *validator) route(md *toml.MetaData, site *Site, i int, rr rawRoute) {
 		v.failed = append(v.failed, i)
 		return
 	}
-	r.Type = head.Type
-	var target any
-	switch head.Type {
-	case "static":
-		r.Static = &Static{}
-		target = r.Static
-	case "proxy":
-		r.Proxy = &Proxy{}
-		target = r.Proxy
-	case "fastcgi":
-		r.FastCGI = &FastCGI{}
-		target = r.FastCGI
-	case "status":
-		r.Status = &Status{}
-		target = r.Status
-	case "redirect":
-		r.Redirect = &Redirect{}
-		target = r.Redirect
-	case "respond":
-		r.Respond = &Respond{}
-		target = r.Respond
-	case "":
+	h := newHandler(head.Type)
+	switch {
+	case head.Type == "":
 		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
 		v.failed = append(v.failed, i)
 		return
-	default:
+	case h == nil:
 		v.errAt(hp+".type", "unknown handler type %q (one of %s)", head.Type, strings.Join(HandlerTypes, ", "))
 		v.failed = append(v.failed, i)
 		return
 	}
-	if err := md.PrimitiveDecode(rr.Handler, target); err != nil {
+	if err := md.PrimitiveDecode(rr.Handler, h); err != nil {
 		v.typeErr(hp, err)
 		v.failed = append(v.failed, i)
 		return
 	}
-	switch {
-	case r.Static != nil:
-		v.static(hp, r.Static)
-	case r.Proxy != nil:
-		v.proxy(hp, r.Proxy)
-	case r.FastCGI != nil:
-		v.fastcgi(hp, r.FastCGI)
-	case r.Status != nil:
-		v.status(hp, r.Status)
-	case r.Redirect != nil:
-		v.redirect(hp, r.Redirect)
-	case r.Respond != nil:
-		v.respond(hp, r.Respond)
+	switch h := h.(type) {
+	case *Static:
+		v.static(hp, h)
+	case *Proxy:
+		v.proxy(hp, h)
+	case *FastCGI:
+		v.fastcgi(hp, h)
+	case *Status:
+		v.status(hp, h)
+	case *Redirect:
+		v.redirect(hp, h)
+	case *Respond:
+		v.respond(hp, h)
 	}
+	r.Handler = h
 	site.Routes = append(site.Routes, r)
 }
 

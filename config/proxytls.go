@@ -50,7 +50,7 @@ func Warnings(sites []*Site) []string {
 	var out []string
 	for _, s := range sites {
 		for i, r := range s.Routes {
-			if r.Proxy != nil && r.Proxy.TLSInsecureSkipVerify {
+			if p, ok := r.Handler.(*Proxy); ok && p.TLSInsecureSkipVerify {
 				line, col := s.Position(fmt.Sprintf("routes[%d].handler.tls_insecure_skip_verify", i))
 				out = append(out, fmt.Sprintf("%s:%d:%d: warning: tls_insecure_skip_verify: the certificates of route %q's upstreams are not checked; anyone on the path to them can read and change the traffic (give the upstream's CA with tls_ca instead)", s.File, line, col, r.Path))
 			}

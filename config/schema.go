@@ -135,18 +135,10 @@ type Limits struct {
 	MaxBodySize *Size `toml:"max_body_size"`
 }
 
-// Route maps a path prefix to a handler. Exactly one of the handler fields
-// is set, according to Type.
+// Route maps a path prefix to a handler.
 type Route struct {
-	Path string // starts with "/"; matched by longest prefix
-	Type string // one of HandlerTypes
-
-	Static   *Static
-	Proxy    *Proxy
-	FastCGI  *FastCGI
-	Status   *Status
-	Redirect *Redirect
-	Respond  *Respond
+	Path    string  // starts with "/"; matched by longest prefix
+	Handler Handler // what answers the route's requests (see Handler)
 
 	// Options apply whatever the handler (see RouteOptions).
 	Options RouteOptions

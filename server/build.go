@@ -68,13 +68,13 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			cr := &cs.Routes[i]
 			h, err := s.handler(cs, cr, t)
 			if err != nil {
-				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Type, err)
+				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Handler.Type(), err)
 				continue
 			}
 			trusted := trustedFor(cs, cr)
 			h, hdr := s.routeOptions(cs, cr, h, trusted)
 			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted,
-				intercept: cs.Errors.InterceptErrors && (cr.Proxy != nil || cr.FastCGI != nil)})
+				intercept: cs.Errors.InterceptErrors && intercepts(cr.Handler)})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -116,7 +116,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 
 // siteRoute names the counters of a site's responses that no route made
 // (site.stats).
-var siteRoute = &config.Route{Path: "-", Type: "server"}
+var siteRoute = &config.Route{Path: "-", Handler: &config.Builtin{Name: "server"}}
 
 func sortWild(w []wildSite) {
 	for i := 1; i < len(w); i++ {
@@ -129,9 +129,9 @@ func sortWild(w []wildSite) {
 // handler constructs one route's handler with its middleware.
 func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
 	comp := cs.Compression
-	switch cr.Type {
-	case "static":
-		h, err := static.New(cr.Static, static.Options{
+	switch hc := cr.Handler.(type) {
+	case *config.Static:
+		h, err := static.New(hc, static.Options{
 			Cache:       s.cache,
 			Compress:    compresses(cs, cr),
 			MinSize:     comp.MinSizeBytes(),
@@ -142,8 +142,8 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		}
 		t.closers = append(t.closers, h)
 		return h, nil
-	case "status":
-		allow := cr.Status.Allow
+	case *config.Status:
+		allow := hc.Allow
 		if len(allow) == 0 {
 			allow = config.DefaultStatusAllow
 		}
@@ -156,16 +156,14 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			return nil, err
 		}
 		return s.dynamic(cs, cr, h), nil
-	case "fastcgi":
-		return s.fastcgiHandler(cs, cr, t)
-	case problemsHandlerType:
-		return problemsPage{s}, nil
-	case "redirect":
-		return respond.NewRedirect(cr.Path, cr.Redirect, cs.TrustedNets), nil
-	case "respond":
-		return respond.New(cr.Respond), nil
-	case "proxy":
-		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
+	case *config.FastCGI:
+		return s.fastcgiHandler(cs, cr, hc, t)
+	case *config.Redirect:
+		return respond.NewRedirect(cr.Path, hc, cs.TrustedNets), nil
+	case *config.Respond:
+		return respond.New(hc), nil
+	case *config.Proxy:
+		ph, err := proxy.New(cr.Path, hc, proxy.Options{
 			Logger:    s.log,
 			Site:      cs.File,
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
@@ -178,8 +176,23 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.closers = append(t.closers, ph)
 		t.proxies = append(t.proxies, ph)
 		return noCodingForTunnels(ph, s.dynamic(cs, cr, ph)), nil
+	case *config.Builtin:
+		if hc.Name == problemsHandlerType {
+			return problemsPage{s}, nil
+		}
 	}
-	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
+	return nil, fmt.Errorf("unknown handler type %q", cr.Handler.Type())
+}
+
+// intercepts reports whether a handler's error responses may be replaced
+// by the site's error pages ([errors] intercept_errors): those of
+// upstreams and scripts.
+func intercepts(h config.Handler) bool {
+	switch h.(type) {
+	case *config.Proxy, *config.FastCGI:
+		return true
+	}
+	return false
 }
 
 // noCodingForTunnels sends CONNECT requests (RFC 8441 WebSocket tunnels
@@ -202,8 +215,8 @@ func noCodingForTunnels(h, coded http.Handler) http.Handler {
 // route or else the board budget, and a static handler on the same root
 // for the files that are not scripts (CSS, images of a PHP application),
 // as nginx's try_files $uri does.
-func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
-	files, err := static.New(&config.Static{Root: cr.FastCGI.Root}, static.Options{
+func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.FastCGI, t *table) (http.Handler, error) {
+	files, err := static.New(&config.Static{Root: fc.Root}, static.Options{
 		Cache:       s.cache,
 		Compress:    compresses(cs, cr),
 		MinSize:     cs.Compression.MinSizeBytes(),
@@ -221,7 +234,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 	if s.o.PHP != nil {
 		phpAddr, phpConns = s.o.PHP.Address(), s.o.PHP.MaxChildren()
 	}
-	h, err := fastcgi.New(cr.Path, cr.FastCGI, fastcgi.Options{
+	h, err := fastcgi.New(cr.Path, fc, fastcgi.Options{
 		Logger:           s.log.With("site", name),
 		DefaultMaxConns:  s.o.Budget.FastCGIMaxConns,
 		DefaultQueueSize: s.o.Budget.FastCGIQueue,

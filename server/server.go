@@ -528,11 +528,11 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 	if len(cs.ServerNames) > 0 {
 		name = cs.ServerNames[0]
 	}
-	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Type
+	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Handler.Type()
 	if st, ok := s.stats[k]; ok {
 		return st
 	}
-	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Type, file: cs.File}
+	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Handler.Type(), file: cs.File}
 	s.stats[k] = st
 	return st
 }
