@@ -130,4 +130,3 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
-
