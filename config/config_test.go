@@ -42,7 +42,7 @@ func TestSeedSiteFile(t *testing.T) {
 	if s.TLS.Listen[0] != "127.0.0.1:18445" || s.TLS.Cert != filepath.Join(root, "tls/cert.pem") {
 		t.Errorf("tls: %+v", s.TLS)
 	}
-	if !s.Compression.CompressionEnabled() || s.Compression.MinSizeBytes() != 512 {
+	if !s.Compression.Enabled || s.Compression.MinSize != 512 {
 		t.Errorf("compression: %+v", s.Compression)
 	}
 	if len(s.Routes) != 3 {
@@ -53,11 +53,11 @@ func TestSeedSiteFile(t *testing.T) {
 		t.Errorf("proxy route: %+v", p)
 	}
 	f, _ := s.Routes[1].Handler.(*FastCGI)
-	if f == nil || f.Address != "unix:/run/bench/php-a.sock" || f.MaxConns.Or(0) != 32 ||
-		f.Queue.Size.Or(0) != 1000 || f.Queue.Timeout.Or(0) != 30*time.Second {
+	if f == nil || f.Address != "unix:/run/bench/php-a.sock" || f.Dial != (NetAddr{"unix", "/run/bench/php-a.sock"}) || f.MaxConns.Or(0) != 32 ||
+		f.Queue.Size.Or(0) != 1000 || f.Queue.Timeout.D() != 30*time.Second {
 		t.Errorf("fastcgi route: %+v", f)
 	}
-	if st, _ := s.Routes[2].Handler.(*Static); st == nil || st.Root != filepath.Join(root, "www") || st.IndexNames()[0] != "index.html" {
+	if st, _ := s.Routes[2].Handler.(*Static); st == nil || st.Root != filepath.Join(root, "www") || st.Index[0] != "index.html" {
 		t.Errorf("static route: %+v", st)
 	}
 	if s.Routes[2].Line != 26 {

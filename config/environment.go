@@ -13,7 +13,7 @@ import (
 // CheckEnvironment checks what validated sites need from the machine they
 // run on: static, FastCGI and error-page roots are directories, a static
 // fallback file and the error pages exist, a proxy's tls_ca file holds
-// certificates, access-log files can be opened for appending, and the
+// certificates (read once, into Proxy.TLSRoots), access-log files can be opened for appending, and the
 // php-fpm binary is an executable file (fpm = "auto" is looked up here, setting
 // PHP.FPMPath). It returns every problem as Errors located at the key.
 //
@@ -40,9 +40,11 @@ func CheckEnvironment(sites []*Site) error {
 				v.dirExists(at, "root", h.Root)
 			case *Proxy:
 				if h.TLSCA != "" {
-					if _, err := LoadCAFile(h.TLSCA); err != nil {
+					pool, err := LoadCAFile(h.TLSCA)
+					if err != nil {
 						v.errAt(at+".tls_ca", "tls_ca: %v", err)
 					}
+					h.TLSRoots = pool // read here, once; the proxy uses the pool
 				}
 			}
 		}

@@ -18,9 +18,6 @@ func (v *validator) proxyTLS(at string, p *Proxy, anyTLS bool) {
 		}
 		return
 	}
-	if p.TLSCA != "" {
-		p.TLSCA = v.abs(p.TLSCA) // read by CheckEnvironment
-	}
 	if n := p.TLSServerName; n != "" {
 		if _, err := normalizeName(n); err != nil || n[0] == '*' {
 			v.errAt(at+".tls_server_name", "tls_server_name %q is not a host name", n)

@@ -57,7 +57,7 @@ basic_auth = { realm = "family", users = { alice = "`+hashOfSecret+`" } }
 	if o.Headers.Set["X-Frame-Options"] != "DENY" || len(o.Headers.Add["Link"]) != 2 || o.Headers.Remove[0] != "Server" {
 		t.Errorf("headers: %+v", o.Headers)
 	}
-	if o.BasicAuth.RealmOrDefault() != "family" || o.BasicAuth.Users["alice"] != hashOfSecret {
+	if o.BasicAuth.Realm != "family" || o.BasicAuth.Users["alice"] != hashOfSecret {
 		t.Errorf("basic_auth: %+v", o.BasicAuth)
 	}
 	if len(s.TrustedNets) != 1 || o.Empty() {

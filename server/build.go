@@ -28,9 +28,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	for _, cs := range sites {
 		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3", stats: s.routeStats(cs, siteRoute)}
 		httpsOptions(st, cs)
-		if m := cs.Limits.MaxBodySize; m != nil {
-			st.maxBody = int64(*m)
-		}
+		st.maxBody = int64(cs.Limits.MaxBodySize)
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":
@@ -134,7 +132,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		h, err := static.New(hc, static.Options{
 			Cache:       s.cache,
 			Compress:    compresses(cs, cr),
-			MinSize:     comp.MinSizeBytes(),
+			MinSize:     int64(comp.MinSize),
 			Constrained: s.constrained,
 		})
 		if err != nil {
@@ -143,15 +141,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.closers = append(t.closers, h)
 		return h, nil
 	case *config.Status:
-		allow := hc.Allow
-		if len(allow) == 0 {
-			allow = config.DefaultStatusAllow
-		}
-		nets, err := status.ParseAllow(allow)
-		if err != nil {
-			return nil, err
-		}
-		h, err := status.New(status.Options{Allow: nets, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
+		h, err := status.New(status.Options{Allow: hc.AllowNets, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
 		if err != nil {
 			return nil, err
 		}
@@ -216,10 +206,16 @@ func noCodingForTunnels(h, coded http.Handler) http.Handler {
 // for the files that are not scripts (CSS, images of a PHP application),
 // as nginx's try_files $uri does.
 func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.FastCGI, t *table) (http.Handler, error) {
-	files, err := static.New(&config.Static{Root: fc.Root}, static.Options{
+	// The files of the root are served as a static route of the same root
+	// with its defaults would serve them.
+	fs := &config.Static{Root: fc.Root}
+	if err := config.Complete(fs); err != nil {
+		return nil, err
+	}
+	files, err := static.New(fs, static.Options{
 		Cache:       s.cache,
 		Compress:    compresses(cs, cr),
-		MinSize:     cs.Compression.MinSizeBytes(),
+		MinSize:     int64(cs.Compression.MinSize),
 		Constrained: s.constrained,
 	})
 	if err != nil {
@@ -259,7 +255,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.Fa
 // compresses reports whether Arka content-codes the route's responses:
 // the site's [compression] enabled, unless the route says compression = false.
 func compresses(cs *config.Site, cr *config.Route) bool {
-	return cs.Compression.CompressionEnabled() && (cr.Options.Compression == nil || *cr.Options.Compression)
+	return cs.Compression.Enabled && (cr.Options.Compression == nil || *cr.Options.Compression)
 }
 
 // dynamic wraps a handler of responses made per request with content
@@ -270,10 +266,10 @@ func (s *Server) dynamic(cs *config.Site, cr *config.Route, h http.Handler) http
 		return h
 	}
 	var lv [encoding.NumCodings]int
-	lv[encoding.Zstd] = c.Level("zstd")
-	lv[encoding.Brotli] = c.Level("br")
-	lv[encoding.Gzip] = c.Level("gzip")
-	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained,
+	lv[encoding.Zstd] = c.ZstdLevel
+	lv[encoding.Brotli] = c.BrotliLevel
+	lv[encoding.Gzip] = c.GzipLevel
+	m := encoding.New(encoding.Options{MinSize: int64(c.MinSize), Levels: lv, Pools: s.pools, Constrained: s.constrained,
 		CompressCookies: cr.Options.Compression != nil && *cr.Options.Compression})
 	return m.Wrap(h)
 }

@@ -186,14 +186,8 @@ func siteName(cs *config.Site) string {
 // trustedFor returns the networks whose forwarding fields a route
 // believes: its proxy handler's trusted_proxies, else the site's.
 func trustedFor(cs *config.Site, cr *config.Route) []netip.Prefix {
-	if p, ok := cr.Handler.(*config.Proxy); ok && len(p.TrustedProxies) > 0 {
-		var out []netip.Prefix
-		for _, c := range p.TrustedProxies {
-			if p, err := config.ParsePrefix(c); err == nil {
-				out = append(out, p)
-			}
-		}
-		return out
+	if p, ok := cr.Handler.(*config.Proxy); ok && len(p.TrustedNets) > 0 {
+		return p.TrustedNets
 	}
 	return cs.TrustedNets
 }
@@ -214,5 +208,5 @@ func logTrusted(cs *config.Site) []netip.Prefix {
 // route's trusted_proxies).
 func trustsOwn(cr *config.Route) bool {
 	p, ok := cr.Handler.(*config.Proxy)
-	return ok && len(p.TrustedProxies) > 0
+	return ok && len(p.TrustedNets) > 0
 }

@@ -101,7 +101,11 @@ func get(t *testing.T, url string) (int, string) {
 // serve puts Arka's FastCGI handler for the pool in front of root.
 func serve(t *testing.T, s *Supervisor, root string) *httptest.Server {
 	t.Helper()
-	h, err := fastcgi.New("/", &config.FastCGI{Address: "php", Root: root}, fastcgi.Options{
+	cfg := &config.FastCGI{Address: "php", Root: root}
+	if err := config.Complete(cfg); err != nil {
+		t.Fatal(err)
+	}
+	h, err := fastcgi.New("/", cfg, fastcgi.Options{
 		PHPAddress: s.Address(), DefaultMaxConns: s.MaxChildren(),
 	})
 	if err != nil {

@@ -173,7 +173,7 @@ func (e *env) handler(t testing.TB, mod func(*config.FastCGI, *Options)) *Handle
 	if mod != nil {
 		mod(cfg, &opts)
 	}
-	h, err := New("/app/", cfg, opts)
+	h, err := New("/app/", complete(t, cfg), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,6 +196,16 @@ type proto struct {
 
 // protos serves h over HTTP/1.1, HTTP/1.1 with TLS and HTTP/2 (TLS), for
 // table tests that run every case over each.
+// complete normalizes a handler configuration built in the test, as
+// config.Load does for one read from a site file.
+func complete[T config.Handler](t testing.TB, h T) T {
+	t.Helper()
+	if err := config.Complete(h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func protos(t testing.TB, h http.Handler) []proto {
 	t.Helper()
 	h1 := httptest.NewServer(h)
