@@ -64,7 +64,7 @@ func waitWireless(d time.Duration) []string {
 // noFirmwareFor names this board (its device tree compatible, e.g.
 // "raspberrypi,model-zero-2-w") when it is a Raspberry Pi for which the
 // image carries no Wi-Fi firmware, else "". Every Pi with Wi-Fi gets an
-// NVRAM file named after its compatible (appliance/wifiimage), so none
+// NVRAM file named after its compatible (appliance/build/wifiimage), so none
 // means the image was built without this board's firmware (the Zero 2 W's,
 // when Raspberry Pi's firmware-nonfree could not be downloaded).
 func noFirmwareFor(root string) string {
