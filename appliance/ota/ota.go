@@ -97,6 +97,10 @@ type Attempt struct {
 	Faulty bool `json:"faulty,omitempty"`
 	// Evidence is what the trial boot saw of Arka when it failed.
 	Evidence *Evidence `json:"evidence,omitempty"`
+	// Boot says what the way back did with the boot files (kernel,
+	// command line, firmware): restored from the copy kept on /perm, or
+	// why not.
+	Boot string `json:"boot,omitempty"`
 }
 
 // Evidence of a failed trial, kept on /perm with the attempt.
@@ -126,6 +130,11 @@ type Status struct {
 	Other *Build `json:"other_build,omitempty"`
 	// Arka is its supervisor's record of this boot: restarts, last exit.
 	Arka *supervise.State `json:"arka,omitempty"`
+	// Boot is what the boot partition holds (whose kernel and firmware
+	// the next boot starts); Kept the boot files kept on /perm for a way
+	// back (see KeptBootFile).
+	Boot *BootInfo `json:"boot,omitempty"`
+	Kept []KeptBoot `json:"kept_boot,omitempty"`
 }
 
 // TestbootRequest is the body of POST /arka/update/testboot.
