@@ -68,14 +68,14 @@ type Agent struct {
 	// evidence), for probation (RunProbation).
 	CrashLoop func() (string, *Evidence)
 
-	mu       sync.Mutex
-	last     *Attempt
-	decided  bool       // the trial was confirmed or failed
+	mu      sync.Mutex
+	last    *Attempt
+	decided bool // the trial was confirmed or failed
 	// rebootForBoot: Start restored another kernel than the one running
 	// (Settle reboots into it).
 	rebootForBoot bool
-	other    *otherRoot // the other root partition's build, once read
-	requests sync.Mutex
+	other         *otherRoot // the other root partition's build, once read
+	requests      sync.Mutex
 }
 
 // TrialBoot reports whether this boot is a trial boot: the system runs

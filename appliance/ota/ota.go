@@ -133,7 +133,7 @@ type Status struct {
 	// Boot is what the boot partition holds (whose kernel and firmware
 	// the next boot starts); Kept the boot files kept on /perm for a way
 	// back (see KeptBootFile).
-	Boot *BootInfo `json:"boot,omitempty"`
+	Boot *BootInfo  `json:"boot,omitempty"`
 	Kept []KeptBoot `json:"kept_boot,omitempty"`
 }
 
