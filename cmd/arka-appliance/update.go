@@ -78,6 +78,9 @@ func cmdUpdate(args []string) error {
 		var rb *updater.RolledBackError
 		if errors.As(err, &rb) && rb.Device.Last != nil {
 			printEvidence(os.Stderr, rb.Device.Last.Evidence)
+			if rb.Device.Last.Boot != "" {
+				fmt.Fprintf(os.Stderr, "Boot files %s\n", rb.Device.Last.Boot)
+			}
 		}
 		return err
 	}
