@@ -174,6 +174,9 @@ type Server struct {
 	problems map[string]string            // see SetProblem
 	serving  string                       // see SetServing
 	acme     atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
+
+	clock     clock     // see clockjump.go; tests set their own before the first Apply
+	clockOnce sync.Once // starts clockLoop at the first Apply
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -218,6 +221,7 @@ func New(o Options) *Server {
 		sinks:     map[string]*logSink{},
 		stats:     map[string]*RouteStats{},
 		done:      make(chan struct{}),
+		clock:     systemClock{start: time.Now()},
 	}
 	go s.flushLoop()
 	go s.sampleLoop()
@@ -255,6 +259,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	if s.closed {
 		return errors.New("server is shut down")
 	}
+	s.clockOnce.Do(func() { go s.clockLoop() })
 	t, err := s.build(sites, false)
 	if err != nil {
 		return err
@@ -855,15 +860,15 @@ func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 			return c, err
 		}
 	}
-	if s := vh.match(hello.ServerName); s != nil && s.cert != nil {
-		return s.cert, nil
+	if s := vh.match(hello.ServerName); s != nil && s.tlsCert() != nil {
+		return s.tlsCert(), nil
 	}
-	if vh.first != nil && vh.first.cert != nil {
-		return vh.first.cert, nil
+	if vh.first != nil && vh.first.tlsCert() != nil {
+		return vh.first.tlsCert(), nil
 	}
 	for _, s := range vh.exact {
-		if s.cert != nil {
-			return s.cert, nil
+		if c := s.tlsCert(); c != nil {
+			return c, nil
 		}
 	}
 	return nil, errors.New("no certificate")
