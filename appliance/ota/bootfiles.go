@@ -283,17 +283,21 @@ func (a *Agent) restoreBootLocked(boot BootPartition, n int, want Build, keepCur
 	file := KeptBootFile(a.bootDir(), n)
 	kept, err := readKept(file)
 	cur, curErr := ReadBootInfo(boot)
+	stay := "the boot partition's kernel and firmware stay"
+	if curErr == nil {
+		stay = fmt.Sprintf("the kernel and firmware of Arka %s stay", cur.Build.Version)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if curErr == nil && cur.Build.SBOMHash == want.SBOMHash {
 			return "", false // the boot files are that build's already
 		}
-		return fmt.Sprintf("no boot files of root partition %d were kept: the kernel and firmware of Arka %s stay", n, cur.Build.Version), false
+		return fmt.Sprintf("no boot files of root partition %d were kept: %s", n, stay), false
 	case err != nil:
-		return fmt.Sprintf("the kept boot files of root partition %d do not read (%v): the kernel and firmware of Arka %s stay", n, err, cur.Build.Version), false
+		return fmt.Sprintf("the kept boot files of root partition %d do not read (%v): %s", n, err, stay), false
 	case want.SBOMHash == "" || kept.Build.SBOMHash != want.SBOMHash:
-		return fmt.Sprintf("the kept boot files are of Arka %s (sbom %.12s), root partition %d holds Arka %s (sbom %.12s): not restored, the kernel and firmware of Arka %s stay",
-			kept.Build.Version, kept.Build.SBOMHash, n, want.Version, want.SBOMHash, cur.Build.Version), false
+		return fmt.Sprintf("the kept boot files are of Arka %s (sbom %.12s), root partition %d holds Arka %s (sbom %.12s): not restored, %s",
+			kept.Build.Version, kept.Build.SBOMHash, n, want.Version, want.SBOMHash, stay), false
 	}
 	if keepCurrent && curErr == nil && cur.Build.SBOMHash == a.Build.SBOMHash && cur.Build.SBOMHash != kept.Build.SBOMHash {
 		if _, err := keepBoot(boot, KeptBootFile(a.bootDir(), a.Running)); err != nil {
