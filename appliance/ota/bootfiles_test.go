@@ -228,7 +228,7 @@ func TestBootFilesRestoredOnProbation(t *testing.T) {
 	trial.RunTrial(context.Background(), fast(Health{Targets: []Target{{Addr: up.Listener.Addr().String()}}}))
 	<-d.rebooted
 	checkV1Boot(t, d)
-	if at := readAttempt(t, status); at.State != RolledBack || !strings.Contains(at.Boot, "Arka v1") || !strings.Contains(at.Reason, "on probation") {
+	if at := readAttempt(t, status); at.State != RolledBack || !strings.Contains(at.Boot, "Arka v1") || !strings.Contains(at.Reason, "on probation") || !at.Finished.Before(at.ProbationEnds) {
 		t.Errorf("attempt: %+v", at)
 	}
 }

@@ -85,7 +85,8 @@ type Attempt struct {
 	HealthySeconds float64 `json:"healthy_seconds,omitempty"`
 	// ProbationSeconds is how long after confirmation a crash loop still
 	// returns to the old build (negative: none); ProbationEnds is when
-	// that ends (wall clock), zero once it ended or was cut short.
+	// that ends (wall clock), zero once it ended or was cut short (kept
+	// when probation rolled the update back).
 	ProbationSeconds float64   `json:"probation_seconds,omitempty"`
 	ProbationEnds    time.Time `json:"probation_ends,omitzero"`
 	// StartSeconds: see TestbootRequest.

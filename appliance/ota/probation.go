@@ -159,7 +159,9 @@ func (a *Agent) returnTo(expect *Attempt, n int, state State, reason string, ev 
 	if at != nil {
 		at.Boot = note
 	}
-	at.ProbationEnds = time.Time{}
+	if state == "" {
+		at.ProbationEnds = time.Time{} // (an automatic rollback keeps it: evidence that it came within probation)
+	}
 	a.last = at
 	a.decided = true
 	return a.save(at)

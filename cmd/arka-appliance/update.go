@@ -181,7 +181,7 @@ func printEvidence(w io.Writer, ev *ota.Evidence) {
 	if ev == nil {
 		return
 	}
-	fmt.Fprintf(w, "Evidence   Arka was started %d time(s) during the trial\n", ev.Starts)
+	fmt.Fprintf(w, "Evidence   Arka was started %d time(s) during the trial boot\n", ev.Starts)
 	for _, p := range ev.Problems {
 		fmt.Fprintf(w, "           problem: %s\n", p)
 	}
