@@ -59,16 +59,20 @@ type conn struct {
 	state  atomic.Int32
 	seq    uint64 // order of acceptance (Server.seq)
 
-	url      url.URL
-	header   http.Header
-	vals     []string // backing store for single-value header slices
-	scratch  []byte   // long header lines
-	lower    []byte
-	keys     []byte // canonical forms of uncommon field names
-	w        response
-	body     body
-	watch    *watcher // set while a request context is being watched
-	deadline time.Time
+	url     url.URL
+	header  http.Header
+	vals    []string // backing store for single-value header slices
+	scratch []byte   // long header lines
+	lower   []byte
+	keys    []byte // canonical forms of uncommon field names
+	w       response
+	body    body
+	watch   *watcher // set while a request context is being watched
+	// watchTimer starts the watcher of watchX, the request that armed it
+	// last (ctx.go: startWatch); made once per connection.
+	watchTimer *time.Timer
+	watchX     atomic.Pointer[reqCtx]
+	deadline   time.Time
 	// rmu guards the read deadline while a handler runs: its body reads
 	// (possibly on another goroutine) arm the body read timeout, and its
 	// own deadline (rfixed: set through http.ResponseController, often to
@@ -127,6 +131,9 @@ func (c *conn) serve() {
 			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
 		}
 		c.cancel()
+		if c.watchTimer != nil {
+			c.watchTimer.Stop()
+		}
 		if c.state.Load() != stateHijacked {
 			c.rwc.Close()
 			c.br.Reset(nil)
