@@ -30,8 +30,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/arkaweb/arka/tests/bench/harness"
 )
 
@@ -103,13 +101,12 @@ func run() error {
 var page = []byte(strings.Repeat("<p>Arka memory check.</p>\n", 52))
 
 type mem struct {
-	cmd        *exec.Cmd
-	http, tls  string
-	status     string
-	client     *http.Client
-	cert       string
-	tlsConfig  *tls.Config
-	tlsConfig2 *tls.Config
+	cmd       *exec.Cmd
+	http, tls string
+	status    string
+	client    *http.Client
+	cert      string
+	tlsConfig *tls.Config
 }
 
 func start(bin, dir, env string) (*mem, error) {
@@ -169,7 +166,6 @@ handler = { type = "static", root = %q }
 	m.status = "http://" + m.http + "/status?format=json"
 	m.client = &http.Client{Timeout: 5 * time.Second}
 	m.tlsConfig = &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}, ClientSessionCache: tls.NewLRUClientSessionCache(64)}
-	m.tlsConfig2 = &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}, ClientSessionCache: tls.NewLRUClientSessionCache(64)}
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		resp, err := m.client.Get("http://" + m.http + "/index.html")
 		if err == nil {
@@ -245,8 +241,7 @@ func (c *h1conn) get() error {
 func (c *h1conn) Close() error { return c.nc.Close() }
 
 type h2conn struct {
-	nc net.Conn
-	cc *http2.ClientConn
+	cc *http.ClientConn
 }
 
 func (c *h2conn) get() error {
@@ -256,6 +251,10 @@ func (c *h2conn) get() error {
 	resp, err := c.cc.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		return err
+	}
+	if resp.ProtoMajor != 2 {
+		resp.Body.Close()
+		return errors.New("not HTTP/2: " + resp.Proto)
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -267,7 +266,13 @@ func (c *h2conn) get() error {
 
 func (c *h2conn) Close() error { return c.cc.Close() }
 
-var h2t = &http2.Transport{}
+// h2t makes HTTP/2 connections over TLS, one per NewClientConn.
+var h2t = func() *http.Transport {
+	t := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableCompression: true}
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP2(true)
+	return t
+}()
 
 func (m *mem) dial(p proto) (conn, error) {
 	d := net.Dialer{Timeout: 5 * time.Second}
@@ -285,20 +290,13 @@ func (m *mem) dial(p proto) (conn, error) {
 		}
 		return &h1conn{nc: nc, br: bufio.NewReaderSize(nc, 4096)}, nil
 	}
-	nc, err := tls.DialWithDialer(&d, "tcp", m.tls, m.tlsConfig2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cc, err := h2t.NewClientConn(ctx, "https", m.tls)
 	if err != nil {
 		return nil, err
 	}
-	if nc.ConnectionState().NegotiatedProtocol != "h2" {
-		nc.Close()
-		return nil, errors.New("no h2 in ALPN")
-	}
-	cc, err := h2t.NewClientConn(nc)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return &h2conn{nc: nc, cc: cc}, nil
+	return &h2conn{cc: cc}, nil
 }
 
 // busy runs n connections sending requests one after another for d and
