@@ -36,9 +36,9 @@ type app struct {
 	// fan and led (boardctl.go), from startBoard on.
 	fan        *fanControl
 	led        *ledControl
-	boardTaken bool // startBoard ran: reloads apply [global] fan and led
+	boardTaken bool           // startBoard ran: reloads apply [global] fan and led
 	opts       server.Options // the server's, until server() creates it
-	srv   *server.Server
+	srv        *server.Server
 
 	stopThermal context.CancelFunc
 	// keep, in appliance mode (-appliance), applies the configurations
