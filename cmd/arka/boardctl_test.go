@@ -368,3 +368,41 @@ func TestReloadBoard(t *testing.T) {
 		t.Errorf("a [global] change still asks for a restart:\n%s", logs.String())
 	}
 }
+
+// TestApplianceFeedsFan: with -appliance (the keeper applies the
+// configuration) the thermal ticker feeds the fan too: a cool board stops it.
+func TestApplianceFeedsFan(t *testing.T) {
+	pin := registerPins(t, "GPIO940")[0]
+	root := t.TempDir()
+	zone := filepath.Join(root, "sys/class/thermal/thermal_zone0")
+	os.MkdirAll(zone, 0o755)
+	os.WriteFile(filepath.Join(zone, "type"), []byte("cpu-thermal\n"), 0o644)
+	os.WriteFile(filepath.Join(zone, "temp"), []byte("40000\n"), 0o644)
+	dir := t.TempDir()
+	sitesDir := filepath.Join(dir, "sites")
+	os.Mkdir(sitesDir, 0o755)
+	src := "listen = [\"" + testkit.FreeAddr(t) + "\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"status\" }\n[global]\nfan = { pin = \"GPIO940\" }\n"
+	os.WriteFile(filepath.Join(sitesDir, "site.toml"), []byte(src), 0o644)
+	load := func() ([]*config.Site, error) { return config.Load(sitesDir) }
+	sites, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	a := newApp(quietLog, state, root, load, sites)
+	a.keep = &keeper{conf: sitesDir, state: state, log: quietLog}
+	a.startBoard()
+	defer a.led.close()
+	if err := a.start(sites); err != nil {
+		t.Fatal(err)
+	}
+	defer a.shutdown()
+	for end := time.Now().Add(5 * time.Second); pin.level() != gpio.Low; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("40 °C: the fan still runs (%+v)", a.fan.state())
+		}
+	}
+	if st := a.server().Snapshot().Fan; st == nil || st.LastC == nil || *st.LastC != 40 {
+		t.Errorf("status page fan: %+v", st)
+	}
+}
