@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -51,10 +52,16 @@ func (e *applianceEnv) args(t *testing.T, extra ...string) []string {
 		"-fallback-listen", harness.FreeAddr(t), "-fallback-tls-listen", ""}, extra...)
 }
 
+// readiness reads the readiness file, waiting up to 10 s for it to be
+// written: Arka serves from inside the load that writes it last.
 func (e *applianceEnv) readiness(t *testing.T) status.Readiness {
 	t.Helper()
 	var r status.Readiness
 	b, err := os.ReadFile(filepath.Join(e.state, "ready.json"))
+	for end := time.Now().Add(10 * time.Second); errors.Is(err, os.ErrNotExist) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+		b, err = os.ReadFile(filepath.Join(e.state, "ready.json"))
+	}
 	if err != nil {
 		t.Fatalf("readiness file: %v", err)
 	}
