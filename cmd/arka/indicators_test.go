@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/server/status"
 )
