@@ -34,18 +34,22 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			case cs.TLS.Cert != "":
 				c, err := LoadCertificate(cs)
 				if err != nil && s.o.KeepServing && !dryRun {
-					c, err = s.tlsFallback(t, cs, err)
+					if c, err = s.tlsFallback(t, cs, err); err == nil {
+						t.selfCertFor(st, c)
+						c = nil
+					}
 				}
 				if err != nil {
 					errs = append(errs, err.(config.Errors)...)
 				}
 				st.cert = c
 			case !dryRun:
-				c, err := selfSigned(s.o.StateDir, cs.ServerNames)
+				c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
 				if err != nil {
 					fail(cs, 0, 0, "tls: generating a self-signed certificate in %s: %v", s.o.StateDir, err)
+				} else {
+					t.selfCertFor(st, c)
 				}
-				st.cert = c
 			}
 		}
 		if p, err := errpage.LoadPages(cs.Errors.Root, cs.Errors.Pages); err != nil {
