@@ -67,9 +67,9 @@ func TestCGIVariables(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &s); err != nil {
 				t.Fatalf("%v: %s", err, body)
 			}
-			tlsOn := p.name != "http1"
+			tlsOn := p.name != "h1"
 			proto := "HTTP/1.1"
-			if p.name == "http2" {
+			if p.name == "h2" {
 				proto = "HTTP/2.0"
 			}
 			want := map[string]string{
@@ -258,7 +258,7 @@ func TestUploads(t *testing.T) {
 			if testing.Short() && tc.size > 1<<20 {
 				continue
 			}
-			if p.name != "http1" && tc.size > 10<<20 {
+			if p.name != "h1" && tc.size > 10<<20 {
 				tc.size = 4 << 20 // the 20 MB case once is enough
 			}
 			t.Run(p.name+"/"+tc.name, func(t *testing.T) {

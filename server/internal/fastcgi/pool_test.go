@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -877,13 +876,14 @@ func TestReloadKeepsConnections(t *testing.T) {
 		return h
 	}
 	old := mk()
-	srv := httptest.NewServer(old)
-	defer srv.Close()
-	get(t, srv.Client(), srv.URL+"/app/hello.php")
+	var cur atomic.Pointer[Handler] // the table a reload swaps
+	cur.Store(old)
+	p := protos(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }))[0]
+	get(t, p.client, p.url+"/app/hello.php")
 	next := mk()
 	old.Close()
-	srv.Config.Handler = next
-	get(t, srv.Client(), srv.URL+"/app/hello.php")
+	cur.Store(next)
+	get(t, p.client, p.url+"/app/hello.php")
 	if n := dialer.count(); n != 1 {
 		t.Errorf("%d dials across the reload, want 1", n)
 	}
