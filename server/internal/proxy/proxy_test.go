@@ -253,7 +253,7 @@ func TestHopByHopRemovedBothWays(t *testing.T) {
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
 	f := startFront(t, "h1", h)
 	// A raw request, so the client library adds and removes nothing.
-	c, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+	c, err := net.Dial("tcp", f.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
