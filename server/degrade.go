@@ -23,8 +23,10 @@ import (
 //   - an address that cannot be bound: the other listeners serve, and the
 //     address is tried again after 1 s, doubling to at most a minute.
 //
-// Problem keys: "config" (set by the caller with SetProblem), "tls "+file
-// and "listen "+address (kept by the server).
+// Problem keys: "config" (set by the caller with SetConfigError or
+// SetProblem), "tls "+file and "listen "+address (kept by the server). The
+// site files named by "config" mistakes and "tls" problems are also LED
+// conditions, "site:NAME" (siteconds.go).
 
 // Bind retry bounds for Options.KeepServing.
 const (
@@ -126,6 +128,7 @@ func (s *Server) applyProblems(t *table) {
 	for k, v := range t.problems {
 		s.setProblemLocked(k, v)
 	}
+	s.siteConditionsLocked()
 }
 
 // bindLater records an address Apply could not bind under

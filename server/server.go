@@ -65,15 +65,18 @@ type Options struct {
 	// (brotli, high compression levels) then stops, and the status page
 	// shows its state. Its owner feeds it readings (board.Thermal.Run).
 	Thermal *board.Thermal
-	// Fan, when set, is the GPIO case fan (package board/fan), shown on the
-	// status page; its owner feeds it the temperature (cmd/arka: the
-	// thermal ticker's readings, board.Thermal.Run).
-	Fan *fan.Fan
+	// FanState, when set, returns the state of the GPIO case fan (package
+	// board/fan) for the status page, nil while none is driven. The fan's
+	// owner feeds it the temperature and may replace it on reload
+	// (cmd/arka: the thermal ticker's readings, board.Thermal.Run).
+	FanState func() *fan.State
 	// Conditions, when set, are what the appliance is doing and why
 	// (package board/led); the status page shows them as the activity LED
-	// (named LEDName, "" when the board has none) does.
+	// does. The server raises "site:NAME" conditions itself (SetConfigError).
 	Conditions *led.Conditions
-	LEDName    string
+	// LEDName, when set, returns the LED class name of the activity LED
+	// Arka drives now, "" when none (no LED, or [global] led = false).
+	LEDName func() string
 	// BoardRoot is the directory that stands for "/" when the sensors are
 	// read (/proc, /sys); default "/". Tests point it at fixture trees.
 	BoardRoot string
@@ -179,6 +182,7 @@ type Server struct {
 	probMu   sync.Mutex
 	problems map[string]string            // see SetProblem
 	serving  string                       // see SetServing
+	siteErrs map[string][]string          // see SetConfigError: site file -> its mistakes
 	acme     atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
 }
 

@@ -464,7 +464,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	}
 	// The client may leave at any time: unblock every read and write on
 	// the upstream connection when it does.
-	stop := context.AfterFunc(r.Context(), c.abort)
+	stop := wire.AfterFunc(r.Context(), c.abort)
 	reusable, f := h.roundTrip(w, r, c, upgrade)
 	if !stop() {
 		reusable = false
