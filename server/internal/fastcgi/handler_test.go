@@ -571,7 +571,7 @@ func TestErrorPages(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		d := config.Duration(200 * time.Millisecond)
-		c.ReadTimeout = &d
+		c.ReadTimeout = d
 	})
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
@@ -607,7 +607,7 @@ func TestErrorPages(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	down := l.Addr().String()
 	l.Close()
-	dh, err := New("/app/", &config.FastCGI{Address: down, Root: e.root}, Options{})
+	dh, err := New("/app/", complete(t, &config.FastCGI{Address: down, Root: e.root}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,6 +640,10 @@ func TestTCPAddress(t *testing.T) {
 	}
 }
 
+// TestNewErrors: what is wrong in a configuration is found once, by
+// config (Load, or Complete for one built in Go); New's own errors are
+// about what only the server knows (is Arka's php-fpm running?) and a
+// configuration that was never checked.
 func TestNewErrors(t *testing.T) {
 	root := t.TempDir()
 	for _, tc := range []struct {
@@ -649,17 +653,30 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{config.FastCGI{Address: "php", Root: root}, Options{}, "not running here"},
 		{config.FastCGI{Address: "", Root: root}, Options{}, "not running here"},
-		{config.FastCGI{Address: "unix:rel.sock", Root: root}, Options{}, "absolute"},
-		{config.FastCGI{Address: "localhost", Root: root}, Options{}, "host:port"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: root + "/missing"}, Options{}, "not a directory"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: "rel"}, Options{}, "absolute"},
 	} {
-		_, err := New("/x/", &tc.cfg, tc.opts)
+		_, err := New("/x/", complete(t, &tc.cfg), tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "/x/") {
 			t.Errorf("%+v: err %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
-	h, err := New("/x/", &config.FastCGI{Address: "php", Root: root}, Options{PHPAddress: "unix:/run/php.sock"})
+	if _, err := New("/x/", &config.FastCGI{Address: "127.0.0.1:9000", Root: root}, Options{}); err == nil {
+		t.Error("New took a configuration config did not parse")
+	}
+	for _, tc := range []struct {
+		cfg  config.FastCGI
+		want string
+	}{
+		{config.FastCGI{Address: "unix:rel.sock", Root: root}, "absolute"},
+		{config.FastCGI{Address: "localhost", Root: root}, "host:port"},
+		{config.FastCGI{Address: "127.0.0.1:9000"}, "root: missing"},
+		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, SplitPath: config.StringList{".php\x00"}}, "split_path"},
+		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, Env: map[string]string{"A": strings.Repeat("x", 70000)}}, "too long"},
+	} {
+		if err := config.Complete(&tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config.Complete(%.80v): err %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	h, err := New("/x/", complete(t, &config.FastCGI{Address: "php", Root: root}), Options{PHPAddress: "unix:/run/php.sock"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +684,7 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 	h.Close()
-	h, _ = New("/x/", &config.FastCGI{Address: "127.0.0.1:9", Root: root}, Options{DefaultMaxConns: 7, DefaultQueueSize: 70})
+	h, _ = New("/x/", complete(t, &config.FastCGI{Address: "127.0.0.1:9", Root: root}), Options{DefaultMaxConns: 7, DefaultQueueSize: 70})
 	if s := h.Stats(); s.MaxConns != 7 || s.QueueSize != 70 {
 		t.Errorf("board defaults not used: %+v", s)
 	}
@@ -683,7 +700,7 @@ func TestFastCGIServerDown(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	log := &testkit.LogBuffer{}
-	h, err := New("/app/", &config.FastCGI{Address: addr, Root: root}, Options{Logger: newTestLogger(log)})
+	h, err := New("/app/", complete(t, &config.FastCGI{Address: addr, Root: root}), Options{Logger: newTestLogger(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -758,7 +775,7 @@ func TestReadTimeout(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		d := config.Duration(200 * time.Millisecond)
-		c.ReadTimeout = &d
+		c.ReadTimeout = d
 	})
 	p := protos(t, h)[0]
 	start := time.Now()

@@ -173,7 +173,7 @@ func (e *env) handler(t testing.TB, mod func(*config.FastCGI, *Options)) *Handle
 	if mod != nil {
 		mod(cfg, &opts)
 	}
-	h, err := New("/app/", cfg, opts)
+	h, err := New("/app/", complete(t, cfg), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +192,16 @@ type proto struct {
 	name   string
 	url    string
 	client *http.Client
+}
+
+// complete normalizes a handler configuration built in the test, as
+// config.Load does for one read from a site file.
+func complete[T config.Handler](t testing.TB, h T) T {
+	t.Helper()
+	if err := config.Complete(h); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // protos serves h on Arka's own engines (package enginetest) and returns

@@ -230,7 +230,7 @@ func TestQueueTimeout(t *testing.T) {
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		c.MaxConns = config.AutoInt{Set: true, Value: 1}
 		d := config.Duration(100 * time.Millisecond)
-		c.Queue = config.Queue{Size: config.AutoInt{Set: true, Value: 10}, Timeout: &d}
+		c.Queue = config.Queue{Size: config.AutoInt{Set: true, Value: 10}, Timeout: d}
 	})
 	p := protos(t, h)[0]
 	done := make(chan int)
@@ -701,7 +701,7 @@ func TestWorkerKilledAfterRestart(t *testing.T) {
 			runLog, pidFile := filepath.Join(dir, "runs"), filepath.Join(dir, "pid")
 			readTimeout := config.Duration(5 * time.Second)
 			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
-				c.ReadTimeout = &readTimeout
+				c.ReadTimeout = readTimeout
 				c.Env = map[string]string{"RUN_LOG": runLog, "PID_FILE": pidFile}
 			})
 			p := protos(t, h)[0]
@@ -817,7 +817,7 @@ func TestSharedPool(t *testing.T) {
 	dialer := &recordingDialer{}
 	mk := func(route string) *Handler {
 		cfg := &config.FastCGI{Address: e.fpm.Address, Root: e.root, MaxConns: config.AutoInt{Set: true, Value: 2}}
-		h, err := New(route, cfg, Options{Pools: &pools, Dial: dialer.dial, Logger: newTestLogger(e.log)})
+		h, err := New(route, complete(t, cfg), Options{Pools: &pools, Dial: dialer.dial, Logger: newTestLogger(e.log)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -877,7 +877,7 @@ func TestReloadKeepsConnections(t *testing.T) {
 	var pools Pools
 	dialer := &recordingDialer{}
 	mk := func() *Handler {
-		h, err := New("/app/", &config.FastCGI{Address: e.fpm.Address, Root: e.root}, Options{Pools: &pools, Dial: dialer.dial})
+		h, err := New("/app/", complete(t, &config.FastCGI{Address: e.fpm.Address, Root: e.root}), Options{Pools: &pools, Dial: dialer.dial})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -177,7 +177,7 @@ func (l *logBuf) String() string {
 func newProxy(t testing.TB, cfg config.Proxy) (*Handler, *logBuf) {
 	t.Helper()
 	lb := &logBuf{}
-	h, err := New("/proxy/", &cfg, Options{Logger: slog.New(slog.NewTextHandler(lb, nil)), Site: "test.toml"})
+	h, err := New("/proxy/", complete(t, &cfg), Options{Logger: slog.New(slog.NewTextHandler(lb, nil)), Site: "test.toml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,17 @@ func newProxy(t testing.TB, cfg config.Proxy) (*Handler, *logBuf) {
 	return h, lb
 }
 
-func dur(d time.Duration) *config.Duration { v := config.Duration(d); return &v }
+func dur(d time.Duration) config.Duration { return config.Duration(d) }
+
+// complete normalizes a handler configuration built in the test, as
+// config.Load does for one read from a site file.
+func complete[T config.Handler](t testing.TB, h T) T {
+	t.Helper()
+	if err := config.Complete(h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 func ptr[T any](v T) *T { return &v }
 

@@ -965,7 +965,7 @@ func TestCloseStopsHealthChecksAndIdleConns(t *testing.T) {
 			checks.Add(1)
 		}
 	}))
-	h, err := New("/p/", &config.Proxy{Upstreams: []string{up.addr}, Health: &config.Health{Path: "/healthz", Interval: dur(10 * time.Millisecond)}}, Options{})
+	h, err := New("/p/", complete(t, &config.Proxy{Upstreams: []string{up.addr}, Health: &config.Health{Path: "/healthz", Interval: dur(10 * time.Millisecond)}}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -987,6 +987,9 @@ func TestCloseStopsHealthChecksAndIdleConns(t *testing.T) {
 	}
 }
 
+// TestNewErrors: the configuration is checked once, by config (Load, or
+// Complete for one built in Go); New refuses only a configuration that
+// was never checked, and a tls_ca that CheckEnvironment did not read.
 func TestNewErrors(t *testing.T) {
 	for _, c := range []config.Proxy{
 		{},
@@ -994,9 +997,19 @@ func TestNewErrors(t *testing.T) {
 		{Upstreams: []string{"127.0.0.1:1"}, LB: "random"},
 		{Upstreams: []string{"127.0.0.1:1"}, TrustedProxies: []string{"x"}},
 	} {
-		if h, err := New("/", &c, Options{}); err == nil {
-			h.Close()
-			t.Errorf("%+v: no error", c)
+		if err := config.Complete(&c); err == nil {
+			t.Errorf("%+v: config.Complete found no error", c)
 		}
+	}
+	if h, err := New("/", &config.Proxy{Upstreams: []string{"127.0.0.1:1"}}, Options{}); err == nil {
+		h.Close()
+		t.Error("New took a configuration config did not parse")
+	}
+	c := complete(t, &config.Proxy{Upstreams: []string{"https://127.0.0.1:1"}, TLSCA: "/nonexistent/ca.pem"})
+	if h, err := New("/", c, Options{}); err == nil || !strings.Contains(err.Error(), "tls_ca") {
+		if h != nil {
+			h.Close()
+		}
+		t.Errorf("tls_ca not read: err %v", err)
 	}
 }

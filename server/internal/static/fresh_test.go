@@ -18,13 +18,23 @@ import (
 	"github.com/arkaweb/arka/server/internal/static"
 )
 
+// complete normalizes a handler configuration built in the test, as
+// config.Load does for one read from a site file.
+func complete[T config.Handler](t testing.TB, h T) T {
+	t.Helper()
+	if err := config.Complete(h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // unitHandler is a static handler on dir whose cache looks at files again
 // after a millisecond, for tests that change files.
 func unitHandler(t *testing.T, dir string, cfg config.Static) (*static.Handler, *static.Cache) {
 	t.Helper()
 	cfg.Root = dir
 	c := static.NewCache(static.CacheOptions{Valid: time.Millisecond})
-	h, err := static.New(&cfg, static.Options{Cache: c, Compress: true, MinSize: 512})
+	h, err := static.New(complete(t, &cfg), static.Options{Cache: c, Compress: true, MinSize: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
