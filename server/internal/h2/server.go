@@ -210,7 +210,7 @@ func (s *Server) Close() error {
 // copy again for every request.
 type workers struct {
 	mu     sync.Mutex
-	idle   []chan func()
+	idle   []chan *stream
 	closed bool // the server shut down: workers end after their handler
 }
 
@@ -227,24 +227,26 @@ func (p *workers) stop() {
 
 const maxIdleWorkers = 256
 
-func (p *workers) run(f func()) {
+// run runs st's handler on an idle worker, or a new one. It takes the
+// stream, not a func: a method value would be an allocation per request.
+func (p *workers) run(st *stream) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		ch := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		ch <- f
+		ch <- st
 		return
 	}
 	p.mu.Unlock()
-	ch := make(chan func(), 1)
-	ch <- f
+	ch := make(chan *stream, 1)
+	ch <- st
 	go p.loop(ch)
 }
 
-func (p *workers) loop(ch chan func()) {
-	for f := range ch {
-		f()
+func (p *workers) loop(ch chan *stream) {
+	for st := range ch {
+		st.run()
 		p.mu.Lock()
 		if p.closed || len(p.idle) >= maxIdleWorkers {
 			p.mu.Unlock()
