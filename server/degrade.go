@@ -102,7 +102,7 @@ func (s *Server) Readiness() status.Readiness {
 // load under Options.KeepServing: a self-signed certificate for the site,
 // and the problem, located at the site's tls.cert.
 func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certificate, error) {
-	c, err := selfSigned(s.o.StateDir, cs.ServerNames)
+	c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs.Routes = append(cs.Routes, config.Route{Path: "/", Type: problemsHandlerType})
+	cs.Routes = append(cs.Routes, config.Route{Path: "/", Handler: &config.Builtin{Name: problemsHandlerType}})
 	return cs, nil
 }
 

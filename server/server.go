@@ -184,6 +184,9 @@ type Server struct {
 	serving  string                       // see SetServing
 	siteErrs map[string][]string          // see SetConfigError: site file -> its mistakes
 	acme     atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
+
+	clock     clock     // see clockjump.go; tests set their own before the first Apply
+	clockOnce sync.Once // starts clockLoop at the first Apply
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -228,6 +231,7 @@ func New(o Options) *Server {
 		sinks:     map[string]*logSink{},
 		stats:     map[string]*RouteStats{},
 		done:      make(chan struct{}),
+		clock:     systemClock{start: time.Now()},
 	}
 	go s.flushLoop()
 	go s.sampleLoop()
@@ -265,6 +269,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	if s.closed {
 		return errors.New("server is shut down")
 	}
+	s.clockOnce.Do(func() { go s.clockLoop() })
 	t, err := s.build(sites, false)
 	if err != nil {
 		return err
@@ -538,11 +543,11 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 	if len(cs.ServerNames) > 0 {
 		name = cs.ServerNames[0]
 	}
-	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Type
+	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Handler.Type()
 	if st, ok := s.stats[k]; ok {
 		return st
 	}
-	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Type, file: cs.File}
+	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Handler.Type(), file: cs.File}
 	s.stats[k] = st
 	return st
 }
@@ -865,15 +870,15 @@ func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 			return c, err
 		}
 	}
-	if s := vh.match(hello.ServerName); s != nil && s.cert != nil {
-		return s.cert, nil
+	if s := vh.match(hello.ServerName); s != nil && s.tlsCert() != nil {
+		return s.tlsCert(), nil
 	}
-	if vh.first != nil && vh.first.cert != nil {
-		return vh.first.cert, nil
+	if vh.first != nil && vh.first.tlsCert() != nil {
+		return vh.first.tlsCert(), nil
 	}
 	for _, s := range vh.exact {
-		if s.cert != nil {
-			return s.cert, nil
+		if c := s.tlsCert(); c != nil {
+			return c, nil
 		}
 	}
 	return nil, errors.New("no certificate")
