@@ -222,7 +222,7 @@ func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs.Routes = append(cs.Routes, config.Route{Path: "/", Type: problemsHandlerType})
+	cs.Routes = append(cs.Routes, config.Route{Path: "/", Handler: &config.Builtin{Name: problemsHandlerType}})
 	return cs, nil
 }
 

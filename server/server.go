@@ -396,7 +396,7 @@ func listenError(sites []*config.Site, addr string, isTLS bool, err error) error
 			list, key = cs.TLS.Listen, "tls.listen"
 		}
 		for i, a := range list {
-			if a == addr {
+			if a.String() == addr {
 				line, col := cs.Position(fmt.Sprintf("%s[%d]", key, i))
 				return config.Errors{{File: cs.File, Line: line, Col: col, Msg: msg}}
 			}
@@ -543,11 +543,11 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 	if len(cs.ServerNames) > 0 {
 		name = cs.ServerNames[0]
 	}
-	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Type
+	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Handler.Type()
 	if st, ok := s.stats[k]; ok {
 		return st
 	}
-	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Type, file: cs.File}
+	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Handler.Type(), file: cs.File}
 	s.stats[k] = st
 	return st
 }
