@@ -239,6 +239,9 @@ func (c *ledControl) apply(on bool) {
 	}
 	first := !c.applied
 	c.applied, c.off = true, !on
+	if !on && first {
+		restoreLED(c.root, c.log)
+	}
 	if !on {
 		if c.l != nil {
 			c.stop()
@@ -290,4 +293,20 @@ func (c *ledControl) close() {
 		c.l, c.stop = nil, nil
 	}
 	c.closed = true
+}
+
+// restoreLED gives the activity LED back to the kernel's default trigger
+// if an Arka that did not stop cleanly left it at "none" (dark), for a
+// start with [global] led = false.
+func restoreLED(root string, log *slog.Logger) {
+	l, err := led.Find(root)
+	if err != nil {
+		return
+	}
+	switch ok, err := l.Restore(); {
+	case err != nil:
+		log.Warn("activity LED: cannot give it back to the kernel", "led", l.Name, "err", err)
+	case ok:
+		log.Info("activity LED given back to the kernel: an earlier Arka left it dark ([global] led = false)", "led", l.Name, "trigger", l.DefaultTrigger())
+	}
 }

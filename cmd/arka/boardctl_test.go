@@ -520,3 +520,24 @@ func TestFanNoGPIOOnPi(t *testing.T) {
 		})
 	}
 }
+
+// TestLEDOffAfterCrash: an Arka killed while driving the LED leaves its
+// trigger at "none" (the LED dark); the next start with led = false gives
+// it back to the kernel's default trigger rather than leave it dark.
+func TestLEDOffAfterCrash(t *testing.T) {
+	for _, c := range []struct{ name, before, want string }{
+		{"left by a crash", "[none] timer heartbeat mmc0\n", "mmc0"},
+		{"the kernel's own", "none timer [heartbeat] mmc0\n", "none timer [heartbeat] mmc0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := ledFixture(t)
+			os.WriteFile(filepath.Join(root, "sys/class/leds/ACT/trigger"), []byte(c.before), 0o644)
+			lc := &ledControl{root: root, conds: led.NewConditions(), log: quietLog, activity: func() uint64 { return 0 }}
+			lc.apply(false)
+			defer lc.close()
+			if got := trigger(t, root); got != c.want || lc.name() != "" {
+				t.Errorf("led = false at start: trigger %q, want %q", got, c.want)
+			}
+		})
+	}
+}
