@@ -541,3 +541,26 @@ func TestLEDOffAfterCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestFanNoGPIOBoardKind: newApp tells a Raspberry Pi (a GPIO header: a
+// configured fan that cannot be driven is degraded) from a PC by the
+// detected board.
+func TestFanNoGPIOBoardKind(t *testing.T) {
+	if len(gpioreg.All()) > 0 {
+		t.Skip("this machine has GPIO pins")
+	}
+	for _, c := range []struct {
+		fixture  string
+		degraded bool
+	}{{"rpi3-b", true}, {"qemu-x86-64", false}} {
+		t.Run(c.fixture, func(t *testing.T) {
+			sites := []*config.Site{}
+			a := newApp(quietLog, t.TempDir(), filepath.Join("..", "..", "board", "testdata", c.fixture), nil, sites)
+			a.conds.Started()
+			a.fan.apply(fanConfig(t, `fan = { pin = "GPIO14" }`))
+			if got := fanCondition(a.conds) != nil; got != c.degraded {
+				t.Errorf("board %s: degraded %v, want %v (%+v)", a.board.Model, got, c.degraded, a.conds.List())
+			}
+		})
+	}
+}
