@@ -7,12 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/enginetest"
 	"github.com/arkaweb/arka/tests/fpmtest"
 )
 
@@ -30,10 +30,9 @@ func TestRequestBuffering(t *testing.T) {
 				c.MaxConns = config.AutoInt{Set: true, Value: 1}
 				c.RequestBuffering = &buffering
 			})
-			srv := httptest.NewServer(h)
-			defer srv.Close()
+			srv := enginetest.Serve(t, h) // HTTP/1.1 on Arka's engine
 			body := strings.Repeat("0123456789", 10000)
-			up, err := net.Dial("tcp", srv.Listener.Addr().String())
+			up, err := net.Dial("tcp", srv.HTTP)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +41,7 @@ func TestRequestBuffering(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // the upload is under way
 
 			c := &http.Client{Timeout: 1500 * time.Millisecond}
-			resp, err := c.Get(srv.URL + "/app/pid.php")
+			resp, err := c.Get("http://" + srv.HTTP + "/app/pid.php")
 			served := err == nil && resp.StatusCode == 200
 			if resp != nil {
 				resp.Body.Close()
