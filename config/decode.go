@@ -14,10 +14,18 @@ import (
 // types, with every mistake located at file:line:col (positions.go finds
 // the keys).
 
-// rawSite is what a file decodes into before routes are typed.
+// rawSite is what a file decodes into: the Site, with the keys whose
+// typed form validate parses (routes, listen addresses) as written.
 type rawSite struct {
 	Site
+	Listen []string   `toml:"listen"`
+	TLS    rawTLS     `toml:"tls"`
 	Routes []rawRoute `toml:"routes"`
+}
+
+type rawTLS struct {
+	TLS
+	Listen []string `toml:"listen"`
 }
 
 type rawRoute struct {
@@ -227,6 +235,8 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	site := &raw.Site
 	site.File = v.file
 	site.pos = v.pos
+	site.TLS = raw.TLS.TLS
+	v.written.listen, v.written.tlsListen = raw.Listen, raw.TLS.Listen
 	for i, rr := range raw.Routes {
 		d := decodedRoute{raw: rr, ri: -1}
 		saved := v.errs
