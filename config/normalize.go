@@ -58,6 +58,9 @@ func (v *validator) normalize(s *Site) {
 	if g := s.Global; g != nil && g.ACME != nil {
 		g.ACME.CARoot = v.abs(g.ACME.CARoot)
 	}
+	if g := s.Global; g != nil && g.Fan != nil {
+		v.normalizeFan("global.fan", g.Fan)
+	}
 	for i := range s.Routes {
 		r := &s.Routes[i]
 		if b := r.Options.BasicAuth; b != nil && b.Realm == "" {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/arkaweb/arka/board"
 	"golang.org/x/net/idna"
 )
 
@@ -158,17 +157,7 @@ func (v *validator) site(s *Site) {
 		if g.Fan != nil {
 			v.fan("global.fan", g.Fan)
 		}
-		t := g.Thermal
-		limit, hyst := t.Limit, t.Hysteresis
-		if limit == 0 {
-			limit = board.DefaultHotC
-		}
-		if hyst == 0 {
-			hyst = board.DefaultHysteresisC
-		}
-		if t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || hyst >= limit {
-			v.errAt("global.thermal", "thermal limit must be 1..150 °C and hysteresis smaller than it (work resumes at limit - hysteresis)")
-		}
+		v.thermal("global.thermal", g.Thermal)
 	}
 	if s.PHP != nil {
 		v.php("php", s.PHP)
