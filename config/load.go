@@ -576,6 +576,7 @@ func (v *validator) site(s *Site) {
 		if g.Fan != nil {
 			v.fan("global.fan", g.Fan)
 		}
+		v.clientBody(g)
 		t := g.Thermal
 		limit, hyst := t.Limit, t.Hysteresis
 		if limit == 0 {

@@ -269,6 +269,9 @@ type Global struct {
 	// LED: false leaves the board's activity LED to the kernel (default
 	// true: Arka shows its state on it; package board/led).
 	LED *bool `toml:"led"`
+	// Request body limits of both engines (config/clientbody.go).
+	BodyTimeout *Duration `toml:"body_timeout"`
+	BodyMinRate *Rate     `toml:"body_min_rate"`
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

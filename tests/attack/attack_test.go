@@ -45,7 +45,9 @@ type target struct {
 	upActive *atomic.Int32 // requests the upstream is serving
 }
 
-func start(t *testing.T, o server.Options) *target {
+// start starts the target; global, if any, is the body of its [global]
+// table.
+func start(t *testing.T, o server.Options, global ...string) *target {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("attack suite skipped in -short")
@@ -92,6 +94,9 @@ handler = { type = "proxy", upstreams = ["%s"], strip_prefix = true }
 path = "/"
 handler = { type = "static", root = "%s" }
 `, fpm.Address, filepath.Join(dir, "www"), up.Listener.Addr().String(), filepath.Join(dir, "www"))
+	if len(global) > 0 {
+		site += "[global]\n" + strings.Join(global, "\n") + "\n"
+	}
 	tg.e = servertest.StartWith(t, o, site)
 	return tg
 }
@@ -314,7 +319,7 @@ func TestSlowloris(t *testing.T) {
 // bodies are buffered before a worker or upstream connection is taken, and
 // are cut off by the body timeout and rate.
 func TestSlowBodiesToPHP(t *testing.T) {
-	tg := start(t, server.Options{BodyReadTimeout: time.Second, BodyMinRate: 1000})
+	tg := start(t, server.Options{}, `body_timeout = "1s"`, `body_min_rate = "1000B/s"`)
 	var conns []net.Conn
 	for i := range 8 {
 		c, err := net.Dial("tcp", tg.e.HTTP)
