@@ -205,7 +205,7 @@ func New(o Options) *Server {
 		limits: limits.Limits{
 			ReadHeader: o.ReadHeaderTimeout, Idle: o.IdleTimeout, HeaderBytes: o.MaxHeaderBytes,
 			Write: o.WriteTimeout,
-			Body: limits.NewBody(config.DefaultBodyTimeout, config.DefaultBodyMinRate),
+			Body:  limits.NewBody(config.DefaultBodyTimeout, config.DefaultBodyMinRate),
 		},
 		started:   time.Now(),
 		history:   status.NewHistory(),

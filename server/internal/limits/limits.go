@@ -17,11 +17,11 @@ import (
 
 // Defaults, as the README states them.
 const (
-	DefaultReadHeader  = 20 * time.Second // request head, and a new connection's first request (HTTP/2: preface)
-	DefaultIdle        = 75 * time.Second // nginx's keepalive_timeout
+	DefaultReadHeader  = 20 * time.Second          // request head, and a new connection's first request (HTTP/2: preface)
+	DefaultIdle        = 75 * time.Second          // nginx's keepalive_timeout
 	DefaultBodyRead    = config.DefaultBodyTimeout // [global] body_timeout
 	DefaultBodyMinRate = config.DefaultBodyMinRate // [global] body_min_rate, bytes/s
-	DefaultWrite       = 60 * time.Second // nginx's send_timeout
+	DefaultWrite       = 60 * time.Second          // nginx's send_timeout
 	DefaultHeaderBytes = wire.DefaultMaxHeaderBytes
 )
 
