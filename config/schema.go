@@ -209,6 +209,8 @@ type Proxy struct {
 	// file) before an upstream connection is taken. Default true; false
 	// streams it (uploads the upstream must see as they come).
 	RequestBuffering *bool `toml:"request_buffering"`
+	// ResponseBuffering: see config/responsebuffering.go.
+	ResponseBuffering *bool `toml:"response_buffering"`
 }
 
 // Health is an active upstream health check.
@@ -242,6 +244,8 @@ type FastCGI struct {
 	// file) before a php-fpm connection is taken. Default true; false
 	// streams bodies of known length while the script runs.
 	RequestBuffering *bool `toml:"request_buffering"`
+	// ResponseBuffering: see config/responsebuffering.go.
+	ResponseBuffering *bool `toml:"response_buffering"`
 }
 
 // Queue is the FIFO of requests waiting for a FastCGI connection.

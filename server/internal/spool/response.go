@@ -1,0 +1,279 @@
+package spool
+
+import (
+	"io"
+	"os"
+	"sync"
+)
+
+// Response buffering, as nginx's fastcgi_buffering and proxy_buffering:
+// the FastCGI and proxy handlers read a response from php-fpm or the
+// upstream as fast as it comes and hand it to a Response, which passes it
+// on to the client as fast as the client takes it. So a client that reads
+// slowly, or not at all (an HTTP/2 stream at a zero window), holds neither
+// a php-fpm worker nor an upstream connection: those are released as soon
+// as the backend has finished, while the client is still being served
+// from the buffer. What the client has not taken is held in memory up to
+// ResponseMem bytes, beyond that in an unlinked temporary file up to
+// ResponseFileMax bytes; past both, Write waits for the client (the
+// backend is then held, as without buffering).
+const (
+	ResponseMem     = 64 << 10
+	ResponseFileMax = 1 << 30 // as nginx's fastcgi_max_temp_file_size
+	chunkSize       = 16 << 10
+)
+
+var chunks = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+// Response is the buffer between a backend and one client. Write never
+// waits for the client while within the bounds; the bytes reach the client
+// from a goroutine of the Response's own, started by the first Flush or
+// when memory is full, and flushed whenever it has caught up. Until then
+// nothing is written, so a short response is written whole by Finish, in
+// the caller's goroutine, after the backend is released. The zero value is
+// not usable: see NewResponse.
+type Response struct {
+	w     io.Writer
+	flush func()
+	dir   string
+	mem   int   // bound of the memory held
+	max   int64 // bound of the file's unsent bytes
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	chunks  []*[chunkSize]byte
+	head    int // sent bytes of chunks[0]
+	tail    int // used bytes of the last chunk
+	memN    int // unsent bytes in memory
+	file    *os.File
+	fw, fr  int64 // the file's write and read offsets
+	noFile  bool  // the file could not be made: wait for the client
+	running bool
+	closed  bool
+	err     error // the client's write error, once there is one
+	done    chan struct{}
+	spilled bool
+}
+
+// NewResponse returns a Response writing to w, calling flush to push what
+// it wrote to the client, with its file in dir ("" for os.TempDir()).
+func NewResponse(w io.Writer, flush func(), dir string) *Response {
+	b := &Response{w: w, flush: flush, dir: dir, mem: ResponseMem, max: ResponseFileMax, done: make(chan struct{})}
+	b.cond.L = &b.mu
+	return b
+}
+
+// SetBounds sets the memory and file bounds (tests use small ones).
+func (b *Response) SetBounds(mem int, file int64) { b.mem, b.max = mem, file }
+
+// Spilled reports whether the response went to the temporary file.
+func (b *Response) Spilled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spilled
+}
+
+// Write takes p for the client. Its error is the client's (a write to the
+// client failed: the rest of the response is dropped) or nil.
+func (b *Response) Write(p []byte) (int, error) {
+	n := len(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(p) > 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		switch {
+		case b.fw == b.fr && b.memN < b.mem:
+			k := b.toMem(p[:min(len(p), b.mem-b.memN)])
+			p = p[k:]
+		case !b.noFile && b.fw-b.fr < b.max && (b.running || b.fw > b.fr):
+			k := min(int64(len(p)), b.max-(b.fw-b.fr))
+			if err := b.toFile(p[:k]); err != nil {
+				b.noFile = true // the disk failed: wait for the client instead
+				continue
+			}
+			p = p[k:]
+		case !b.running:
+			b.start() // memory is full: spill to the file from now on
+			continue
+		default:
+			b.cond.Wait()
+			continue
+		}
+		b.cond.Broadcast()
+	}
+	return n, nil
+}
+
+// toMem appends p to the memory chunks (b.mu held) and returns how much
+// it took.
+func (b *Response) toMem(p []byte) int {
+	n := 0
+	for len(p) > 0 {
+		if len(b.chunks) == 0 || b.tail == chunkSize {
+			b.chunks = append(b.chunks, chunks.Get().(*[chunkSize]byte))
+			b.tail = 0
+		}
+		k := copy(b.chunks[len(b.chunks)-1][b.tail:], p)
+		b.tail += k
+		b.memN += k
+		n += k
+		p = p[k:]
+	}
+	return n
+}
+
+// toFile appends p to the file (b.mu held), making it first.
+func (b *Response) toFile(p []byte) error {
+	if b.file == nil {
+		f, err := os.CreateTemp(b.dir, "arka-response-*")
+		if err != nil {
+			return err
+		}
+		os.Remove(f.Name()) // unlinked: the file goes away with the descriptor
+		b.file = f
+		b.spilled = true
+	}
+	if _, err := b.file.WriteAt(p, b.fw); err != nil {
+		return err
+	}
+	b.fw += int64(len(p))
+	return nil
+}
+
+// Flush asks for what was written to reach the client now (the backend
+// paused: a flushing script, server-sent events): from here on the
+// Response passes bytes on from its own goroutine.
+func (b *Response) Flush() {
+	b.mu.Lock()
+	if !b.running {
+		b.start()
+	}
+	b.mu.Unlock()
+}
+
+func (b *Response) start() {
+	b.running = true
+	go b.drain()
+}
+
+// Finish ends the response: it waits until the client has everything
+// (writing it itself when nothing was passed on yet) and frees the
+// buffers. It returns the client's write error, if any. The caller may
+// use the client's writer again only after Finish.
+func (b *Response) Finish() error {
+	b.mu.Lock()
+	b.closed = true
+	b.cond.Broadcast()
+	running := b.running
+	b.running = true
+	b.mu.Unlock()
+	if running {
+		<-b.done
+	} else {
+		b.drain()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.drop()
+	if b.file != nil {
+		b.file.Close()
+		b.file = nil
+	}
+	return b.err
+}
+
+// drop returns the memory chunks (b.mu held).
+func (b *Response) drop() {
+	for i, c := range b.chunks {
+		chunks.Put(c)
+		b.chunks[i] = nil
+	}
+	b.chunks, b.head, b.tail, b.memN = b.chunks[:0], 0, 0, 0
+}
+
+// drain passes the bytes on to the client until the Response is finished
+// and empty, or the client fails.
+func (b *Response) drain() {
+	defer close(b.done)
+	var rbuf *[chunkSize]byte
+	defer func() {
+		if rbuf != nil {
+			chunks.Put(rbuf)
+		}
+	}()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		for b.memN == 0 && b.fw == b.fr && !b.closed {
+			b.cond.Wait()
+		}
+		var p []byte
+		fromMem := b.memN > 0
+		switch {
+		case fromMem:
+			end := chunkSize
+			if len(b.chunks) == 1 {
+				end = b.tail
+			}
+			p = b.chunks[0][b.head:end]
+		case b.fw > b.fr:
+			if rbuf == nil {
+				rbuf = chunks.Get().(*[chunkSize]byte)
+			}
+			k, err := b.file.ReadAt(rbuf[:min(int64(chunkSize), b.fw-b.fr)], b.fr)
+			if k == 0 {
+				b.fail(err)
+				return
+			}
+			p = rbuf[:k]
+		default:
+			return // closed and empty
+		}
+		b.mu.Unlock()
+		_, err := b.w.Write(p)
+		b.mu.Lock()
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		if fromMem {
+			b.head += len(p)
+			b.memN -= len(p)
+			if b.head == chunkSize || len(b.chunks) == 1 && b.head == b.tail {
+				chunks.Put(b.chunks[0])
+				n := copy(b.chunks, b.chunks[1:])
+				b.chunks[n] = nil
+				b.chunks = b.chunks[:n]
+				b.head = 0
+				if n == 0 {
+					b.tail = 0
+				}
+			}
+		} else {
+			b.fr += int64(len(p))
+			if b.fr == b.fw {
+				b.fr, b.fw = 0, 0 // all sent: the file is used again from its start
+			}
+		}
+		b.cond.Broadcast()
+		if b.memN == 0 && b.fw == b.fr && !b.closed && b.flush != nil {
+			b.mu.Unlock()
+			b.flush()
+			b.mu.Lock()
+		}
+	}
+}
+
+// fail records the client's error and drops what it will never get (b.mu
+// held).
+func (b *Response) fail(err error) {
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	b.err = err
+	b.drop()
+	b.fr, b.fw = 0, 0
+	b.cond.Broadcast()
+}
