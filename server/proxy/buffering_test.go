@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,4 +100,74 @@ func TestRequestBufferingOff(t *testing.T) {
 			t.Errorf("upstream got %q bytes, want 5000", got)
 		}
 	})
+}
+
+// TestResponseBuffering: a client that asks for an 8 MiB answer and does
+// not read it holds no upstream connection with response_buffering (the
+// default): the upstream finishes sending at once and its connection goes
+// back to the pool (the next request reuses it), while the client gets
+// every byte, in order, when it reads. With response_buffering = false
+// the upstream is still sending to the stalled client.
+func TestResponseBuffering(t *testing.T) {
+	const lines = 512 << 10 // 16 bytes each
+	for _, buffering := range []bool{true, false} {
+		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
+			var finished atomic.Int32
+			up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/proxy/small" {
+					io.WriteString(w, "small")
+					return
+				}
+				bw := bufio.NewWriterSize(w, 64<<10)
+				for i := range lines {
+					fmt.Fprintf(bw, "%015d\n", i)
+				}
+				bw.Flush()
+				finished.Add(1)
+			}))
+			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseBuffering: &buffering})
+			f := startFront(t, "h1", h)
+			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+			}}
+			slow, err := d.Dial("tcp", f.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer slow.Close()
+			io.WriteString(slow, "GET /proxy/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			deadline := time.Now().Add(2 * time.Second)
+			for finished.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if done := finished.Load() == 1; done != buffering {
+				t.Errorf("upstream finished sending to a client that does not read: %v", done)
+			}
+			if buffering {
+				// The connection is back in the pool: the next request
+				// reuses it.
+				if _, body := get(t, f.client, f.url("/proxy/small")); body != "small" {
+					t.Errorf("next request: %q", body)
+				}
+				if n := up.conns.Load(); n != 1 {
+					t.Errorf("%d upstream connections, want the first one reused", n)
+				}
+			}
+			slow.SetReadDeadline(time.Now().Add(20 * time.Second))
+			res, err := http.ReadResponse(bufio.NewReader(slow), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			line := make([]byte, 16)
+			for i := range lines {
+				if _, err := io.ReadFull(res.Body, line); err != nil {
+					t.Fatalf("line %d: %v", i, err)
+				}
+				if want := fmt.Sprintf("%015d\n", i); string(line) != want {
+					t.Fatalf("line %d is %q, want %q", i, line, want)
+				}
+			}
+		})
+	}
 }
