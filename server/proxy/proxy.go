@@ -148,8 +148,8 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 			Timeout:   cfg.ConnectTimeout.Or(config.DefaultProxyConnect),
 			KeepAlive: 30 * time.Second,
 		},
-		log:       o.Logger,
-		site:      o.Site,
+		log:        o.Logger,
+		site:       o.Site,
 		buffering:  cfg.RequestBufferingEnabled(),
 		respBuffer: cfg.ResponseBufferingEnabled(),
 	}
