@@ -62,6 +62,7 @@ func start(t *testing.T, o server.Options, global ...string) *target {
 	fpmtest.WriteFiles(t, filepath.Join(dir, "www"), map[string]string{
 		"php/page.php":   `<?php echo str_repeat("php page ", 2000);`,
 		"php/upload.php": `<?php echo strlen(file_get_contents('php://input'));`,
+		"php/big.php":    `<?php echo str_repeat("0123456789abcde\n", 131072);`,
 	})
 	tg := &target{upConns: new(atomic.Int32), upActive: new(atomic.Int32)}
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -240,6 +241,77 @@ func TestZeroWindow(t *testing.T) {
 		t.Errorf("upstream still serving %d requests of the attack", n)
 	}
 	tg.normal(t, 3*time.Second)
+}
+
+// TestZeroWindowPHP: 8 HTTP/2 clients (twice php-fpm's 4 children) ask
+// for a 2 MiB PHP page and never open their flow-control window (before:
+// each held its php-fpm worker until the write timeout reset the stream,
+// 60 s by default, so PHP answered nobody else meanwhile). Now the
+// response is buffered (memory, then the spool file) and the worker is
+// released when the script has finished: a normal client is served at
+// once while the stalled streams are still open (the write timeout here is
+// 30 s, so it is not what frees the workers), and a stalled client that
+// opens its window gets the whole page.
+func TestZeroWindowPHP(t *testing.T) {
+	tg := start(t, server.Options{WriteTimeout: 30 * time.Second})
+	type held struct {
+		c  *tls.Conn
+		fr *http2.Framer
+	}
+	var all []held
+	for range 8 {
+		c, fr, err := h2conn(t, tg.e.HTTPS, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers(fr, 1, "GET", "/php/big.php", true)
+		all = append(all, held{c, fr})
+	}
+	time.Sleep(time.Second) // every script has run (4 at a time, a few ms each)
+	heapHeld, _ := heap()
+	start := time.Now()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+	defer c.CloseIdleConnections()
+	for _, base := range []string{"http://" + tg.e.HTTP, "https://" + tg.e.HTTPS} {
+		resp, err := c.Get(base + "/php/page.php")
+		if err != nil {
+			t.Fatalf("normal client while 8 streams sit at a zero window: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("normal client: %d", resp.StatusCode)
+		}
+	}
+	took := time.Since(start)
+	t.Logf("8 streams at a zero window on a 2 MiB PHP page (4 php-fpm children): a normal client served twice in %v; heap %d KiB", took.Round(time.Millisecond), heapHeld>>10)
+	if took > 2*time.Second {
+		t.Errorf("a normal PHP client took %v while stalled clients held the page", took)
+	}
+	// A stalled client opens its window and gets every byte.
+	h := all[0]
+	h.fr.WriteWindowUpdate(0, 1<<30)
+	h.fr.WriteWindowUpdate(1, 1<<30)
+	h.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := 0
+	for {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", got, err)
+		}
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
+			got += len(d.Data())
+			if d.StreamEnded() {
+				break
+			}
+		}
+		if r, ok := f.(*http2.RSTStreamFrame); ok {
+			t.Fatalf("stream reset (%v) after %d bytes", r.ErrCode, got)
+		}
+	}
+	if got != 2<<20 {
+		t.Errorf("the stalled client got %d bytes, want %d", got, 2<<20)
+	}
 }
 
 // TestSlowloris: clients that re-open connections and drip header bytes to
