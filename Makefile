@@ -45,7 +45,7 @@ bench-quick: build
 
 # Arka's hot paths in-process, with allocations; no external server needed.
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -v ./tests/bench/
+	$(GO) test -run '^$$' -bench . -benchmem -v ./tests/bench/ ./server/internal/encoding/
 
 # Appliance image: images/out/arka-$(BOARD).img for BOARD=rpi (Raspberry Pi,
 # arm64) or BOARD=amd64 (UEFI PCs and VMs). Reproducible: a clean tree builds

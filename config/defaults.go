@@ -27,7 +27,7 @@ const (
 	DefaultGzipLevel   = 5
 
 	// Static files without precompressed siblings are compressed once, at a
-	// high level, and the result is cached (see server/encoding).
+	// high level, and the result is cached (see server/internal/encoding).
 	DefaultStaticBrotliLevel = 11
 	DefaultStaticGzipLevel   = 9
 

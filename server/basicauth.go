@@ -12,7 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/errpage"
 	"github.com/arkaweb/arka/server/internal/realip"
 )
 

@@ -6,12 +6,12 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/encoding"
-	"github.com/arkaweb/arka/server/errpage"
-	"github.com/arkaweb/arka/server/fastcgi"
-	"github.com/arkaweb/arka/server/proxy"
-	"github.com/arkaweb/arka/server/respond"
-	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server/internal/encoding"
+	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/fastcgi"
+	"github.com/arkaweb/arka/server/internal/proxy"
+	"github.com/arkaweb/arka/server/internal/respond"
+	"github.com/arkaweb/arka/server/internal/static"
 	"github.com/arkaweb/arka/server/status"
 )
 

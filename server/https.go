@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/acme"
-	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/acme"
+	"github.com/arkaweb/arka/server/internal/errpage"
 	"github.com/arkaweb/arka/server/internal/realip"
 )
 

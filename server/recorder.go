@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/errpage"
 )
 
 // recorder wraps the engine's ResponseWriter to learn the status and body

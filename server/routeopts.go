@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/errpage"
 	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/wire"
 )

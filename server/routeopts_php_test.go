@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
 	"github.com/arkaweb/arka/server/servertest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 )
 
 // Route options, BREACH and intercept_errors with real PHP: the route's

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
 	"github.com/arkaweb/arka/server/servertest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )

@@ -29,15 +29,15 @@ import (
 	"github.com/arkaweb/arka/board/fan"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/acme"
-	"github.com/arkaweb/arka/server/encoding"
-	"github.com/arkaweb/arka/server/errpage"
-	"github.com/arkaweb/arka/server/fastcgi"
-	"github.com/arkaweb/arka/server/h1"
-	"github.com/arkaweb/arka/server/h2"
+	"github.com/arkaweb/arka/server/internal/acme"
+	"github.com/arkaweb/arka/server/internal/encoding"
+	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/fastcgi"
+	"github.com/arkaweb/arka/server/internal/h1"
+	"github.com/arkaweb/arka/server/internal/h2"
 	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/realip"
-	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server/internal/static"
 	"github.com/arkaweb/arka/server/status"
 )
 
@@ -111,7 +111,7 @@ type Options struct {
 	// Listen binds a listen address (default net.Listen), for tests that
 	// hand over sockets they bound themselves.
 	Listen func(network, address string) (net.Listener, error)
-	// PHP is the php-fpm Arka runs itself (package appliance/phpfpm), used
+	// PHP is the php-fpm Arka runs itself (package appliance/device/phpfpm), used
 	// by fastcgi routes whose address is "php" or empty, and shown on the
 	// status page. Nil when Arka runs none: such routes are then errors.
 	PHP PHP
@@ -126,6 +126,12 @@ type Options struct {
 	// server's). The zero value takes its defaults.
 	ACME acme.Options
 }
+
+// FileCacheValid is how long the static-file cache trusts what it knew
+// about a file (static.DefaultValid): a file replaced on disk is served
+// new at most this long after. cmd/arka-init waits this long after
+// repointing a deployed site before it answers the deploy.
+const FileCacheValid = static.DefaultValid
 
 // PHP is the php-fpm pool Arka runs itself, as the server sees it.
 type PHP interface {

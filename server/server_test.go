@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server"
-	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
 	"github.com/arkaweb/arka/server/servertest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 )
 
 func www(t *testing.T, dir, name, body string) string {

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 
 	"github.com/arkaweb/arka/config"
-	"github.com/arkaweb/arka/server/acme"
-	"github.com/arkaweb/arka/server/errpage"
-	"github.com/arkaweb/arka/server/fastcgi"
-	"github.com/arkaweb/arka/server/proxy"
+	"github.com/arkaweb/arka/server/internal/acme"
+	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/fastcgi"
+	"github.com/arkaweb/arka/server/internal/proxy"
 )
 
 // table is one compiled configuration: every listener's virtual hosts,

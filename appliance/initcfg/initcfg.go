@@ -17,13 +17,25 @@ const Path = "/etc/arka/init.json"
 
 // Arka's programs in the root file system. gokrazy supervises /user/arka,
 // a symbolic link to /gokrazy/init: arka-init started under that name runs
-// ArkaBinary and restarts it with a backoff (package appliance/supervise),
+// ArkaBinary and restarts it with a backoff (package appliance/device/supervise),
 // writing SupervisorState.
 const (
 	ArkaService     = "/user/arka"
 	ArkaBinary      = "/usr/lib/arka/arka"
 	SupervisorState = "/run/arka/supervise.json"
 )
+
+// SettingsBuildPath is a root file naming the settings.txt this build put
+// into the boot partition (package appliance/settings, its Build as JSON). arka-init compares it
+// with the boot partition's file after an over-the-air update (which
+// rewrites the boot partition): a file the update brought that nobody gave
+// on purpose is replaced by the device's own settings from before.
+const SettingsBuildPath = "/etc/arka/settings-build.json"
+
+// ZoneinfoPath is the time zone database in the root file system (Go's
+// zoneinfo.zip: the programs read it through $ZONEINFO, so the settings
+// file's time zone works without /usr/share/zoneinfo).
+const ZoneinfoPath = "/etc/arka/zoneinfo.zip"
 
 // Placeholders init expands in Service.Args and Service.Env at boot.
 const (

@@ -29,12 +29,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/arkaweb/arka/appliance/build/flash"
+	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/build/phpimage"
+	"github.com/arkaweb/arka/appliance/build/vm"
 	"github.com/arkaweb/arka/appliance/devices"
-	"github.com/arkaweb/arka/appliance/flash"
-	"github.com/arkaweb/arka/appliance/image"
-	"github.com/arkaweb/arka/appliance/image/partition"
-	"github.com/arkaweb/arka/appliance/phpimage"
-	"github.com/arkaweb/arka/appliance/vm"
+	"github.com/arkaweb/arka/appliance/partition"
 )
 
 const usage = `usage:

@@ -12,11 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/ota"
-	"github.com/arkaweb/arka/appliance/ota/updater"
+	"github.com/arkaweb/arka/appliance/build/updater"
+	"github.com/arkaweb/arka/appliance/device/ota"
 )
 
-// cmdUpdate sends an image to a running appliance (appliance/ota/updater).
+// cmdUpdate sends an image to a running appliance (appliance/build/updater).
 func cmdUpdate(args []string) error {
 	fs := flag.NewFlagSet("update", flag.ExitOnError)
 	host := fs.String("host", "", "the device: host name or address, optionally with the web UI port (host:8080)")

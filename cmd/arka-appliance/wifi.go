@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/arkaweb/arka/appliance/image"
-	"github.com/arkaweb/arka/appliance/phpimage"
+	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/build/phpimage"
+	"github.com/arkaweb/arka/appliance/build/wifiimage"
 	"github.com/arkaweb/arka/appliance/settings"
-	"github.com/arkaweb/arka/appliance/wifiimage"
 )
 
 // wifiParts is what a Raspberry Pi image needs for Wi-Fi: the chip
-// firmware and regulatory database (appliance/wifiimage) and Debian's
+// firmware and regulatory database (appliance/build/wifiimage) and Debian's
 // wpa_supplicant with its libraries (carried like php-fpm).
 type wifiParts struct {
 	Files    []image.File

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/appliance/deploy"
+	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/appliance/initcfg"
-	"github.com/arkaweb/arka/appliance/ota"
-	"github.com/arkaweb/arka/server/static"
+	"github.com/arkaweb/arka/server"
 )
 
 // activeLink names the directory Arka reads its sites from
@@ -60,9 +60,9 @@ func startDeploy(fallback, state string, sets *settingsState) (sitesArg, real st
 		}
 		// The new site's files have the old ones' paths (through
 		// activeLink): Arka's file cache trusts what it knew about them
-		// for static.DefaultValid. Past that, every request sees the new
+		// for server.FileCacheValid. Past that, every request sees the new
 		// files, so the deploy is answered then.
-		time.Sleep(static.DefaultValid + 100*time.Millisecond)
+		time.Sleep(server.FileCacheValid + 100*time.Millisecond)
 		return nil
 	}
 	store.OnChange = func() { writeApplianceStatus(sets, store) }
@@ -256,7 +256,7 @@ func findProcess(path string) (int, error) {
 }
 
 // arkaPID is the running Arka's process: the one its supervisor (/user/arka,
-// appliance/supervise) started, else a direct child of init run as
+// appliance/device/supervise) started, else a direct child of init run as
 // /user/arka (an image from before the supervisor).
 func arkaPID() (int, error) {
 	if st := arkaState(); st != nil && st.PID != 0 {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/arkaweb/arka/appliance/image/partition"
+	"github.com/arkaweb/arka/appliance/partition"
 )
 
 const (

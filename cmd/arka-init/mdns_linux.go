@@ -3,11 +3,11 @@ package main
 import (
 	"log"
 
-	"github.com/arkaweb/arka/appliance/mdns"
+	"github.com/arkaweb/arka/appliance/device/mdns"
 )
 
 // startMDNS answers multicast DNS for <hostname>.local and announces
-// Arka's HTTP and HTTPS ports through DNS-SD (appliance/mdns), on every
+// Arka's HTTP and HTTPS ports through DNS-SD (appliance/device/mdns), on every
 // interface, following address changes (DHCP, Wi-Fi).
 func startMDNS() {
 	h := hostnameOf()

@@ -16,8 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/arkaweb/arka/appliance/image"
-	"github.com/arkaweb/arka/appliance/image/fat16"
+	"github.com/arkaweb/arka/appliance/fat16"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/appliance/settings"
 	"github.com/arkaweb/arka/server/status"
@@ -72,7 +71,7 @@ func loadSettings(netif string) *settingsState {
 		st.Found = true
 	}
 	var build settings.Build
-	if b, err := os.ReadFile(image.SettingsBuildPath); err == nil {
+	if b, err := os.ReadFile(initcfg.SettingsBuildPath); err == nil {
 		json.Unmarshal(b, &build)
 	}
 	kept, _ := os.ReadFile(keptSettings)
@@ -123,8 +122,8 @@ func (st *settingsState) apply(netif string) {
 		}
 	}
 	if s.Timezone != "" {
-		st.env = append(st.env, "TZ="+s.Timezone, "ZONEINFO="+image.ZoneinfoPath)
-		os.Setenv("ZONEINFO", image.ZoneinfoPath)
+		st.env = append(st.env, "TZ="+s.Timezone, "ZONEINFO="+initcfg.ZoneinfoPath)
+		os.Setenv("ZONEINFO", initcfg.ZoneinfoPath)
 		if loc, err := time.LoadLocation(s.Timezone); err == nil {
 			time.Local = loc
 		}

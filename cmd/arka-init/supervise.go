@@ -5,8 +5,8 @@ import (
 	"log"
 	"os"
 
+	"github.com/arkaweb/arka/appliance/device/supervise"
 	"github.com/arkaweb/arka/appliance/initcfg"
-	"github.com/arkaweb/arka/appliance/supervise"
 )
 
 // superviseArka is arka-init started by gokrazy as /user/arka (a symbolic

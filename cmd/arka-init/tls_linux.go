@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/appliance/devices"
-	"github.com/arkaweb/arka/appliance/ota"
 )
 
 // deviceTLSDir holds the device's own certificate for the web UI and the

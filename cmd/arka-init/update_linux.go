@@ -15,14 +15,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/arkaweb/arka/appliance/device/ota"
+	"github.com/arkaweb/arka/appliance/device/supervise"
 	"github.com/arkaweb/arka/appliance/initcfg"
-	"github.com/arkaweb/arka/appliance/ota"
-	"github.com/arkaweb/arka/appliance/supervise"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/status"
 )
 
-// startUpdateAgent starts Arka's update agent (appliance/ota) once /perm is
+// startUpdateAgent starts Arka's update agent (appliance/device/ota) once /perm is
 // mounted: it serves GET /arka/update and POST /arka/update/testboot on
 // gokrazy's web UI, records what became of the last update, and on a trial
 // boot guards gokrazy's update endpoints and arms a deadline that reboots

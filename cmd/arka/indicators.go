@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/board/fan"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
@@ -75,7 +75,7 @@ const UpdateStatusInterval = 2 * time.Second
 // watchUpdateStatus turns what arka-init reports about the appliance into
 // conditions until ctx ends, every UpdateStatusInterval:
 //
-//   - the update agent's status file (appliance/ota StatusFile under root)
+//   - the update agent's status file (appliance/device/ota StatusFile under root)
 //     is the "update" condition: pending or trial is Updating, failed or
 //     rolled-back is RolledBack (until the next update attempt), confirmed
 //     or no file clears it. A file that cannot be read or parsed is logged

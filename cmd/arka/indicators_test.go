@@ -17,7 +17,7 @@ import (
 	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/board/fan"
 
-	"github.com/arkaweb/arka/appliance/ota"
+	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/board/led"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/status"

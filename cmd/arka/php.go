@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/arkaweb/arka/appliance/phpfpm"
+	"github.com/arkaweb/arka/appliance/device/phpfpm"
 	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/status"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arkaweb/arka/server/errpage"
+	"github.com/arkaweb/arka/server/internal/errpage"
 	"github.com/arkaweb/arka/server/internal/realip"
 )
 

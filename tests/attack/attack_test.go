@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server"
-	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
 	"github.com/arkaweb/arka/server/servertest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )

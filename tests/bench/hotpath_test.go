@@ -21,7 +21,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +30,6 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
-	"github.com/arkaweb/arka/server/encoding"
 	"github.com/arkaweb/arka/tests/bench/harness"
 )
 
@@ -182,57 +180,6 @@ func BenchmarkStaticLarge(b *testing.B) {
 	b.Run("http", func(b *testing.B) { b.SetBytes(int64(n)); get(b, plain, false, harness.BinaryPath, "", n) })
 	b.Run("h2", func(b *testing.B) { b.SetBytes(int64(n)); getH2(b, secure, harness.BinaryPath, "", n) })
 }
-
-// BenchmarkDynamicZstd: the content-coding middleware Arka puts in front
-// of responses made per request (proxy, FastCGI), encoding the 25 KB PHP
-// page with zstd at the default level, handler to writer, no network.
-func BenchmarkDynamicZstd(b *testing.B) {
-	f, err := getFixture()
-	if err != nil {
-		b.Fatal(err)
-	}
-	body := f.content.PHPPage
-	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Content-Type"] = []string{"text/html; charset=UTF-8"}
-		w.WriteHeader(200)
-		w.Write(body)
-	})
-	for _, ae := range []string{"zstd", "br", "gzip"} {
-		b.Run(ae, func(b *testing.B) {
-			var lv [encoding.NumCodings]int
-			h := encoding.New(encoding.Options{MinSize: 512, Levels: lv, Pools: &encoding.Pools{}}).Wrap(page)
-			r, _ := http.NewRequest("GET", "/app/page.php", nil)
-			r.Header.Set("Accept-Encoding", harness.BrowserAcceptEncoding)
-			if ae != "zstd" {
-				r.Header.Set("Accept-Encoding", ae)
-			}
-			w := &discardWriter{h: http.Header{}}
-			h.ServeHTTP(w, r)
-			if got := w.h.Get("Content-Encoding"); got != ae {
-				b.Fatalf("Content-Encoding %q, want %q", got, ae)
-			}
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				clear(w.h)
-				w.n = 0
-				h.ServeHTTP(w, r)
-			}
-			b.ReportMetric(float64(w.n), "out-bytes")
-		})
-	}
-}
-
-type discardWriter struct {
-	h      http.Header
-	status int
-	n      int
-}
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) WriteHeader(code int)        { w.status = code }
-func (w *discardWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
 
 // BenchmarkProxy: small and 30 KB answers from an upstream that allocates
 // nothing; plain HTTP/1.1, and 30 KB compressed for a browser (zstd).

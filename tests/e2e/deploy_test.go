@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/image"
-	"github.com/arkaweb/arka/appliance/image/fat16"
-	"github.com/arkaweb/arka/appliance/image/partition"
-	"github.com/arkaweb/arka/appliance/vm"
+	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/build/vm"
+	"github.com/arkaweb/arka/appliance/fat16"
+	"github.com/arkaweb/arka/appliance/partition"
 	"github.com/arkaweb/arka/server/status"
 )
 

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/image/partition"
-	"github.com/arkaweb/arka/appliance/vm"
+	"github.com/arkaweb/arka/appliance/build/vm"
+	"github.com/arkaweb/arka/appliance/partition"
 	"github.com/arkaweb/arka/server/status"
 )
 

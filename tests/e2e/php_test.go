@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/image"
-	"github.com/arkaweb/arka/appliance/phpimage"
-	"github.com/arkaweb/arka/appliance/vm"
+	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/build/phpimage"
+	"github.com/arkaweb/arka/appliance/build/vm"
 )
 
 const phpSiteFile = `# A PHP site on /perm, served by the php-fpm in the image.

@@ -19,9 +19,9 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/image"
-	"github.com/arkaweb/arka/appliance/ota"
-	"github.com/arkaweb/arka/appliance/vm"
+	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/build/vm"
+	"github.com/arkaweb/arka/appliance/device/ota"
 )
 
 // device is an appliance booted in QEMU, seen from the host.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/server/acme/pebbletest"
 	"github.com/arkaweb/arka/tests/integration/harness"
+	"github.com/arkaweb/arka/tests/pebbletest"
 )
 
 // The real binary gets certificates from Pebble (Let's Encrypt's test CA,

@@ -18,7 +18,7 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 	"github.com/arkaweb/arka/tests/integration/harness"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/appliance/supervise"
+	"github.com/arkaweb/arka/appliance/device/supervise"
 	"github.com/arkaweb/arka/server/status"
 	"github.com/arkaweb/arka/tests/integration/harness"
 )
@@ -320,7 +320,7 @@ handler = { type = "static", root = "`+e.www+`" }
 }
 
 // TestSupervisedRestartBackoff: the appliance's supervisor (package
-// appliance/supervise, as arka-init runs it) restarts the real arka when it
+// appliance/device/supervise, as arka-init runs it) restarts the real arka when it
 // exits — here because another arka holds its state directory — with a
 // growing delay, and records the exit status and arka's last lines.
 func TestSupervisedRestartBackoff(t *testing.T) {

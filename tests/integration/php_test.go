@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arkaweb/arka/server/fastcgi/fpmtest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 	"github.com/arkaweb/arka/tests/integration/harness"
 )
 

@@ -1,5 +1,5 @@
-// Package core holds the response rules both HTTP engines (server/h1 and
-// server/h2) apply to what a handler writes, so that they cannot drift:
+// Package core holds the response rules both HTTP engines (server/internal/h1 and
+// server/internal/h2) apply to what a handler writes, so that they cannot drift:
 // which status codes are valid and which are interim (1xx), which allow a
 // body, how a declared Content-Length is read and enforced. The engines
 // keep only their framing.

@@ -1,5 +1,5 @@
 // Package limits holds the one set of client limits both HTTP engines
-// (server/h1 and server/h2) apply: how long a client may take to send a
+// (server/internal/h1 and server/internal/h2) apply: how long a client may take to send a
 // request head, stay idle, send a body, and read a response, and how large
 // a request head may be. package server builds one Limits from its Options
 // and gives the same value to both engines, so the numbers in the README

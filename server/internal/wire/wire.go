@@ -1,4 +1,4 @@
-// Package wire holds what Arka's HTTP engines (server/h1, server/h2) share
+// Package wire holds what Arka's HTTP engines (server/internal/h1, server/internal/h2) share
 // about the bytes on the wire: canonical forms of common field names
 // without allocating, and the Date field value cached per second.
 package wire

@@ -1,0 +1,154 @@
+package fastcgi
+
+import (
+	"bufio"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/internal/fcgi"
+	"github.com/arkaweb/arka/server/internal/monotime"
+)
+
+// readBufferSize is the receive buffer of one connection. php-fpm writes
+// its output in 8 KiB pieces; 32 KiB takes several at once.
+const readBufferSize = 32 << 10
+
+// conn is one connection to the FastCGI server. It carries one request at
+// a time, always with request id 1 (php-fpm does not multiplex).
+type conn struct {
+	nc      net.Conn
+	br      *bufio.Reader
+	rd      fcgi.Reader
+	timeout time.Duration // read_timeout of the current request: longest wait for output
+
+	// probed is set once a worker answered the connection's probe
+	// (probeSent: the probe is written); see pool.probe.
+	probed, probeSent bool
+	// idleSince is when it last went idle (under pool.mu).
+	idleSince time.Time
+
+	// reused is set once the connection has completed a request: a failure
+	// on a reused connection before any answer is a stale connection, and
+	// the request may be sent again on a new one.
+	reused bool
+
+	// wmu serializes writes after the request head: STDIN records from the
+	// body goroutine and ABORT_REQUEST from the client-gone callback.
+	wmu sync.Mutex
+	// aborted is set when ABORT_REQUEST was sent: php-fpm then closes the
+	// connection after its END_REQUEST, so it is never reused.
+	aborted atomic.Bool
+	// armed is when the read deadline was last pushed forward (monotime.Now());
+	// 0 while no read deadline applies (a body is still being sent), -1
+	// once it is fixed (after ABORT_REQUEST).
+	armed atomic.Int64
+
+	// out is the body bytes of the current response held back for one
+	// write to the client (outBufferSize, made at the first response).
+	out []byte
+
+	// answered is set once the server sent anything on the connection
+	// (see pool.kickUntilAnswered).
+	answered atomic.Bool
+
+	closeOnce sync.Once
+	abortFn   func() // c.abort, made once
+	peek      peeker // checks a kept connection before use
+}
+
+func newConn(nc net.Conn, timeout time.Duration) *conn {
+	c := &conn{nc: nc, timeout: timeout}
+	c.abortFn = c.abort
+	c.peek.init(nc)
+	c.br = bufio.NewReaderSize(c, readBufferSize)
+	c.rd.Reset(c.br)
+	return c
+}
+
+// Read implements io.Reader for the bufio.Reader. It keeps the read
+// deadline read_timeout ahead of the last time output arrived, like
+// nginx's fastcgi_read_timeout, pushing it forward at most once per
+// eighth of the timeout to keep timer work off the hot path.
+func (c *conn) Read(p []byte) (int, error) {
+	if at := c.armed.Load(); at > 0 {
+		if now := monotime.Now(); now-at > int64(c.timeout/8) && c.armed.CompareAndSwap(at, now) {
+			c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+		}
+	}
+	n, err := c.nc.Read(p)
+	if n > 0 && !c.answered.Load() {
+		c.answered.Store(true)
+	}
+	return n, err
+}
+
+// armRead starts the read timeout now (once the request body is sent).
+func (c *conn) armRead() {
+	if at := c.armed.Load(); at >= 0 && c.armed.CompareAndSwap(at, monotime.Now()) {
+		c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+	}
+}
+
+// writeLocked writes b with the write deadline read_timeout ahead.
+func (c *conn) writeLocked(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// abortGrace is how long the end of an aborted request is awaited.
+const abortGrace = 2 * time.Second
+
+// abort sends ABORT_REQUEST (FastCGI section 5.4) for the current request.
+// php-fpm does not stop a running script for it; the script ends on its
+// own (its END_REQUEST is awaited, so the worker and the slot are freed
+// together) or, if it is still writing output after abortGrace, the
+// connection is closed under it and its next write fails, which ends it
+// like a client that went away.
+func (c *conn) abort() {
+	c.aborted.Store(true)
+	var rec [fcgi.HeaderLen]byte
+	c.writeLocked(fcgi.AppendAbortRequest(rec[:0], 1))
+	c.armed.Store(-1)
+	c.nc.SetReadDeadline(time.Now().Add(min(abortGrace, c.timeout)))
+}
+
+// peerDraining tells, after the connection ended (EOF) without answering
+// a request, whether the peer is a php-fpm worker that gave the connection
+// up after its previous request, rather than a process that died while
+// running this one. Such a worker (pm.max_requests reached) shuts down its
+// sending side and then reads and discards everything until the client
+// closes (php-src main/fastcgi.c, fcgi_close), so it never ran the request
+// and accepts more bytes; a dead process refuses them: EPIPE at once over
+// a unix socket, and over TCP once its RST is back, a round trip after the
+// first probe. The probe is an empty STDIN record.
+func (c *conn) peerDraining(tcp bool) bool {
+	var rec [fcgi.HeaderLen]byte
+	probe := fcgi.AppendHeader(rec[:0], fcgi.TypeStdin, 1, 0, 0)
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := c.nc.Write(probe); err != nil {
+		return false
+	}
+	if tcp {
+		time.Sleep(5 * time.Millisecond)
+		if _, err := c.nc.Write(probe); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() { c.nc.Close() })
+}
+
+// clean reports whether the connection can carry another request: its
+// last request ended with END_REQUEST, nothing unread is buffered, and no
+// ABORT_REQUEST is pending.
+func (c *conn) clean() bool {
+	return !c.aborted.Load() && c.br.Buffered() == 0
+}

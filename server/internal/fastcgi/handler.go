@@ -1,0 +1,543 @@
+// Package fastcgi runs scripts through a FastCGI server such as php-fpm:
+// an http.Handler with its own FastCGI 1.0 client, a pool of kept
+// connections and a bounded FIFO queue in front of it.
+//
+// One Handler serves one route. It maps the request path to a script
+// under the document root (see resolve), sends the request as FastCGI
+// records with the CGI meta-variables of RFC 3875 section 4.1 as PARAMS
+// and the body as STDIN, and turns the script's STDOUT, a CGI response
+// (RFC 3875 section 6), into the HTTP response. STDERR goes to the error
+// log, never to the client.
+//
+// The pool keeps at most max_conns connections to the FastCGI server, open
+// and reused (FCGI_KEEP_CONN), and never more: php-fpm ties one worker to
+// each open connection, so more connections than workers only hide
+// requests in php-fpm's listen backlog. Requests beyond max_conns wait in
+// one queue of at most queue.size, in arrival order; a full queue or a
+// wait longer than queue.timeout is 503 with Retry-After.
+//
+// Responses are not compressed here: the server's content-coding
+// middleware wraps the handler.
+package fastcgi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/internal/fcgi"
+	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/spool"
+	"github.com/arkaweb/arka/server/internal/wire"
+)
+
+// DefaultMaxSpool is the largest request body spooled for a script when
+// Options.MaxSpool is 0; larger ones get 413.
+const DefaultMaxSpool = spool.DefaultMax
+
+// retryAfter is the Retry-After value, in seconds, of a 503 from a full
+// queue or a queue timeout (RFC 9110 section 10.2.3).
+const retryAfter = "2"
+
+// Options are what the server gives a handler besides its route's config.
+type Options struct {
+	// Logger receives the error log: one line per failed request, naming
+	// the route, the address and the cause, and the scripts' STDERR.
+	// Lines are rate-limited. Nil discards them.
+	Logger *slog.Logger
+
+	// DefaultMaxConns and DefaultQueueSize apply when the route says
+	// max_conns = "auto" or queue.size = "auto" (or leaves them out): the
+	// board budget. Zero means config.DefaultFastCGIMaxConns and
+	// config.DefaultFastCGIQueueSize.
+	DefaultMaxConns  int
+	DefaultQueueSize int
+
+	// PHPAddress is the address of the php-fpm that Arka runs itself
+	// ("unix:/path.sock" or "host:port"), used when the route's address is
+	// "php" or empty. Without it such a route is an error.
+	PHPAddress string
+	// PHPMaxConns is the default max_conns of routes to PHPAddress: the
+	// pool's pm.max_children, so that requests beyond it wait in the
+	// handler's FIFO queue rather than in php-fpm's listen backlog. Zero
+	// means DefaultMaxConns.
+	PHPMaxConns int
+
+	// ServerSoftware is SERVER_SOFTWARE, such as "arka/0.3.0". Default "arka".
+	ServerSoftware string
+
+	// Static serves requests for existing files under the root that are not
+	// scripts (images, CSS of a PHP application), like the "$uri" step of
+	// nginx's try_files. Nil answers them 404.
+	Static http.Handler
+
+	// TempDir is where bodies of unknown length are spooled (see body.go).
+	// Empty means os.TempDir().
+	TempDir string
+	// MaxSpool bounds such bodies, in bytes. Zero means DefaultMaxSpool.
+	MaxSpool int64
+
+	// Dial opens connections to the FastCGI server; nil uses net.Dialer.
+	// The context carries connect_timeout.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// Pools, when set, shares one connection pool among all handlers that
+	// use the same FastCGI address (see Pools); the server passes the same
+	// Pools to every handler it builds, across reloads. Nil gives the
+	// handler a pool of its own.
+	Pools *Pools
+}
+
+// Handler is the FastCGI handler of one route. It is safe for concurrent
+// use. Close it when the route goes away.
+type Handler struct {
+	route   string
+	address string // as configured, for logs and stats
+	network string // "unix" or "tcp"
+	addr    string
+
+	docRoot      string // DOCUMENT_ROOT
+	root         string // docRoot without a trailing slash, to join paths to
+	index        []string
+	splitExts    []string
+	fallback     string // URL path of the front controller, or ""
+	fallbackFile string
+	static       http.Handler
+	tempDir      string
+	maxSpool     int64
+	buffering    bool // request_buffering: bodies read whole before a connection is taken
+	respBuffer   bool // response_buffering: the worker goes before a slow client has the response
+
+	staticParams []byte // encoded pairs sent with every request
+	envParams    []byte // the route's env, sent last so it can override
+
+	maxConns     int
+	queueSize    int
+	readTimeout  time.Duration
+	queueTimeout time.Duration
+
+	elog  *errorLog
+	pools *Pools
+	pool  *pool
+
+	// In-flight requests, for Shutdown.
+	inflight atomic.Int64
+	closing  atomic.Bool
+	idle     chan struct{} // signalled when inflight drops while closing
+	putOnce  sync.Once
+
+	lastLocal atomic.Pointer[localStrings]
+	interned  internCache
+	reqBufs   sync.Pool // *reqBuf
+	copyBufs  sync.Pool // *[]byte of copyBufSize
+
+	requests, errs, aborted, redialed atomic.Uint64
+}
+
+// reqBuf holds one request's buffers, reused through a sync.Pool.
+type reqBuf struct {
+	w    []byte // BEGIN_REQUEST, PARAMS and, for small bodies, STDIN
+	hdr  []byte // the CGI header block as it arrives
+	body []byte // a small request body
+	errb []byte // one STDERR record
+	out  []byte // response body bytes held for one write (outBufferSize, made once)
+	x    exchange
+}
+
+// copyBufSize holds one full STDIN record: header, content, padding.
+const copyBufSize = fcgi.HeaderLen + 65528 + 8
+
+// New builds the handler for route (the route's path prefix, for logs and
+// stats) from its config. Errors name what is wrong with cfg; config.Load
+// has already checked most of it.
+func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("fastcgi route %s: no handler config", route)
+	}
+	h := &Handler{route: route, static: opts.Static, tempDir: opts.TempDir, maxSpool: opts.MaxSpool}
+	fail := func(format string, args ...any) (*Handler, error) {
+		return nil, fmt.Errorf("fastcgi route %s: %s", route, fmt.Sprintf(format, args...))
+	}
+
+	h.address = cfg.Address
+	if h.address == "" || h.address == "php" {
+		if opts.PHPAddress == "" {
+			return fail("address %q means Arka's own php-fpm, which is not running here: add php = { fpm = \"auto\" } (or the path of php-fpm) to the site or [global], or give the address of a FastCGI server (\"unix:/path.sock\" or \"host:port\")", cfg.Address)
+		}
+		h.address = opts.PHPAddress
+		if opts.PHPMaxConns > 0 {
+			opts.DefaultMaxConns = opts.PHPMaxConns
+		}
+	}
+	// Arka's own php-fpm (by name or by its address): its pm.max_children
+	// is known, so the pool need not probe for it.
+	known := 0
+	if h.address == opts.PHPAddress && opts.PHPAddress != "" {
+		known = opts.PHPMaxConns
+	}
+	if p, ok := strings.CutPrefix(h.address, "unix:"); ok {
+		if !filepath.IsAbs(p) {
+			return fail("address %q: unix socket path must be absolute", h.address)
+		}
+		h.network, h.addr = "unix", p
+	} else {
+		if _, port, err := net.SplitHostPort(h.address); err != nil || port == "" {
+			return fail("address %q: expected \"unix:/path.sock\" or \"host:port\"", h.address)
+		}
+		h.network, h.addr = "tcp", h.address
+	}
+
+	if cfg.Root == "" || !filepath.IsAbs(cfg.Root) {
+		return fail("root %q must be an absolute directory", cfg.Root)
+	}
+	h.docRoot = filepath.Clean(cfg.Root)
+	if fi, err := os.Stat(h.docRoot); err != nil || !fi.IsDir() {
+		return fail("root %s is not a directory", h.docRoot)
+	}
+	h.root = strings.TrimSuffix(h.docRoot, "/")
+
+	// split_path, index, fallback and env names were validated by config.
+	h.splitExts = cfg.SplitPath
+	if len(h.splitExts) == 0 {
+		h.splitExts = []string{config.DefaultSplitPath}
+	}
+	h.index = cfg.Index
+	if len(h.index) == 0 {
+		h.index = []string{config.DefaultFastCGIIndex}
+	}
+	if f := cfg.Fallback; f != "" {
+		h.fallback, h.fallbackFile = f, h.root+f
+	}
+
+	software := opts.ServerSoftware
+	if software == "" {
+		software = "arka"
+	}
+	h.staticParams = encodeStatic(h.docRoot, software)
+	for _, k := range sortedKeys(cfg.Env) {
+		v := cfg.Env[k]
+		if fcgi.PairLen(len(k), len(v)) > 65528 {
+			return fail("env %s is too long for one FastCGI record", k)
+		}
+		h.envParams = appendPair(h.envParams, k, v)
+	}
+
+	h.maxConns = cfg.MaxConns.Or(orDefault(opts.DefaultMaxConns, config.DefaultFastCGIMaxConns))
+	h.queueSize = cfg.Queue.Size.Or(orDefault(opts.DefaultQueueSize, config.DefaultFastCGIQueueSize))
+	if h.maxConns <= 0 || h.queueSize <= 0 {
+		return fail("max_conns and queue.size must be positive")
+	}
+	h.queueTimeout = cfg.Queue.Timeout.Or(config.DefaultFastCGIQueueWait)
+	h.readTimeout = cfg.ReadTimeout.Or(config.DefaultFastCGIRead)
+	if h.readTimeout <= 0 {
+		h.readTimeout = config.DefaultFastCGIRead
+	}
+	connectTimeout := cfg.ConnectTimeout.Or(config.DefaultFastCGIConnect)
+	if h.tempDir == "" {
+		h.tempDir = os.TempDir()
+	}
+	if h.maxSpool <= 0 {
+		h.maxSpool = DefaultMaxSpool
+	}
+	h.buffering = cfg.RequestBufferingEnabled()
+	h.respBuffer = cfg.ResponseBufferingEnabled()
+
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	h.elog = newErrorLog(logger.With("route", route, "address", h.address))
+
+	dial := opts.Dial
+	if dial == nil {
+		d := &net.Dialer{}
+		dial = d.DialContext
+	}
+	network, addr, readTimeout := h.network, h.addr, h.readTimeout
+	h.pools = opts.Pools
+	if h.pools == nil {
+		h.pools = &Pools{}
+	}
+	h.idle = make(chan struct{}, 1)
+	h.pool = h.pools.get(h.address)
+	h.pool.configure(h, h.maxConns, h.queueSize, known, func(ctx context.Context) (*conn, error) {
+		if connectTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+		}
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return newConn(nc, readTimeout), nil
+	}, func(msg string, args ...any) { h.elog.write(slog.LevelWarn, msg, args...) })
+	h.reqBufs.New = func() any { return &reqBuf{w: make([]byte, 0, 2048), hdr: make([]byte, 0, 1024)} }
+	h.copyBufs.New = func() any { b := make([]byte, copyBufSize); return &b }
+	return h, nil
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// Stats is a snapshot of a handler's pool and counters, for the status
+// page. Handlers of one FastCGI address share their pool (see Pools), so
+// they report the same pool figures. Gauges are consistent with each
+// other; counters count since New (pool counters since the pool began).
+type Stats struct {
+	Route     string
+	Address   string
+	MaxConns  int // connections allowed (max_conns)
+	Limit     int // connections allowed now: MaxConns, or the capacity php-fpm showed (see Capped)
+	QueueSize int // requests allowed to wait
+
+	Open   int // connections open or being opened
+	Busy   int // connections serving a request
+	Idle   int // open connections waiting for a request (0 whenever Queued > 0)
+	Queued int // requests waiting for a connection
+
+	Rejected uint64 // pool: 503 at once, the queue was full
+	TimedOut uint64 // pool: 503 after queue.timeout in the queue
+	Capped   uint64 // pool: times a new connection got no php-fpm worker and the pool stopped growing
+
+	// Pool: requests that waited in the queue, their total and longest
+	// wait (whether they then got a connection or a 503).
+	QueueWaits       uint64
+	QueueWaitTotal   time.Duration
+	QueueWaitLongest time.Duration
+
+	Requests uint64 // requests for a script
+	Errors   uint64 // 502, 503 and 504 for any other reason: connect, protocol, read timeout
+	Aborted  uint64 // clients that went away before their response was complete
+	Redialed uint64 // stale kept connections replaced before a request was sent
+}
+
+// Stats returns the current figures.
+func (h *Handler) Stats() Stats {
+	ps := h.pool.stats()
+	waits, total, longest := h.pool.queueWait()
+	return Stats{
+		QueueWaits: uint64(waits), QueueWaitTotal: total, QueueWaitLongest: longest,
+		Route: h.route, Address: h.address, MaxConns: ps.max, Limit: ps.limit, QueueSize: ps.queueMax,
+		Open: ps.open, Busy: ps.busy, Idle: ps.idle, Queued: ps.queued,
+		Rejected: h.pool.rejected.Load(), TimedOut: h.pool.timedOut.Load(), Capped: h.pool.capped.Load(),
+		Requests: h.requests.Load(), Errors: h.errs.Load(), Aborted: h.aborted.Load(), Redialed: h.redialed.Load(),
+	}
+}
+
+// Close stops taking requests (new ones get 503) and waits for the
+// handler's requests in flight to finish. The last handler of a pool to
+// close also closes the pool's connections. See Shutdown to bound the
+// wait.
+func (h *Handler) Close() error { return h.Shutdown(context.Background()) }
+
+// Shutdown is Close with a deadline: when ctx ends first it returns ctx's
+// error, and if this was the pool's last handler, requests still queued
+// get 503 and connections still in use are closed under their requests
+// (which then fail with 502).
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.closing.Store(true)
+	var err error
+	for h.inflight.Load() > 0 && err == nil {
+		select {
+		case <-h.idle:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	h.putOnce.Do(func() {
+		h.pool.unconfigure(h)
+		if h.pools.put(h.pool) {
+			if perr := h.pool.shutdown(ctx); err == nil {
+				err = perr
+			}
+		}
+	})
+	return err
+}
+
+// enter counts a request in; false means the handler is closing.
+func (h *Handler) enter() bool {
+	h.inflight.Add(1)
+	if h.closing.Load() {
+		h.exit()
+		return false
+	}
+	return true
+}
+
+func (h *Handler) exit() {
+	if h.inflight.Add(-1) == 0 && h.closing.Load() {
+		select {
+		case h.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *Handler) logf(format string, args ...any) {
+	h.elog.write(slog.LevelError, "fastcgi: "+fmt.Sprintf(format, args...))
+}
+
+func (h *Handler) getReqBuf() *reqBuf { return h.reqBufs.Get().(*reqBuf) }
+
+func (h *Handler) putReqBuf(rb *reqBuf) {
+	const keep = 64 << 10 // buffers grown past this are not kept
+	if cap(rb.w) > keep || cap(rb.hdr) > keep+maxHeaderBytes {
+		return
+	}
+	rb.w, rb.hdr, rb.errb = rb.w[:0], rb.hdr[:0], rb.errb[:0]
+	rb.x = exchange{}
+	h.reqBufs.Put(rb)
+}
+
+func (h *Handler) getCopyBuf() *[]byte  { return h.copyBufs.Get().(*[]byte) }
+func (h *Handler) putCopyBuf(b *[]byte) { h.copyBufs.Put(b) }
+
+// ServeHTTP runs the script for r. It expects r.URL.Path normalized by the
+// server (decoded, without dot segments) and r.RequestURI as sent.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.enter() {
+		w.Header().Set("Retry-After", retryAfter)
+		errpage.Write(w, r, http.StatusServiceUnavailable)
+		return
+	}
+	defer h.exit()
+	rb := h.getReqBuf()
+	defer h.putReqBuf(rb)
+	x := &rb.x
+	*x = exchange{h: h, w: w, r: r, rb: rb}
+	switch h.resolve(r.URL.Path, wire.EncodedSlashAt(r.URL), &x.t) {
+	case resNotFound:
+		errpage.Write(w, r, http.StatusNotFound)
+		return
+	case resSlash:
+		u := wire.ClientPath(r.URL) + "/"
+		if r.URL.RawQuery != "" {
+			u += "?" + r.URL.RawQuery
+		}
+		w.Header().Set("Location", u)
+		code := http.StatusMovedPermanently
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// 308 keeps the method and body; after a 301 clients turn a
+			// POST into a GET (RFC 9110 sections 15.4.2 and 15.4.9).
+			code = http.StatusPermanentRedirect
+		}
+		errpage.Write(w, r, code)
+		return
+	case resStatic:
+		if h.static != nil {
+			h.static.ServeHTTP(w, r)
+		} else {
+			errpage.Write(w, r, http.StatusNotFound)
+		}
+		return
+	}
+	h.requests.Add(1)
+
+	if err := h.readBody(r, rb, &x.body); err != nil {
+		h.bodyError(w, r, &x.t, err)
+		return
+	}
+	defer x.body.close()
+
+	// The request head, and for small bodies the whole request, in one
+	// buffer: one write to the FastCGI server.
+	var pw fcgi.ParamsWriter
+	pw.Begin(fcgi.AppendBeginRequest(rb.w[:0], 1, fcgi.RoleResponder, fcgi.FlagKeepConn), 1)
+	err := h.appendParams(&pw, r, &x.t, x.body.length)
+	rb.w = pw.End()
+	if err != nil {
+		errpage.Write(w, r, http.StatusRequestHeaderFieldsTooLarge)
+		return
+	}
+	switch x.body.kind {
+	case bodyBuffered:
+		rb.w = fcgi.AppendStream(rb.w, fcgi.TypeStdin, 1, rb.body)
+		rb.w = fcgi.AppendHeader(rb.w, fcgi.TypeStdin, 1, 0, 0)
+	case bodyNone:
+		rb.w = fcgi.AppendHeader(rb.w, fcgi.TypeStdin, 1, 0, 0)
+	}
+
+	c, err := h.pool.acquire(r.Context(), r, h.queueTimeout, h, h.queueSize)
+	if err != nil {
+		h.acquireError(w, r, &x.t, err)
+		return
+	}
+	x.run(c)
+}
+
+func (h *Handler) acquireError(w http.ResponseWriter, r *http.Request, t *target, err error) {
+	switch {
+	case err == errQueueFull || err == errQueueTimeout:
+		// Counted by the pool (status page, Prometheus) and logged through
+		// the rate-limited error log, so a flood of 503s cannot flood it.
+		if err == errQueueTimeout {
+			h.elog.write(slog.LevelWarn, "fastcgi: 503: waited queue.timeout for a connection", "script", t.scriptName, "timeout", h.queueTimeout)
+		} else {
+			h.elog.write(slog.LevelWarn, "fastcgi: 503: queue full", "script", t.scriptName, "queue_size", h.queueSize)
+		}
+		w.Header().Set("Retry-After", retryAfter)
+		errpage.Write(w, r, http.StatusServiceUnavailable)
+	case err == errClosing:
+		h.errs.Add(1)
+		w.Header().Set("Retry-After", retryAfter)
+		errpage.Write(w, r, http.StatusServiceUnavailable)
+	case r.Context().Err() != nil:
+		h.aborted.Add(1) // the client left while waiting
+	default:
+		h.errs.Add(1)
+		h.elog.write(slog.LevelError, "fastcgi: cannot connect: "+err.Error(), "script", t.scriptName)
+		errpage.Write(w, r, http.StatusBadGateway)
+	}
+}
+
+func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe) || err == errBodyTooLarge:
+		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
+	case r.Context().Err() != nil || wire.ClientGone(err):
+		// The client left mid-upload: nobody to answer (logged 499).
+		h.aborted.Add(1)
+		panic(http.ErrAbortHandler)
+	case os.IsTimeout(err):
+		// The client stopped sending its body (the engine's body read
+		// timeout, like nginx's client_body_timeout).
+		errpage.Write(w, r, http.StatusRequestTimeout)
+	case errors.As(err, new(*spool.WriteError)):
+		h.errs.Add(1)
+		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
+		errpage.Write(w, r, http.StatusInternalServerError)
+	default:
+		// The client sent a broken body (malformed chunked framing).
+		errpage.Write(w, r, http.StatusBadRequest)
+	}
+}

@@ -1,0 +1,622 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/wire"
+)
+
+const (
+	stateIdle   int32 = iota // kept alive, waiting for the next request's first byte
+	stateNew                 // new, waiting for the first request's first byte
+	stateHead                // reading a request head
+	stateActive              // serving a request
+	stateHijacked
+)
+
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+// tcpConn is what the engine needs of a plain TCP connection beyond
+// net.Conn: ReadFrom (sendfile) and CloseWrite. *net.TCPConn has both, as
+// do wrappers that delegate to it.
+type tcpConn interface {
+	net.Conn
+	ReadFrom(io.Reader) (int64, error)
+	CloseWrite() error
+}
+
+// conn is one client connection; everything in it is reused from request
+// to request.
+type conn struct {
+	srv    *Server
+	rwc    net.Conn
+	tcp    tcpConn // nil over TLS: no sendfile
+	tls    *tls.ConnectionState
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	remote string
+	line   []byte          // the request line being parsed, when Server.Rejected is set
+	ctx    context.Context // the connection's context: cancelled when it ends
+	cancel context.CancelFunc
+	tmpl   *http.Request // carries ctx; copied for each request
+	state  atomic.Int32
+	seq    uint64 // order of acceptance (Server.seq)
+
+	url      url.URL
+	header   http.Header
+	vals     []string // backing store for single-value header slices
+	scratch  []byte   // long header lines
+	lower    []byte
+	keys     []byte // canonical forms of uncommon field names
+	w        response
+	body     body
+	watch    *watcher // set while a request context is being watched
+	deadline time.Time
+	// rmu guards the read deadline while a handler runs: its body reads
+	// (possibly on another goroutine) arm the body read timeout, and its
+	// own deadline (rfixed: set through http.ResponseController, often to
+	// cut such a read short) must win. bodyArmed is when the body read
+	// timeout was last pushed forward.
+	rmu       sync.Mutex
+	rfixed    bool
+	bodyArmed time.Time
+	bodyStart time.Time // the first armBodyRead of the request
+
+	wdeadline time.Time // the write deadline in force
+	wfixed    bool      // a handler set the write deadline itself
+}
+
+// deadlineWriter refreshes the connection's write deadline before each
+// write, so a client that stops reading is dropped after WriteTimeout
+// without a response being limited in total length (nginx's send_timeout).
+type deadlineWriter struct{ c *conn }
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	c := d.c
+	if to := c.srv.Limits.WriteTimeout(); to > 0 && !c.wfixed {
+		now := time.Now()
+		if c.wdeadline.Sub(now) < to-time.Second {
+			c.wdeadline = now.Add(to)
+			c.rwc.SetWriteDeadline(c.wdeadline)
+		}
+	}
+	return c.rwc.Write(p)
+}
+
+func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
+	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
+	c.tcp, _ = rw.(tcpConn)
+	base := s.BaseContext
+	if base == nil {
+		base = context.Background()
+	}
+	base = context.WithValue(base, http.LocalAddrContextKey, rw.LocalAddr())
+	c.ctx, c.cancel = context.WithCancel(base)
+	c.tmpl = (&http.Request{}).WithContext(c.ctx)
+	c.header = make(http.Header, 16)
+	c.vals = make([]string, 0, 32)
+	c.w.header = make(http.Header, 16)
+	return c
+}
+
+func (c *conn) serve() {
+	c.br = readerPool.Get().(*bufio.Reader)
+	c.br.Reset(c.rwc)
+	c.acquireWriter()
+	defer func() {
+		if p := recover(); p != nil && p != http.ErrAbortHandler {
+			buf := make([]byte, 16<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
+		}
+		c.cancel()
+		if c.state.Load() != stateHijacked {
+			c.rwc.Close()
+			c.br.Reset(nil)
+			readerPool.Put(c.br)
+			c.releaseWriter()
+		}
+	}()
+	for first := true; ; first = false {
+		if first {
+			c.state.Store(stateNew)
+		} else {
+			c.state.Store(stateIdle)
+		}
+		if c.srv.closing.Load() {
+			return
+		}
+		if c.br.Buffered() == 0 {
+			// A new connection gets the header timeout for its first
+			// request (nginx's client_header_timeout), a kept-alive one
+			// the idle timeout.
+			wait := c.srv.Limits.IdleTimeout()
+			if rht := c.srv.Limits.ReadHeaderTimeout(); first && rht > 0 && (wait <= 0 || rht < wait) {
+				wait = rht
+			}
+			if wait > 0 {
+				c.setReadDeadline(time.Now().Add(wait))
+			}
+			// An idle keep-alive connection holds no write buffer: on a
+			// small board thousands of them would otherwise hold megabytes.
+			c.releaseWriter()
+			_, err := c.br.Peek(1)
+			c.acquireWriter()
+			if err != nil {
+				return
+			}
+		}
+		c.state.Store(stateHead)
+		if rht := c.srv.Limits.ReadHeaderTimeout(); rht > 0 && !c.headerBuffered() {
+			c.setReadDeadline(time.Now().Add(rht))
+		}
+		req, err := c.readRequest()
+		if err != nil {
+			c.state.Store(stateActive) // the error answer is written
+			c.writeError(err)
+			return
+		}
+		c.state.Store(stateActive)
+		if req.Body != http.NoBody {
+			// Bodies are read at the handler's pace (it may set its own
+			// deadlines through http.ResponseController).
+			c.setReadDeadline(time.Time{})
+		}
+		c.w.reset(c, req)
+		c.rfixed = false
+		c.bodyArmed = time.Time{}
+		c.srv.Handler.ServeHTTP(&c.w, req)
+		if c.state.Load() == stateHijacked {
+			return
+		}
+		c.w.finish()
+		c.stopWatch()
+		// A handler deadline or a body read set the read deadline directly:
+		// the next setReadDeadline must not trust the cache. (Their
+		// goroutines have ended with the handler: no lock needed.)
+		if c.rfixed || !c.bodyArmed.IsZero() {
+			c.deadline = unknownDeadline
+		}
+		if c.wfixed {
+			c.wfixed = false
+			c.wdeadline = time.Time{}
+			c.rwc.SetWriteDeadline(time.Time{})
+		}
+		if c.w.closeAfter || !c.body.discard(256<<10) {
+			c.bw.Flush()
+			c.closeWrite()
+			return
+		}
+		if c.br.Buffered() == 0 {
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) acquireWriter() {
+	if c.bw == nil {
+		c.bw = writerPool.Get().(*bufio.Writer)
+		c.bw.Reset(deadlineWriter{c})
+	}
+}
+
+func (c *conn) releaseWriter() {
+	if c.bw != nil && c.bw.Buffered() == 0 {
+		c.bw.Reset(nil)
+		writerPool.Put(c.bw)
+		c.bw = nil
+	}
+}
+
+// unknownDeadline marks c.deadline as not known (see serve).
+var unknownDeadline = time.Unix(3, 0)
+
+// armBodyRead sets the read deadline before a body read that will wait
+// for the client, at most once a second (or an eighth of the timeout, if
+// shorter), unless the handler set its own:
+// Limits.BodyRead of silence, and no later than the minimum rate allows
+// for the received bytes (limits.Limits.BodyDeadline).
+func (c *conn) armBodyRead(received int64) {
+	to := c.srv.Limits.BodyReadTimeout()
+	if to <= 0 {
+		return
+	}
+	c.rmu.Lock()
+	if !c.rfixed {
+		if now := time.Now(); now.Sub(c.bodyArmed) >= min(time.Second, to/8) {
+			if c.bodyArmed.IsZero() {
+				c.bodyStart = now
+			}
+			c.bodyArmed = now
+			c.rwc.SetReadDeadline(c.srv.Limits.BodyDeadline(c.bodyStart, now, received))
+		}
+	}
+	c.rmu.Unlock()
+}
+
+// setReadDeadline sets the read deadline unless it is already within a
+// second of t (timers are not free).
+func (c *conn) setReadDeadline(t time.Time) {
+	if t.IsZero() {
+		if !c.deadline.IsZero() {
+			c.deadline = t
+			c.rwc.SetReadDeadline(t)
+		}
+		return
+	}
+	if d := t.Sub(c.deadline); d < time.Second && d > -time.Second {
+		return
+	}
+	c.deadline = t
+	c.rwc.SetReadDeadline(t)
+}
+
+// headerBuffered reports whether a whole header section is already in the
+// read buffer (then no header timeout is needed).
+func (c *conn) headerBuffered() bool {
+	n := c.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.br.Peek(n)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == '\n' && (b[i+1] == '\n' || b[i+1] == '\r' && i+2 < len(b) && b[i+2] == '\n') {
+			return true
+		}
+	}
+	return false
+}
+
+// closeWrite half-closes the connection so the client reads our last
+// response before it sees the close, as RFC 9112 section 9.6 advises.
+// Over TLS too (tls.Conn's CloseWrite sends close_notify): without the
+// drain, closing a socket with unread request bytes makes the kernel send
+// a reset, and a client still writing (a 431 for an oversized header)
+// sees "broken pipe" instead of our answer.
+func (c *conn) closeWrite() {
+	cw, ok := c.rwc.(interface{ CloseWrite() error })
+	if !ok {
+		return
+	}
+	cw.CloseWrite()
+	c.rwc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	io.CopyN(io.Discard, c.rwc, 256<<10)
+}
+
+// writeError answers a request that could not be parsed, then the
+// connection closes. Timeouts and closed connections get no answer.
+func (c *conn) writeError(err error) {
+	var pe *parseError
+	if !errors.As(err, &pe) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && c.br.Buffered() > 0 {
+			pe = &parseError{http.StatusRequestTimeout, "request header read timeout"}
+		} else {
+			return
+		}
+	}
+	// The same HTML page as every handler's errors (package errpage); the
+	// cause (pe.msg) is not shown, as no error page shows internals.
+	body := errpage.Page(pe.status)
+	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) +
+		"\r\nContent-Type: " + errpage.ContentType + "\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n")
+	c.bw.Write(body)
+	c.bw.Flush()
+	if c.srv.Rejected != nil {
+		r := &http.Request{RemoteAddr: c.remote, TLS: c.tls, Header: http.Header{}}
+		r.Method, r.RequestURI, r.Proto = splitLine(string(c.line))
+		c.srv.Rejected(r, pe.status, int64(len(body)))
+	}
+	c.closeWrite()
+}
+
+// maxLoggedLine bounds the part of a request line kept for Rejected.
+const maxLoggedLine = 512
+
+// splitLine splits a request line, however malformed, into method,
+// target and protocol at its first two spaces.
+func splitLine(l string) (method, target, proto string) {
+	method, rest, _ := strings.Cut(l, " ")
+	target, proto, _ = strings.Cut(rest, " ")
+	return method, target, proto
+}
+
+// send100 answers Expect: 100-continue when the handler starts reading.
+func (c *conn) send100() {
+	if c.w.wroteHeader {
+		return
+	}
+	c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+	c.bw.Flush()
+}
+
+// readRequest parses one request (RFC 9112 sections 2-7).
+func (c *conn) readRequest() (*http.Request, error) {
+	max := c.srv.Limits.MaxHeaderBytes()
+	var line []byte
+	var err error
+	c.line = c.line[:0]
+	for skipped := 0; ; skipped++ {
+		line, err = readLineInto(c.br, max, &c.scratch)
+		if err == errHeaderTooLarge {
+			return nil, errURITooLong
+		}
+		if err != nil {
+			return nil, err
+		}
+		// RFC 9112 section 2.2: ignore empty lines before the request-line.
+		if len(line) > 0 || skipped > 4 {
+			break
+		}
+	}
+	total := len(line)
+	if c.srv.Rejected != nil {
+		// For Rejected, if the request is refused; cut, so that a
+		// connection holds little for it.
+		c.line = append(c.line, line[:min(len(line), maxLoggedLine)]...)
+	}
+	sp1 := indexByte(line, ' ')
+	if sp1 <= 0 {
+		return nil, badRequest("malformed request line")
+	}
+	rest := line[sp1+1:]
+	sp2 := indexByte(rest, ' ')
+	if sp2 < 0 {
+		return nil, badRequest("malformed request line")
+	}
+	method, target, version := line[:sp1], rest[:sp2], rest[sp2+1:]
+	for _, ch := range method {
+		if !tokenChar[ch] {
+			return nil, badRequest("malformed method")
+		}
+	}
+	if !targetOK(target) {
+		return nil, badRequest("malformed request target")
+	}
+	var major, minor int
+	switch {
+	case string(version) == "HTTP/1.1":
+		major, minor = 1, 1
+	case string(version) == "HTTP/1.0":
+		major, minor = 1, 0
+	case len(version) == 8 && string(version[:5]) == "HTTP/" && version[6] == '.' &&
+		'0' <= version[5] && version[5] <= '9' && '0' <= version[7] && version[7] <= '9':
+		if version[5] != '1' {
+			return nil, errVersion
+		}
+		major, minor = 1, int(version[7]-'0')
+	default:
+		return nil, badRequest("malformed HTTP version")
+	}
+
+	// One allocation holds the request line's strings and every field
+	// value; field names are constants or slices of it too.
+	buf := append(c.keys[:0], method...)
+	buf = append(buf, target...)
+	mEnd, tEnd := len(method), len(method)+len(target)
+	type field struct {
+		key    string
+		ks, ke int // canonical key in buf when key == ""
+		vs, ve int // value in buf
+	}
+	var fieldsArr [32]field
+	fields := fieldsArr[:0]
+	for {
+		line, err = readLineInto(c.br, max, &c.scratch)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		total += len(line) + 2
+		if total > max {
+			return nil, errHeaderTooLarge
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return nil, badRequest("obsolete line folding") // RFC 9112 section 5.2
+		}
+		colon := indexByte(line, ':')
+		if colon <= 0 {
+			return nil, badRequest("malformed header field")
+		}
+		name := line[:colon]
+		for _, ch := range name {
+			if !tokenChar[ch] {
+				return nil, badRequest("malformed header field name")
+			}
+		}
+		v := line[colon+1:]
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+			v = v[1:]
+		}
+		for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+			v = v[:len(v)-1]
+		}
+		if !fieldValueOK(v) {
+			return nil, badRequest("invalid character in header field value")
+		}
+		var f field
+		f.key, buf, f.ks, f.ke = canonicalKey(name, &c.lower, buf)
+		f.vs = len(buf)
+		buf = append(buf, v...)
+		f.ve = len(buf)
+		fields = append(fields, f)
+	}
+	c.keys = buf[:0]
+	all := string(buf)
+
+	x := &reqCtx{parent: c.ctx, c: c}
+	r := c.tmpl.WithContext(x)
+	c.w.ctx = x
+	r.Method = all[:mEnd]
+	r.RequestURI = all[mEnd:tEnd]
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", major, minor
+	if minor == 0 {
+		r.Proto = "HTTP/1.0"
+	}
+	r.RemoteAddr = c.remote
+	r.TLS = c.tls
+	clear(c.header)
+	c.vals = c.vals[:0]
+	h := c.header
+	for _, f := range fields {
+		k := f.key
+		if k == "" {
+			k = all[f.ks:f.ke]
+		}
+		v := all[f.vs:f.ve]
+		if old, ok := h[k]; ok {
+			h[k] = append(old, v)
+			continue
+		}
+		if len(c.vals) < cap(c.vals) {
+			i := len(c.vals)
+			c.vals = append(c.vals, v)
+			h[k] = c.vals[i : i+1 : i+1]
+		} else {
+			h[k] = []string{v}
+		}
+	}
+	r.Header = h
+
+	host, path, rawQuery, err := splitTarget(r.Method, r.RequestURI)
+	if err != nil {
+		return nil, err
+	}
+	c.url = url.URL{RawQuery: rawQuery}
+	u := &c.url
+	switch {
+	case r.Method == http.MethodConnect:
+		u.Host = host
+	case path == "*":
+		u.Path = "*"
+	default:
+		if err := setPath(u, path); err != nil {
+			return nil, err
+		}
+	}
+	r.URL = u
+
+	// Host (RFC 9112 section 3.2): required in HTTP/1.1, exactly once; the
+	// absolute-form's authority wins over the field.
+	hosts := h["Host"]
+	switch {
+	case len(hosts) > 1:
+		return nil, badRequest("more than one Host field")
+	case len(hosts) == 0 && minor >= 1 && host == "":
+		return nil, badRequest("missing Host field")
+	case len(hosts) == 1 && !wire.ValidHost(hosts[0]):
+		return nil, badRequest("malformed Host field")
+	}
+	if host != "" {
+		if !wire.ValidHost(host) {
+			return nil, badRequest("malformed host in request target")
+		}
+		r.Host = host
+	} else if len(hosts) == 1 {
+		r.Host = hosts[0]
+	}
+	delete(h, "Host")
+
+	// Message body length (RFC 9112 section 6.3).
+	te, cl := h["Transfer-Encoding"], h["Content-Length"]
+	chunked := false
+	var n int64
+	switch {
+	case len(te) > 0:
+		if minor == 0 {
+			return nil, badRequest("Transfer-Encoding in an HTTP/1.0 request")
+		}
+		if len(cl) > 0 {
+			return nil, badRequest("both Transfer-Encoding and Content-Length")
+		}
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			if strings.HasSuffix(strings.ToLower(strings.TrimSpace(te[len(te)-1])), "chunked") {
+				return nil, errTECoding
+			}
+			return nil, badRequest("chunked is not the final transfer coding")
+		}
+		chunked = true
+		n = -1
+		delete(h, "Transfer-Encoding")
+	case len(cl) > 0:
+		v, err := parseContentLength(cl)
+		if err != nil {
+			return nil, err
+		}
+		n = v
+	}
+	r.ContentLength = n
+	if chunked {
+		r.TransferEncoding = chunkedTE
+		r.Trailer = wire.DeclaredTrailer(h["Trailer"])
+	}
+	if n == 0 && !chunked {
+		r.Body = http.NoBody
+		c.body.reset(c, r, 0, false, false)
+	} else {
+		expect := false
+		if e := h["Expect"]; len(e) == 1 && strings.EqualFold(e[0], "100-continue") {
+			// RFC 9110 section 10.1.1: ignored in an HTTP/1.0 request.
+			expect = minor >= 1
+		} else if len(e) > 0 {
+			return nil, &parseError{http.StatusExpectationFailed, "unsupported expectation"}
+		}
+		c.body.reset(c, r, n, chunked, expect)
+		r.Body = &c.body
+	}
+	r.Close = wantsClose(r)
+	return r, nil
+}
+
+var chunkedTE = []string{"chunked"}
+
+func parseContentLength(vals []string) (int64, error) {
+	n, err := wire.ParseContentLength(vals)
+	if err != nil {
+		return 0, badRequest(err.Error())
+	}
+	return n, nil
+}
+
+// wantsClose reports whether the connection ends after this request
+// (RFC 9112 section 9.3): "Connection: close", or HTTP/1.0 without
+// "Connection: keep-alive".
+func wantsClose(r *http.Request) bool {
+	conn := r.Header["Connection"]
+	if r.ProtoMinor == 0 {
+		return !wire.HasToken(conn, "keep-alive")
+	}
+	return wire.HasToken(conn, "close")
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,529 @@
+package static
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/arkaweb/arka/server/internal/encoding"
+	"github.com/maypok86/otter/v2"
+	"github.com/maypok86/otter/v2/stats"
+)
+
+// CacheOptions bound the caches shared by every static route of a server.
+// Zero fields take the defaults named.
+type CacheOptions struct {
+	// FileBytes is the open-file cache budget in bytes: metadata of files
+	// (found or not) and the bodies of small files. Default 32 MiB.
+	FileBytes int64
+	// VariantBytes is the budget in bytes for compressed variants made on
+	// the fly of files without precompressed siblings. Default 32 MiB.
+	VariantBytes int64
+	// Valid is how long a stat result is trusted before the file is looked
+	// at again, like nginx's open_file_cache_valid. Default DefaultValid.
+	Valid time.Duration
+	// MaxInMemory: files (and siblings) up to this many bytes are held in
+	// memory; larger ones are read from disk (sendfile over plain HTTP).
+	// Default 256 KiB.
+	MaxInMemory int64
+}
+
+// Cache is the open-file cache and the compressed-variant cache. Both are
+// byte-weighted (maypok86/otter, W-TinyLFU) and never exceed their budgets.
+// Safe for concurrent use.
+type Cache struct {
+	o        CacheOptions
+	start    time.Time
+	files    *otter.Cache[fileKey, *entry]
+	variants *otter.Cache[variantKey, *rep]
+	fstats   *stats.Counter
+	vstats   *stats.Counter
+
+	bg bgCompressor // large files are compressed off the request path
+}
+
+// CacheStats are the caches' figures for the status page.
+type CacheStats struct {
+	FileEntries, VariantEntries int
+	FileBytes, VariantBytes     uint64 // in use
+	FileBudget, VariantBudget   uint64
+	FileHits, FileMisses        uint64
+	VariantHits, VariantMisses  uint64
+}
+
+type fileKey struct{ root, name string }
+
+type variantKey struct {
+	root, name  string
+	size, mtime int64
+	ino         uint64
+	coding      encoding.Coding
+}
+
+// entryOverhead approximates the bytes an entry costs beyond names and
+// bodies (structs, header slices, cache node).
+const entryOverhead = 512
+
+// NewCache returns caches bounded as o says.
+func NewCache(o CacheOptions) *Cache {
+	if o.FileBytes <= 0 {
+		o.FileBytes = 32 << 20
+	}
+	if o.VariantBytes <= 0 {
+		o.VariantBytes = 32 << 20
+	}
+	if o.Valid <= 0 {
+		o.Valid = DefaultValid
+	}
+	if o.MaxInMemory <= 0 {
+		o.MaxInMemory = 256 << 10
+	}
+	c := &Cache{o: o, start: time.Now(), fstats: stats.NewCounter(), vstats: stats.NewCounter()}
+	c.files = otter.Must(&otter.Options[fileKey, *entry]{
+		MaximumWeight: uint64(o.FileBytes),
+		Weigher:       func(k fileKey, e *entry) uint32 { return e.weight },
+		StatsRecorder: c.fstats,
+	})
+	c.variants = otter.Must(&otter.Options[variantKey, *rep]{
+		MaximumWeight: uint64(o.VariantBytes),
+		Weigher: func(k variantKey, r *rep) uint32 {
+			return uint32(len(r.body) + len(k.name) + entryOverhead)
+		},
+		StatsRecorder: c.vstats,
+	})
+	return c
+}
+
+// Stats returns current figures.
+func (c *Cache) Stats() CacheStats {
+	fs, vs := c.fstats.Snapshot(), c.vstats.Snapshot()
+	return CacheStats{
+		FileEntries: c.files.EstimatedSize(), VariantEntries: c.variants.EstimatedSize(),
+		FileBytes: c.files.WeightedSize(), VariantBytes: c.variants.WeightedSize(),
+		FileBudget: uint64(c.o.FileBytes), VariantBudget: uint64(c.o.VariantBytes),
+		FileHits: fs.Hits, FileMisses: fs.Misses, VariantHits: vs.Hits, VariantMisses: vs.Misses,
+	}
+}
+
+// Close stops the caches' background work.
+func (c *Cache) Close() {
+	c.files.StopAllGoroutines()
+	c.variants.StopAllGoroutines()
+	c.bg.stop()
+}
+
+func (c *Cache) now() int64 { return int64(time.Since(c.start)) }
+
+type kind uint8
+
+const (
+	kMissing kind = iota // no such file, or not reachable inside root
+	kFile                // regular file
+	kDir                 // directory
+	kOther               // device, socket, fifo: never served
+)
+
+// fileID identifies one version of a file.
+type fileID struct {
+	size, mtime int64 // bytes; Unix nanoseconds
+	ino, dev    uint64
+}
+
+func idOf(fi fs.FileInfo) fileID {
+	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino, id.dev = st.Ino, uint64(st.Dev)
+	}
+	return id
+}
+
+// entry is what the cache knows of one path under a root.
+type entry struct {
+	kind    kind
+	id      fileID
+	checked atomic.Int64 // Cache.now() of the last stat
+	busy    atomic.Bool  // a request is revalidating it
+
+	ctype        []string // Content-Type field value
+	compressible bool
+	reps         [encoding.NumCodings]*rep // identity and precompressed siblings
+	sizes        [encoding.NumCodings]int64
+	alternates   bool     // more than identity may be sent: Vary: Accept-Encoding
+	index        []string // for directories: candidate index paths
+	weight       uint32
+}
+
+// rep is one representation: the file itself, a precompressed sibling, or
+// a variant compressed on the fly. Header values are computed once.
+type rep struct {
+	coding   encoding.Coding
+	name     string // file under root; "" for variants made on the fly
+	id       fileID
+	modTime  time.Time
+	etag     string
+	etagH    []string
+	lastModH []string
+	clH      []string
+	body     []byte // the whole representation, when held in memory
+}
+
+func newRep(c encoding.Coding, name string, id fileID, body []byte, etag string) *rep {
+	mod := time.Unix(0, id.mtime)
+	r := &rep{coding: c, name: name, id: id, modTime: mod, body: body, etag: etag}
+	r.etagH = []string{etag}
+	r.lastModH = []string{mod.UTC().Format(http1123)}
+	r.clH = []string{strconv.FormatInt(id.size, 10)}
+	return r
+}
+
+const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// makeETag returns a strong entity tag from modification time and size, as
+// nginx does, with the coding appended for non-identity representations so
+// that every representation has its own (RFC 9110 section 8.8.3).
+func makeETag(id fileID, c encoding.Coding) string {
+	b := make([]byte, 0, 40)
+	b = append(b, '"')
+	b = strconv.AppendInt(b, id.mtime/1e6, 16) // milliseconds
+	b = append(b, '-')
+	b = strconv.AppendInt(b, id.size, 16)
+	if c != encoding.Identity {
+		b = append(b, '-')
+		b = append(b, c.Token()...)
+	}
+	b = append(b, '"')
+	return string(b)
+}
+
+// DefaultValid is how long the file cache trusts a stat result by default:
+// a file replaced on disk is served new at most this long after.
+const DefaultValid = time.Second
+
+// lookup returns the entry for name under root, from the cache when it was
+// checked less than Valid ago. One request at a time revalidates a stale
+// entry; the others keep using it meanwhile.
+func (c *Cache) lookup(root *os.Root, key fileKey, siblings bool, index []string) *entry {
+	now := c.now()
+	if e, ok := c.files.GetIfPresent(key); ok {
+		if now-e.checked.Load() < int64(c.o.Valid) || !e.busy.CompareAndSwap(false, true) {
+			return e
+		}
+		n := c.build(root, key, siblings, index, e)
+		if n == e {
+			e.checked.Store(now)
+			e.busy.Store(false)
+			return e
+		}
+		n.checked.Store(now)
+		c.files.Set(key, n)
+		c.dropVariants(key, e, n)
+		return n
+	}
+	e := c.build(root, key, siblings, index, nil)
+	e.checked.Store(now)
+	c.files.Set(key, e)
+	return e
+}
+
+// build stats (and for small files reads) name and its siblings. If old
+// describes the same versions, old is returned.
+func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string, old *entry) *entry {
+	name := key.name
+	fi, err := root.Stat(name)
+	e := &entry{weight: uint32(len(key.name)*2 + len(key.root) + entryOverhead)}
+	for i := range e.sizes {
+		e.sizes[i] = -1
+	}
+	switch {
+	case err != nil:
+		e.kind = kMissing
+		if old != nil && old.kind == kMissing {
+			return old
+		}
+		return e
+	case fi.IsDir():
+		e.kind = kDir
+		e.id = idOf(fi)
+		if old != nil && old.kind == kDir {
+			return old
+		}
+		e.index = make([]string, len(index))
+		for i, n := range index {
+			if name == "." {
+				e.index[i] = n
+			} else {
+				e.index[i] = name + n
+			}
+		}
+		return e
+	case !fi.Mode().IsRegular():
+		e.kind = kOther
+		return e
+	}
+	e.kind = kFile
+	e.id = idOf(fi)
+	ct := ContentType(name)
+	e.ctype = []string{ct}
+	e.compressible = encoding.Compressible(ct)
+	var oldReps [encoding.NumCodings]*rep
+	if old != nil && old.kind == kFile {
+		oldReps = old.reps
+	}
+	same := old != nil && old.kind == kFile
+	if r := c.loadRep(root, encoding.Identity, name, fi, oldReps[encoding.Identity]); r != nil {
+		e.reps[encoding.Identity] = r
+		same = same && r == oldReps[encoding.Identity]
+	} else {
+		e.kind = kMissing
+		return e
+	}
+	if siblings {
+		for cd := encoding.Zstd; cd < encoding.NumCodings; cd++ {
+			sn := name + cd.Ext()
+			if o := oldReps[cd]; o != nil {
+				sn = o.name // reuse the string
+			}
+			sfi, err := root.Stat(sn)
+			if err != nil || !sfi.Mode().IsRegular() || sfi.Size() == 0 || !siblingFresh(sfi, fi) {
+				same = same && oldReps[cd] == nil
+				continue
+			}
+			r := c.loadRep(root, cd, sn, sfi, oldReps[cd])
+			e.reps[cd] = r
+			same = same && r == oldReps[cd]
+			if r != nil {
+				e.alternates = true
+			}
+		}
+	}
+	if same {
+		return old
+	}
+	for cd, r := range e.reps {
+		if r != nil {
+			e.sizes[cd] = r.id.size
+			e.weight += uint32(len(r.body) + len(r.name))
+		}
+	}
+	return e
+}
+
+// siblingFresh reports whether a precompressed sibling may stand for its
+// file: only when it was modified at the same time as the file or later.
+// A sibling older than its file (app.js edited, last month's app.js.gz left
+// beside it) holds old content and is ignored; gzip -k, brotli and zstd
+// give the sibling the file's own modification time, which counts as fresh.
+func siblingFresh(sibling, file fs.FileInfo) bool {
+	return !sibling.ModTime().Before(file.ModTime())
+}
+
+// loadRep describes one file, reading it into memory when small. It reuses
+// old when the file is unchanged.
+func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.FileInfo, old *rep) *rep {
+	id := idOf(fi)
+	if old != nil && old.id == id {
+		return old
+	}
+	var body []byte
+	if id.size <= c.o.MaxInMemory {
+		f, err := root.Open(name)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		ffi, err := f.Stat()
+		if err != nil || !ffi.Mode().IsRegular() {
+			return nil
+		}
+		id = idOf(ffi)
+		if id.size > c.o.MaxInMemory {
+			return newRep(cd, name, id, nil, makeETag(id, cd))
+		}
+		body = make([]byte, id.size)
+		if _, err := io.ReadFull(f, body); err != nil {
+			return nil // changed under us; the next look will see it
+		}
+	}
+	return newRep(cd, name, id, body, makeETag(id, cd))
+}
+
+// variant returns identity compressed with coding cd at level, compressing
+// it once (concurrent callers wait for the same work) and caching it within
+// the variant budget. It returns nil if the file cannot be read or the
+// result is not smaller.
+func (c *Cache) variant(root *os.Root, key fileKey, id *rep, cd encoding.Coding, level int, maxSize int64) *rep {
+	vk := variantKey{root: key.root, name: key.name, size: id.id.size, mtime: id.id.mtime, ino: id.id.ino, coding: cd}
+	if v, ok := c.variants.GetIfPresent(vk); ok {
+		return v
+	}
+	if id.id.size > maxSize {
+		return nil
+	}
+	if id.id.size >= BackgroundCompressMin {
+		// Too slow for a request to wait on (a 4 MiB page takes seconds
+		// of brotli on a Pi): compressed in the background, and this
+		// request gets what exists (a sibling, another coding, identity).
+		c.bg.schedule(vk, func() {
+			if r, err := compressRep(root, id, cd, level); err == nil {
+				c.variants.Set(vk, r)
+			}
+		})
+		return nil
+	}
+	v, err := c.variants.Get(context.Background(), vk, otter.LoaderFunc[variantKey, *rep](
+		func(ctx context.Context, vk variantKey) (*rep, error) {
+			return compressRep(root, id, cd, level)
+		}))
+	if err != nil || v.body == nil {
+		return nil
+	}
+	return v
+}
+
+// compressRep compresses identity with coding cd at level. An
+// incompressible file gives a rep without body, remembered cheaply.
+func compressRep(root *os.Root, id *rep, cd encoding.Coding, level int) (*rep, error) {
+	src := id.body
+	if src == nil {
+		var err error
+		if src, err = readWhole(root, id.name, id.id); err != nil {
+			return nil, err
+		}
+	}
+	out, err := encoding.Compress(cd, level, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) >= len(src) {
+		out = nil // incompressible: remember that, cheaply
+	}
+	vid := id.id
+	vid.size = int64(len(out))
+	r := newRep(cd, "", vid, out, makeETag(id.id, cd))
+	r.modTime = id.modTime
+	r.lastModH = id.lastModH
+	return r, nil
+}
+
+// BackgroundCompressMin is the size from which files are compressed in
+// the background rather than while a request waits.
+const BackgroundCompressMin = 256 << 10
+
+// bgCompressor runs compression jobs one at a time on one goroutine, at
+// a low CPU priority (its own thread with nice 10 on Linux), so that
+// requests keep the CPU; its memory is that of one
+// job. Jobs are deduplicated by key and at most bgQueue wait; more are
+// dropped (a later request schedules them again).
+type bgCompressor struct {
+	mu      sync.Mutex
+	pending map[variantKey]bool
+	jobs    chan func()
+	stopped bool
+	done    atomic.Uint64 // jobs finished, for tests and the status page
+}
+
+// stop ends the worker after the job it runs; queued jobs are dropped.
+func (b *bgCompressor) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped && b.jobs != nil {
+		close(b.jobs)
+	}
+	b.stopped = true
+}
+
+const bgQueue = 64
+
+func (b *bgCompressor) schedule(k variantKey, job func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending[k] || b.stopped {
+		return
+	}
+	if b.jobs == nil {
+		b.jobs = make(chan func(), bgQueue)
+		b.pending = map[variantKey]bool{}
+		go b.loop()
+	}
+	select {
+	case b.jobs <- func() {
+		job()
+		b.mu.Lock()
+		delete(b.pending, k)
+		b.mu.Unlock()
+	}:
+		b.pending[k] = true
+	default:
+	}
+}
+
+func (b *bgCompressor) loop() {
+	runtime.LockOSThread() // the thread keeps its low priority
+	lowerPriority()
+	for job := range b.jobs {
+		b.mu.Lock()
+		stopped := b.stopped
+		b.mu.Unlock()
+		if stopped {
+			continue // drain without running
+		}
+		job()
+		b.done.Add(1)
+	}
+}
+
+var errChanged = errors.New("file changed while being read")
+
+func readWhole(root *os.Root, name string, want fileID) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if idOf(fi) != want {
+		return nil, errChanged
+	}
+	b := make([]byte, want.size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// invalidate drops an entry found stale while serving it, and the
+// variants compressed from the version it described.
+func (c *Cache) invalidate(key fileKey) {
+	if e, ok := c.files.GetIfPresent(key); ok {
+		c.dropVariants(key, e, nil)
+	}
+	c.files.Invalidate(key)
+}
+
+// dropVariants forgets the variants compressed from the file version old
+// described, once the file is found changed (now describes the new state,
+// or is nil). They are keyed by that version, so they could never be
+// served again; this only gives their bytes back to the budget at once.
+func (c *Cache) dropVariants(key fileKey, old, now *entry) {
+	if old == nil || old.kind != kFile || old.reps[encoding.Identity] == nil {
+		return
+	}
+	id := old.reps[encoding.Identity].id
+	if now != nil && now.kind == kFile && now.reps[encoding.Identity] != nil && now.reps[encoding.Identity].id == id {
+		return
+	}
+	for cd := encoding.Zstd; cd < encoding.NumCodings; cd++ {
+		c.variants.Invalidate(variantKey{root: key.root, name: key.name, size: id.size, mtime: id.mtime, ino: id.ino, coding: cd})
+	}
+}

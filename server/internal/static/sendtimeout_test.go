@@ -1,0 +1,91 @@
+package static_test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/h1"
+	"github.com/arkaweb/arka/server/internal/static"
+)
+
+// smallSendBuffer makes accepted connections' kernel send buffers small, so
+// that how fast the server can write is set by how fast the client reads.
+type smallSendBuffer struct{ net.Listener }
+
+func (l smallSendBuffer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+// The send timeout bounds each write to a client that does not read, as
+// nginx's send_timeout does (the time between two successive writes), not
+// the time a large body takes: a client on a slow link that keeps reading
+// gets the whole file (RFC 9112 section 9.5: the server must not cut a
+// response that is still making progress).
+func TestSendTimeoutSlowReader(t *testing.T) {
+	dir := t.TempDir()
+	body := bytes.Repeat([]byte("0123456789abcdef"), (2<<20)/16) // 2 MiB: sent from disk
+	if err := os.WriteFile(filepath.Join(dir, "large.bin"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 400 * time.Millisecond
+	h, err := static.New(&config.Static{Root: dir}, static.Options{
+		Cache:       static.NewCache(static.CacheOptions{}),
+		SendTimeout: timeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1.Server{Handler: h}
+	go s.Serve(smallSendBuffer{ln})
+	defer s.Close()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(16 << 10)
+	io.WriteString(c, "GET /large.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+
+	// Read steadily at about 3 MB/s: the 2 MiB take well over the timeout
+	// in total, while no single write waits long.
+	var got []byte
+	buf := make([]byte, 32<<10)
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	head, rest, ok := bytes.Cut(got, []byte("\r\n\r\n"))
+	if !ok || !bytes.HasPrefix(head, []byte("HTTP/1.1 200 ")) ||
+		!strings.Contains(string(head), "Content-Length: "+strconv.Itoa(len(body))) {
+		t.Fatalf("response head %q", head)
+	}
+	if len(rest) != len(body) {
+		t.Fatalf("slow but steady reader got %d of %d body bytes (the send timeout cut the response)", len(rest), len(body))
+	}
+	if !bytes.Equal(rest, body) {
+		t.Fatal("body differs from the file")
+	}
+}

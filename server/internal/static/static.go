@@ -1,0 +1,471 @@
+// Package static serves files from a directory: precompressed siblings and
+// variants compressed once, conditional and range requests (RFC 9110
+// sections 13 and 14), directory index files, safe path resolution, and
+// sendfile for large bodies over plain HTTP.
+//
+// Serving is split in two, as the architecture asks: select (which file,
+// which representation, which status, from the cached file description and
+// the request's fields) and send (write the chosen bytes).
+package static
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/encoding"
+	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/wire"
+)
+
+// Options are what a static handler receives from the server.
+type Options struct {
+	Cache *Cache // shared by all static routes; required
+
+	// Compress enables variants compressed on the fly for files without
+	// precompressed siblings, for responses of at least MinSize bytes.
+	Compress bool
+	MinSize  int64
+	// BrotliLevel and GzipLevel are used for those variants (defaults
+	// config.DefaultStaticBrotliLevel and DefaultStaticGzipLevel).
+	BrotliLevel, GzipLevel int
+	// MaxCompress is the largest file, in bytes, compressed on the fly.
+	// Default 4 MiB.
+	MaxCompress int64
+	// Constrained, when it returns true (the board is hot), stops new
+	// brotli compression; gzip is made at level 1 instead.
+	Constrained func() bool
+	// SendTimeout bounds each write of a body, like nginx's send_timeout.
+	// Default 60 s.
+	SendTimeout time.Duration
+}
+
+// Handler serves one static route.
+type Handler struct {
+	root     *os.Root
+	rootPath string
+	o        Options
+	index    []string
+	dotfiles bool
+	siblings bool
+	fallback string
+	browse   bool // list directories without an index file
+	cacheCtl []string
+	extra    []headerField
+}
+
+type headerField struct {
+	name    string
+	value   []string
+	caching bool // a caching field: sent only with 2xx and 304 (see setCaching)
+}
+
+// setCaching adds the route's caching fields (cache_control, and caching
+// fields among its headers) to a successful or 304 response. Error
+// responses never get them (errpage sends Cache-Control: no-store): a
+// shared cache must not keep a 412 or 416 for max-age seconds.
+func (h *Handler) setCaching(hd http.Header) {
+	if h.cacheCtl != nil {
+		hd["Cache-Control"] = h.cacheCtl
+	}
+	for _, f := range h.extra {
+		if f.caching {
+			hd[f.name] = f.value
+		}
+	}
+}
+
+// New opens cfg.Root and returns a handler. The root stays open until
+// Close; files are resolved inside it with os.Root, so neither ".." nor a
+// symbolic link can reach a file outside it.
+func New(cfg *config.Static, o Options) (*Handler, error) {
+	if o.Cache == nil {
+		return nil, errors.New("static: no cache")
+	}
+	root, err := os.OpenRoot(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", cfg.Root, err)
+	}
+	if o.BrotliLevel == 0 {
+		o.BrotliLevel = config.DefaultStaticBrotliLevel
+	}
+	if o.GzipLevel == 0 {
+		o.GzipLevel = config.DefaultStaticGzipLevel
+	}
+	if o.MaxCompress == 0 {
+		o.MaxCompress = 4 << 20
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = 60 * time.Second
+	}
+	h := &Handler{
+		root: root, rootPath: cfg.Root, o: o,
+		index:    cfg.IndexNames(),
+		dotfiles: cfg.AllowDotfiles,
+		siblings: cfg.PrecompressedEnabled(),
+		fallback: strings.TrimPrefix(cfg.Fallback, "/"),
+		browse:   cfg.Browse,
+	}
+	if cfg.CacheControl != "" {
+		h.cacheCtl = []string{cfg.CacheControl}
+	}
+	for k, v := range cfg.Headers {
+		k = http.CanonicalHeaderKey(k)
+		h.extra = append(h.extra, headerField{k, []string{v}, wire.CachingField(k)})
+	}
+	return h, nil
+}
+
+// Close releases the root directory.
+func (h *Handler) Close() error { return h.root.Close() }
+
+var (
+	missing       = &entry{kind: kMissing}
+	allowGetHead  = []string{"GET, HEAD, OPTIONS"} // the methods answered (RFC 9110 section 10.2.1)
+	acceptRanges  = []string{"bytes"}
+	varyAE        = []string{"Accept-Encoding"}
+	codingHeaders = [encoding.NumCodings][]string{nil, {"zstd"}, {"br"}, {"gzip"}}
+)
+
+// ServeHTTP serves GET and HEAD. r.URL.Path must already be normalized by
+// the server (decoded, dot-segments removed, starting with "/").
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header()["Allow"] = allowGetHead
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		errpage.Write(w, r, http.StatusMethodNotAllowed)
+		return
+	}
+	p := r.URL.Path
+	if len(p) == 0 || p[0] != '/' {
+		errpage.Write(w, r, http.StatusBadRequest)
+		return
+	}
+	if !h.dotfiles && wire.HasDotSegment(p) {
+		errpage.Write(w, r, http.StatusNotFound)
+		return
+	}
+	name := p[1:]
+	if name == "" {
+		name = "."
+	}
+	e := missing
+	if !wire.HasEncodedSlash(r.URL) {
+		// An encoded slash (%2F) is data inside a path segment, never a
+		// directory separator, and no file name holds a slash: such a
+		// path names no file (404, or the fallback), as Apache's
+		// AllowEncodedSlashes Off answers.
+		e = h.o.Cache.lookup(h.root, fileKey{h.rootPath, name}, h.siblings, h.index)
+	}
+	switch e.kind {
+	case kFile:
+		if strings.HasSuffix(p, "/") {
+			break // "file/" is not the file
+		}
+		h.serve(w, r, name, e)
+		return
+	case kDir:
+		if !strings.HasSuffix(p, "/") {
+			redirectSlash(w, r, p)
+			return
+		}
+		for _, in := range e.index {
+			ie := h.o.Cache.lookup(h.root, fileKey{h.rootPath, in}, h.siblings, nil)
+			if ie.kind == kFile {
+				h.serve(w, r, in, ie)
+				return
+			}
+		}
+		if h.browse {
+			h.listing(w, r, name, p)
+			return
+		}
+		if h.fallback == "" {
+			// Like nginx and Apache: the directory exists, listing it is
+			// not allowed.
+			errpage.Write(w, r, http.StatusForbidden)
+			return
+		}
+	}
+	if h.fallback != "" {
+		fe := h.o.Cache.lookup(h.root, fileKey{h.rootPath, h.fallback}, h.siblings, nil)
+		if fe.kind == kFile {
+			h.serve(w, r, h.fallback, fe)
+			return
+		}
+	}
+	errpage.Write(w, r, http.StatusNotFound)
+}
+
+// redirectSlash answers 301 to the directory's slash form, keeping the
+// query. The location is built from the normalized path, so it is always a
+// local path (never "//host").
+func redirectSlash(w http.ResponseWriter, r *http.Request, p string) {
+	loc := (&urlPath{p + "/"}).escaped()
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	errpage.Write(w, r, http.StatusMovedPermanently)
+}
+
+// serve selects the representation, evaluates preconditions and ranges,
+// and sends.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *entry) {
+	id := e.reps[encoding.Identity]
+	a := encoding.ParseAccept(r.Header["Accept-Encoding"])
+	sizes := e.sizes
+	vary := e.alternates
+	if !e.alternates && e.compressible && h.o.Compress && id.id.size >= h.o.MinSize && id.id.size <= h.o.MaxCompress {
+		// No siblings: offer variants compressed once and cached. Their
+		// sizes are not known before compressing; rank brotli before gzip
+		// before identity.
+		vary = true
+		if !(h.o.Constrained != nil && h.o.Constrained()) {
+			sizes[encoding.Brotli] = id.id.size / 4
+		}
+		sizes[encoding.Gzip] = id.id.size / 3
+	}
+	cd, _ := a.ChooseStatic(&sizes)
+	rp := e.reps[cd]
+	if rp == nil && cd != encoding.Identity {
+		level := h.o.BrotliLevel
+		if cd == encoding.Gzip {
+			level = h.o.GzipLevel
+			if h.o.Constrained != nil && h.o.Constrained() {
+				level = 1
+			}
+		}
+		rp = h.o.Cache.variant(h.root, fileKey{h.rootPath, name}, id, cd, level, h.o.MaxCompress)
+		if rp == nil && cd == encoding.Brotli && a.Acceptable(encoding.Gzip) {
+			rp = h.o.Cache.variant(h.root, fileKey{h.rootPath, name}, id, encoding.Gzip, h.o.GzipLevel, h.o.MaxCompress)
+		}
+		if rp == nil {
+			rp = id
+		}
+	}
+	if rp == nil {
+		rp = id
+	}
+
+	hd := w.Header()
+	hd["Etag"] = rp.etagH
+	hd["Last-Modified"] = rp.lastModH
+	if vary {
+		hd["Vary"] = varyAE
+	}
+	for _, f := range h.extra {
+		if !f.caching {
+			hd[f.name] = f.value
+		}
+	}
+
+	switch evalPreconditions(r, rp.etag, rp.modTime) {
+	case notModified:
+		h.setCaching(hd)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	case failedPrecond:
+		errpage.Write(w, r, http.StatusPreconditionFailed)
+		return
+	}
+	hd["Content-Type"] = e.ctype
+	if rp.coding != encoding.Identity {
+		hd["Content-Encoding"] = codingHeaders[rp.coding]
+	}
+	hd["Accept-Ranges"] = acceptRanges
+	size := rp.id.size
+
+	// Range is one field value (RFC 9110 section 14.2): several lines are
+	// no valid Range, and ignored like one that does not parse.
+	if rh := r.Header["Range"]; len(rh) == 1 && r.Method == http.MethodGet && ifRangeAllows(r, rp.etag, rp.modTime) {
+		var buf [4]byteRange
+		ranges, err := parseRange(rh[0], size, buf[:0])
+		switch {
+		case err == errUnsatisfiable:
+			hd["Content-Range"] = []string{"bytes */" + strconv.FormatInt(size, 10)}
+			errpage.Write(w, r, http.StatusRequestedRangeNotSatisfiable)
+			return
+		case err == nil && len(ranges) == 1:
+			h.setCaching(hd)
+			rg := ranges[0]
+			hd["Content-Range"] = []string{string(contentRange(nil, rg, size))}
+			hd["Content-Length"] = []string{strconv.FormatInt(rg.length(), 10)}
+			w.WriteHeader(http.StatusPartialContent)
+			h.send(w, r, rp, rg.Start, rg.length())
+			return
+		case err == nil && rp.coding == encoding.Identity:
+			h.setCaching(hd)
+			h.sendMultipart(w, r, rp, e.ctype[0], ranges)
+			return
+		}
+		// Several ranges of an encoded representation: the whole of it,
+		// 200. RFC 9110 section 8.4 makes Content-Encoding describe the
+		// content of the message, which for multipart/byteranges is the
+		// multipart body, not its parts; encoded parts would need a coding
+		// label per part, which no client decodes, and a slice of a
+		// gzip/br/zstd stream is useless alone. Section 14.2 lets a
+		// server ignore Range, and the full representation keeps the
+		// ETag and caches consistent with every other response.
+	}
+	h.setCaching(hd)
+	hd["Content-Length"] = rp.clH
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		h.send(w, r, rp, 0, size)
+	}
+}
+
+// send writes n bytes of rp from offset off: from memory when held there,
+// else from the file, in chunks, each with a write deadline (sendfile on
+// plain HTTP/1.1 via the writer's ReadFrom). The chunks are small enough
+// that SendTimeout acts like nginx's send_timeout, between two successive
+// writes: a client on a slow link that keeps reading is not cut off (with
+// 60 s, one 256 KiB chunk a minute is about 4 KB/s).
+func (h *Handler) send(w http.ResponseWriter, r *http.Request, rp *rep, off, n int64) {
+	if r.Method == http.MethodHead || n == 0 {
+		return
+	}
+	if rp.body != nil {
+		w.Write(rp.body[off : off+n])
+		return
+	}
+	f := h.open(rp)
+	if f == nil {
+		return // headers are out: the client sees a short body and closes
+	}
+	defer f.Close()
+	h.copyRange(w, f, off, n)
+}
+
+// open opens rp's file for sending, checking that it is still the version
+// described. Replaced since, the length promised may be wrong: the entry
+// is forgotten and the response cut short (the client retries and gets
+// the new version).
+func (h *Handler) open(rp *rep) *os.File {
+	f, err := h.root.Open(rp.name)
+	if err != nil {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || idOf(fi) != rp.id {
+		f.Close()
+		h.o.Cache.invalidate(fileKey{h.rootPath, strings.TrimSuffix(rp.name, rp.coding.Ext())})
+		panic(http.ErrAbortHandler)
+	}
+	return f
+}
+
+// copyRange sends n bytes of f from offset off. It reports false when
+// the response could not be completed.
+func (h *Handler) copyRange(w http.ResponseWriter, f *os.File, off, n int64) bool {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return false
+	}
+	rc := http.NewResponseController(w)
+	const chunk = 256 << 10
+	for n > 0 {
+		k := min(n, chunk)
+		_ = rc.SetWriteDeadline(time.Now().Add(h.o.SendTimeout))
+		if _, err := io.CopyN(w, f, k); err != nil {
+			return false
+		}
+		n -= k
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return true
+}
+
+// sendMultipart answers several ranges as multipart/byteranges (RFC 9110
+// section 14.6), with the total length computed up front.
+func (h *Handler) sendMultipart(w http.ResponseWriter, r *http.Request, rp *rep, ctype string, ranges []byteRange) {
+	var bb [12]byte
+	rand.Read(bb[:])
+	boundary := hex.EncodeToString(bb[:])
+	size := rp.id.size
+	heads := make([]string, len(ranges))
+	var total int64
+	for i, rg := range ranges {
+		var b []byte
+		b = append(b, "\r\n--"...)
+		b = append(b, boundary...)
+		b = append(b, "\r\nContent-Type: "...)
+		b = append(b, ctype...)
+		b = append(b, "\r\nContent-Range: "...)
+		b = contentRange(b, rg, size)
+		b = append(b, "\r\n\r\n"...)
+		heads[i] = string(b)
+		total += int64(len(b)) + rg.length()
+	}
+	tail := "\r\n--" + boundary + "--\r\n"
+	total += int64(len(tail))
+	hd := w.Header()
+	hd["Content-Type"] = []string{"multipart/byteranges; boundary=" + boundary}
+	hd["Content-Length"] = []string{strconv.FormatInt(total, 10)}
+	w.WriteHeader(http.StatusPartialContent)
+	if r.Method == http.MethodHead {
+		return
+	}
+	// One open file for all the parts (not one per range), and a part
+	// that cannot be sent cuts the response: the parts after it would
+	// no longer be where the multipart framing says.
+	var f *os.File
+	if rp.body == nil {
+		if f = h.open(rp); f == nil {
+			panic(http.ErrAbortHandler)
+		}
+		defer f.Close()
+	}
+	for i, rg := range ranges {
+		io.WriteString(w, heads[i])
+		if f == nil {
+			w.Write(rp.body[rg.Start:rg.End])
+		} else if !h.copyRange(w, f, rg.Start, rg.length()) {
+			panic(http.ErrAbortHandler)
+		}
+	}
+	io.WriteString(w, tail)
+}
+
+type urlPath struct{ p string }
+
+// escaped percent-encodes a path for a Location field: everything but
+// unreserved characters, sub-delims, ":", "@" and "/" (RFC 3986 section 3.3).
+func (u *urlPath) escaped() string {
+	const hexd = "0123456789ABCDEF"
+	needs := false
+	for i := 0; i < len(u.p); i++ {
+		if !pathSafe(u.p[i]) {
+			needs = true
+			break
+		}
+	}
+	if !needs {
+		return u.p
+	}
+	b := make([]byte, 0, len(u.p)+16)
+	for i := 0; i < len(u.p); i++ {
+		c := u.p[i]
+		if pathSafe(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hexd[c>>4], hexd[c&15])
+		}
+	}
+	return string(b)
+}
+
+func pathSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
+}
