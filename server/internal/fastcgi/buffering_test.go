@@ -66,7 +66,7 @@ func TestRequestBuffering(t *testing.T) {
 }
 
 // TestResponseBuffering: with one php-fpm connection, a client that asks
-// for an 8 MiB page and does not read it holds no php-fpm connection
+// for a 32 MiB page and does not read it holds no php-fpm connection
 // (response_buffering, the default: the page goes to memory and the spool
 // file, and the connection is released when the script has finished), so
 // another client is served at once; when the stalled client reads, it
@@ -79,7 +79,7 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
   printf("%015d\n", $i);
 }
 `})
-	const lines = 512 << 10 // 16 bytes each: 8 MiB
+	const lines = 2 << 20 // 16 bytes each: 32 MiB, more than loopback sockets hold
 	for _, buffering := range []bool{true, false} {
 		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
 			tmp := t.TempDir()

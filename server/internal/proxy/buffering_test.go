@@ -109,7 +109,7 @@ func TestRequestBufferingOff(t *testing.T) {
 // every byte, in order, when it reads. With response_buffering = false
 // the upstream is still sending to the stalled client.
 func TestResponseBuffering(t *testing.T) {
-	const lines = 512 << 10 // 16 bytes each
+	const lines = 2 << 20 // 16 bytes each: 32 MiB, more than loopback sockets hold
 	for _, buffering := range []bool{true, false} {
 		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
 			var finished atomic.Int32
@@ -136,7 +136,7 @@ func TestResponseBuffering(t *testing.T) {
 			}
 			defer slow.Close()
 			io.WriteString(slow, "GET /proxy/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-			deadline := time.Now().Add(2 * time.Second)
+			deadline := time.Now().Add(4 * time.Second)
 			for finished.Load() == 0 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
