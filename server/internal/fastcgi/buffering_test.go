@@ -101,7 +101,7 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
 			fmt.Fprintf(slow, "GET /app/lines.php?n=%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", lines)
 			time.Sleep(500 * time.Millisecond) // the script has written its page
 
-			c := &http.Client{Timeout: 1500 * time.Millisecond}
+			c := &http.Client{Timeout: 3 * time.Second}
 			start := time.Now()
 			resp, err := c.Get(srv.URL + "/app/pid.php")
 			served := err == nil && resp.StatusCode == 200
