@@ -45,10 +45,6 @@ type conn struct {
 	// once it is fixed (after ABORT_REQUEST).
 	armed atomic.Int64
 
-	// out is the body bytes of the current response held back for one
-	// write to the client (outBufferSize, made at the first response).
-	out []byte
-
 	// answered is set once the server sent anything on the connection
 	// (see pool.kickUntilAnswered).
 	answered atomic.Bool

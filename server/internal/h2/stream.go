@@ -501,23 +501,9 @@ func (w *responseWriter) sendHeader(final bool) error {
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.header
-	if t := h["Trailer"]; len(t) > 0 {
-		w.trailers = wire.AppendTrailerNames(w.trailers, t)
-	}
-	// A handler that sets the field to nil (as net/http allows) wants none.
-	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {
-		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
-	}
-	switch {
-	case !w.bodyOK:
-		if w.status != http.StatusNotModified {
-			delete(h, "Content-Length")
-		}
-	case w.cl < 0 && final && len(w.trailers) == 0 && !w.head:
-		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
-	case w.cl < 0 && final && w.head && w.written > 0:
-		h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
-	}
+	// Length, Content-Type and trailers as both engines decide them; the
+	// body goes in DATA frames, its end in END_STREAM.
+	_, w.trailers = core.PrepareHead(h, w.coreHead(final), w.trailers)
 	end := final && len(w.trailers) == 0 && (len(w.pending) == 0 || w.head || !w.bodyOK)
 	c := w.st.c
 	c.wmu.Lock()
@@ -699,20 +685,11 @@ func (w *responseWriter) finish() {
 		}
 	}
 	c := w.st.c
-	if len(w.trailers) > 0 || w.hasPrefixTrailers() {
+	if core.HasTrailers(w.header, w.trailers) {
 		c.wmu.Lock()
 		if !w.aborted && !c.dead {
 			tr := http.Header{}
-			for _, k := range w.trailers {
-				if v, ok := w.header[k]; ok {
-					tr[k] = v
-				}
-			}
-			for k, v := range w.header {
-				if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-					tr[http.CanonicalHeaderKey(name)] = v
-				}
-			}
+			core.EachTrailer(w.header, w.trailers, func(name string, v []string) { tr[name] = v })
 			c.writeTrailers(w.st.id, tr)
 			w.st.localClosed.Store(true)
 		}
@@ -720,7 +697,7 @@ func (w *responseWriter) finish() {
 		c.kickWriter()
 		return
 	}
-	if w.cl >= 0 && w.written < w.cl && !w.head && w.bodyOK {
+	if core.Short(w.coreHead(true)) {
 		// Promised more than written: the client must not take this as
 		// complete (RFC 9113 section 8.1.1).
 		w.st.resetLocal(http2.ErrCodeProtocol)
@@ -729,13 +706,9 @@ func (w *responseWriter) finish() {
 	w.writeData(nil, true)
 }
 
-func (w *responseWriter) hasPrefixTrailers() bool {
-	for k := range w.header {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			return true
-		}
-	}
-	return false
+// coreHead is the response as package core's rules see it.
+func (w *responseWriter) coreHead(final bool) core.Head {
+	return core.Head{Status: w.status, BodyOK: w.bodyOK, HEAD: w.head, Final: final, CL: w.cl, Written: w.written, Pending: w.pending}
 }
 
 func (w *responseWriter) Flush() { w.FlushError() }
