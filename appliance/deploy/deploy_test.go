@@ -89,6 +89,14 @@ func (d *device) deploy(t *testing.T, dir string) (*Result, Plan, error) {
 
 func TestDeployRefuseRollback(t *testing.T) {
 	d := newDevice(t)
+	// PHP's data directory, in Arka's state directory beside the
+	// generations (as on the device: /perm/arka/state/php/data).
+	data := filepath.Join(d.store.Dir, "state", "php", "data", "app.sqlite")
+	os.MkdirAll(filepath.Dir(data), 0o700)
+	if err := os.WriteFile(data, []byte("SQLite format 3\x00rows"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataBefore, _ := os.Stat(data)
 	site := t.TempDir()
 	big := strings.Repeat("x", 100000)
 	writeSite(t, site, map[string]string{
@@ -157,6 +165,13 @@ func TestDeployRefuseRollback(t *testing.T) {
 	}
 	if strings.Join(names, " ") != "2 2.json 3 3.json" {
 		t.Errorf("generations on disk: %v, want 2 and 3 only", names)
+	}
+	// Three deploys, a refusal, two rollbacks and a pruning later, PHP's
+	// data is as it was.
+	if b, err := os.ReadFile(data); err != nil || string(b) != "SQLite format 3\x00rows" {
+		t.Errorf("PHP's data after the deploys: %q %v", b, err)
+	} else if st, _ := os.Stat(data); !st.ModTime().Equal(dataBefore.ModTime()) || st.Mode() != dataBefore.Mode() {
+		t.Errorf("PHP's data was rewritten: %v %v, was %v %v", st.ModTime(), st.Mode(), dataBefore.ModTime(), dataBefore.Mode())
 	}
 }
 

@@ -92,7 +92,7 @@ func main() {
 type buildFlags struct {
 	board, out, hostname, arkaPkg, version, pwFile, size, extraArgs, tz string
 	httpPort, httpsPort                                                 int
-	php                                                                 bool
+	php, zero2wWiFi                                                     bool
 	phpExt, debCache                                                    string
 	site                                                                string
 	settings                                                            settingsFlags
@@ -113,7 +113,8 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.httpsPort, "ui-https-port", 8443, "HTTPS port of gokrazy's web UI (Arka owns 443)")
 	fs.BoolVar(&b.php, "php", false, "include php-fpm from Debian's packages (see images/README.md)")
 	fs.StringVar(&b.phpExt, "php-extensions", strings.Join(phpimage.DefaultExtensions, ","), "PHP extensions to include, comma-separated (with --php)")
-	fs.StringVar(&b.debCache, "deb-cache", filepath.Join("images", "out", "debs"), "cache of downloaded Debian packages (with --php)")
+	fs.StringVar(&b.debCache, "deb-cache", filepath.Join("images", "out", "debs"), "cache of downloaded Debian packages (php-fpm, Wi-Fi) and firmware")
+	fs.BoolVar(&b.zero2wWiFi, "zero2w-wifi", true, "rpi: download the Pi Zero 2 W's Wi-Fi firmware from Raspberry Pi's firmware-nonfree (pinned commit, SHA-256 checked; see images/README.md); false leaves the Zero 2 W without Wi-Fi")
 	fs.StringVar(&b.site, "site", "", "bake this site into the image: a directory with sites/*.toml and the content they point at (relative paths); a deployed site wins over it")
 	b.settings.register(fs)
 	b.fs = fs
@@ -177,14 +178,14 @@ func (b *buildFlags) build() (*image.Summary, error) {
 			versions["debian/"+p] = v
 		}
 	}
-	wifi, err := wifiFirmware(board, b.debCache, settingsTxt)
+	wifi, err := wifiFirmware(board, b.debCache, settingsTxt, b.zero2wWiFi)
 	if err != nil {
 		return nil, err
 	}
 	if wifi != nil {
 		extra = append(extra, wifi.Files...)
-		for p, v := range wifi.Packages {
-			versions["debian/"+p] = v
+		for p, v := range wifi.Versions {
+			versions[p] = v
 		}
 	}
 	sum, err := image.Build(image.Config{

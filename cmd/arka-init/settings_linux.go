@@ -195,6 +195,9 @@ func (st *settingsState) wifi() {
 		return
 	case len(ifaces) == 0:
 		st.WiFi = fmt.Sprintf("no wireless interface on this machine: the %d network(s) in %s are not used", len(w.Networks), settings.FileName)
+		if c := noFirmwareFor("/"); c != "" {
+			st.WiFi += fmt.Sprintf(" (this image carries no Wi-Fi firmware for %s: rebuild it where Raspberry Pi's firmware-nonfree can be downloaded, see images/README.md)", c)
+		}
 		log.Printf("wifi: %s", st.WiFi)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,4 +59,26 @@ func waitWireless(d time.Duration) []string {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// noFirmwareFor names this board (its device tree compatible, e.g.
+// "raspberrypi,model-zero-2-w") when it is a Raspberry Pi for which the
+// image carries no Wi-Fi firmware, else "". Every Pi with Wi-Fi gets an
+// NVRAM file named after its compatible (appliance/build/wifiimage), so none
+// means the image was built without this board's firmware (the Zero 2 W's,
+// when Raspberry Pi's firmware-nonfree could not be downloaded).
+func noFirmwareFor(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "proc/device-tree/compatible"))
+	if err != nil {
+		return ""
+	}
+	compat, _, _ := bytes.Cut(b, []byte{0})
+	c := string(compat)
+	if !strings.HasPrefix(c, "raspberrypi,") || strings.ContainsAny(c, "/*?[") {
+		return ""
+	}
+	if m, _ := filepath.Glob(filepath.Join(root, "lib/firmware/brcm", "*."+c+".txt")); len(m) > 0 {
+		return ""
+	}
+	return c
 }

@@ -2,8 +2,11 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +26,7 @@ func TestWirelessLevel(t *testing.T) {
 }
 
 // The appliance card shows the deployed generation, the settings file's
-// mistakes and the last error, and the page stays under 10 KB.
+// mistakes and the last error, and the page stays under maxPageBytes.
 func TestApplianceCard(t *testing.T) {
 	a := Appliance{Hostname: "garden",
 		Settings: ApplianceSettings{Found: true, Errors: []string{`settings.txt:2:1: timezone "Mars/Olympus" is not a time zone name`}, WiFi: "no wireless interface on this machine"},
@@ -47,8 +50,8 @@ func TestApplianceCard(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if len(body) >= 10*1024 {
-		t.Errorf("page with the appliance card: %d bytes, want under 10 KB", len(body))
+	if len(body) >= maxPageBytes {
+		t.Errorf("page with the appliance card: %d bytes, want under %d", len(body), maxPageBytes)
 	}
 	t.Setenv(ApplianceEnv, "")
 	if ReadAppliance() != nil {
@@ -65,7 +68,60 @@ func TestSparklineSpansTheData(t *testing.T) {
 		vals = append(vals, &v)
 	}
 	svg := string(sparkline(vals, 1, nil, "#000"))
-	if !strings.Contains(svg, `d="M0 `) || !strings.Contains(svg, "L120 ") {
-		t.Errorf("sparkline does not span the width: %s", svg)
+	// Buckets of 3 samples: means 1, 4, 7, drawn at x 0, 60, 120 and
+	// (range 1..7 over the height 28, 2 units of margin) y 26, 14, 2.
+	if got, want := fmt.Sprint(pathPoints(t, svg)), "[[[0 26] [60 14] [120 2]]]"; got != want {
+		t.Errorf("sparkline points %s, want %s (spanning the width): %s", got, want, svg)
 	}
+}
+
+// A gap in the samples lifts the pen: two runs, each drawn from its own
+// moveto, at the same places as without the gap.
+func TestSparklineGap(t *testing.T) {
+	var vals []*float64
+	for i := 0; i < 12; i++ {
+		v := float64(i % 4)
+		if i >= 3 && i < 6 {
+			vals = append(vals, nil)
+			continue
+		}
+		vals = append(vals, &v)
+	}
+	svg := string(sparkline(vals, 1, nil, "#000"))
+	runs := pathPoints(t, svg)
+	if len(runs) != 2 || len(runs[0]) != 1 || len(runs[1]) != 2 || runs[0][0][0] != 0 || runs[1][0][0] != 80 || runs[1][1][0] != 120 {
+		t.Errorf("runs %v, want [x0] and [x80 x120]: %s", runs, svg)
+	}
+}
+
+// pathPoints decodes the chart's path ("M x y" then "l dx dy ...") into
+// runs of absolute points.
+func pathPoints(t *testing.T, svg string) [][][2]int {
+	t.Helper()
+	i := strings.LastIndex(svg, ` d="`)
+	if i < 0 {
+		t.Fatalf("no path: %s", svg)
+	}
+	d := svg[i+4:]
+	d = d[:strings.IndexByte(d, '"')]
+	var runs [][][2]int
+	var x, y int
+	for _, part := range regexp.MustCompile(`[Ml][^Ml]*`).FindAllString(d, -1) {
+		nums := regexp.MustCompile(`-?\d+`).FindAllString(part, -1)
+		if len(nums)%2 != 0 || len(nums) == 0 {
+			t.Fatalf("odd path segment %q in %s", part, d)
+		}
+		for k := 0; k < len(nums); k += 2 {
+			dx, _ := strconv.Atoi(nums[k])
+			dy, _ := strconv.Atoi(nums[k+1])
+			if part[0] == 'M' {
+				x, y = dx, dy
+				runs = append(runs, [][2]int{{x, y}})
+				continue
+			}
+			x, y = x+dx, y+dy
+			runs[len(runs)-1] = append(runs[len(runs)-1], [2]int{x, y})
+		}
+	}
+	return runs
 }

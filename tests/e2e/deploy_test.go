@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,11 +29,13 @@ import (
 // as a person would (with a mistake), and on one VM checks: the baked site
 // serves; the console shows the hostname, the mistake and "no wireless
 // interface" and the static address it set instead of DHCP; the password
-// lives outside the build directory (make clean
-// cannot lose it); a deployed site wins over the baked one without a
-// failed request; only changed files travel; a broken site is refused
-// with file:line:col and the old one keeps serving; --rollback; after a
-// reboot the deployed site serves again.
+// lives in the user's configuration directory, outside the build directory
+// (the Makefile's clean recipe cannot lose it); a deployed site wins over
+// the baked one without a failed request; only changed files travel; a
+// broken site is refused with file:line:col and the old one keeps serving;
+// --rollback; a changed device key, and another machine answering with the
+// device's name, are refused by update, deploy and status; after a reboot
+// the deployed site serves again.
 func TestAmd64DeployAndSettings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots QEMU: skipped with -short")
@@ -54,9 +58,11 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	if out, err := gob.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	// The passwords' default place, the user's configuration directory
+	// (XDG_CONFIG_HOME here, inherited by the CLI runs), not ARKA_DEVICES.
+	t.Setenv("ARKA_DEVICES", "") // empty: not set (appliance/devices)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	devices := filepath.Join(dir, "config", "arka", "devices")
-	os.Setenv("ARKA_DEVICES", devices) // inherited by the CLI runs
-	t.Cleanup(func() { os.Unsetenv("ARKA_DEVICES") })
 
 	site := func(name string, files map[string]string) string {
 		d := filepath.Join(dir, name)
@@ -91,7 +97,9 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	if st, err := os.Stat(pwFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("password file: %v %v", st, err)
 	}
-	// make clean: the build directory goes, the password stays.
+	// make clean (the Makefile's own recipe, run in this test's directory,
+	// whose images/out the build wrote): the build directory goes, the
+	// password stays.
 	img := filepath.Join(dir, "arka-amd64.img")
 	if err := os.Rename(filepath.Join(out, "arka-amd64.img"), img); err != nil {
 		t.Fatal(err)
@@ -99,7 +107,12 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(out, "*pw*")); len(m) > 0 {
 		t.Errorf("password files in the build directory: %v", m)
 	}
-	os.RemoveAll(out)
+	if b, err := exec.Command("make", "-C", dir, "-f", filepath.Join(root, "Makefile"), "clean").CombinedOutput(); err != nil {
+		t.Fatalf("make clean: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("make clean left %s (%v)", out, err)
+	}
 	pwb, err := os.ReadFile(pwFile)
 	if err != nil {
 		t.Fatal(err)
@@ -234,8 +247,8 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	os.WriteFile(filepath.Join(mine, "sites", "main.toml"), []byte(siteToml+"\n[compression]\nlevel = \"max\"\nfast = true\n"), 0o644)
 	os.WriteFile(filepath.Join(mine, "www", "index.html"), []byte("broken v3\n"), 0o644)
 	r = deploy(mine)
-	if r.code == 0 || !regexp.MustCompile(regexp.QuoteMeta(filepath.Join(mine, "sites", "main.toml"))+`:\d+:\d+: `).MatchString(r.stderr) {
-		t.Errorf("broken deploy: want a non-zero exit and DIR/sites/main.toml:line:col")
+	if r.code == 0 || !regexp.MustCompile(regexp.QuoteMeta(filepath.Join(mine, "sites", "main.toml"))+`:12:1: .*compression\.level`).MatchString(r.stderr) {
+		t.Errorf("broken deploy: want a non-zero exit and DIR/sites/main.toml:12:1 naming compression.level")
 	}
 	if got := page(); got != "deployed v2\n" {
 		t.Errorf("after the refused deploy GET / = %q, want v2", got)
@@ -251,6 +264,9 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	if got := page(); got != "deployed v1\n" {
 		t.Errorf("after the rollback GET / = %q, want v1", got)
 	}
+	if ap := appliance(); ap.Deploy.Generation != 1 {
+		t.Errorf("status page after the rollback: generation %d, want 1", ap.Deploy.Generation)
+	}
 
 	// The update client (and deploy) refuse a device whose key changed,
 	// and say how to accept it.
@@ -264,6 +280,32 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	os.WriteFile(pinFile, pin, 0o600)
 	if r := runCLI(t, cli, "status", "--host", api, "--name", "garden"); r.code != 0 {
 		t.Errorf("status over HTTPS with the right pin: exit %d\n%s", r.code, r.stderr)
+	}
+	// Another machine answering for "garden" (a reflashed card, or someone
+	// in between) with its own certificate: update, deploy and status are
+	// refused before any request, so neither the password nor an image
+	// reaches it.
+	var impostorRequests atomic.Int64
+	impostor := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { impostorRequests.Add(1) }))
+	impostor.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
+	impostor.StartTLS()
+	defer impostor.Close()
+	other := strings.TrimPrefix(impostor.URL, "https://")
+	for _, args := range [][]string{
+		{"update", "--host", other, "--name", "garden", "--image", img, "--check-url", "-"},
+		{"deploy", "--host", other, "--name", "garden", mine},
+		{"status", "--host", other, "--name", "garden"},
+	} {
+		r := runCLI(t, cli, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, `the certificate of device "garden" changed`) || !strings.Contains(r.stderr, "nothing was sent") {
+			t.Errorf("%s to another machine with the device's name: exit %d\n%s", args[0], r.code, r.stderr)
+		}
+	}
+	if n := impostorRequests.Load(); n != 0 {
+		t.Errorf("the other machine received %d requests", n)
+	}
+	if b, _ := os.ReadFile(pinFile); string(b) != string(pin) {
+		t.Errorf("the pin changed after talking to another machine: %q", b)
 	}
 
 	// A new device password (the device reboots to use it); after the

@@ -8,8 +8,11 @@
 //
 // brcmfmac asks for <chip>-sdio.<board>.txt (the board's NVRAM: antenna
 // and power calibration, <board> from the device tree's compatible) and
-// falls back to <chip>-sdio.txt. Chips lists every supported Pi, its chip
-// and the files it uses, and says which ones Debian does not ship.
+// falls back to <chip>-sdio.txt (newer kernels do the same for .bin and
+// .clm_blob). Boards lists every supported Pi, its chip and the files it
+// uses. The Pi Zero 2 W's chips have no firmware in Debian: it comes from
+// Raspberry Pi's firmware-nonfree, downloaded at a pinned commit and checked
+// by SHA-256 (nonfree.go).
 package wifiimage
 
 import (
@@ -27,17 +30,26 @@ import (
 	"github.com/arkaweb/arka/appliance/build/image"
 )
 
-// Board is one Raspberry Pi with Wi-Fi.
+// Board is one Raspberry Pi with Wi-Fi (one chip of it: the Zero 2 W is
+// made with two).
 type Board struct {
 	Name       string // e.g. "Raspberry Pi 4 Model B"
 	Compatible string // device tree compatible, e.g. "raspberrypi,4-model-b"
 	Chip       string // e.g. "CYW43455"
-	Base       string // brcmfmac firmware base name, e.g. "brcmfmac43455-sdio"
+	// Base is the name brcmfmac asks for, from the kernel's table of chip
+	// and revision (kernel.rpi's brcmfmac.ko: "brcm/<Base>.bin"), e.g.
+	// "brcmfmac43455-sdio". For each of .bin, .clm_blob and .txt it
+	// loads "<Base>.<Compatible><ext>" if present, else "<Base><ext>".
+	Base string
 	// NVRAMFrom names the board whose NVRAM file serves this one when
 	// Debian ships none for it ("" if it ships one).
 	NVRAMFrom string
-	// Missing says why the board has no Wi-Fi firmware in the image.
-	Missing string
+	// NonFree is the chip's file base in Raspberry Pi's firmware-nonfree
+	// when Debian has no firmware for it ("" otherwise): its files are
+	// downloaded (NonFreeFiles) and placed under the board's own names,
+	// "<Base>.<Compatible><ext>"; an extension it lacks comes from Debian
+	// under the chip's generic name.
+	NonFree string
 }
 
 // Boards are the Pis the image supports, with their Wi-Fi chips.
@@ -49,8 +61,11 @@ var Boards = []Board{
 	{Name: "Raspberry Pi 400", Compatible: "raspberrypi,400", Chip: "CYW43455", Base: "brcmfmac43455-sdio", NVRAMFrom: "raspberrypi,4-model-b"},
 	{Name: "Raspberry Pi Compute Module 4", Compatible: "raspberrypi,4-compute-module", Chip: "CYW43455", Base: "brcmfmac43455-sdio", NVRAMFrom: "raspberrypi,4-model-b"},
 	{Name: "Raspberry Pi 5", Compatible: "raspberrypi,5-model-b", Chip: "CYW43455", Base: "brcmfmac43455-sdio", NVRAMFrom: "raspberrypi,4-model-b"},
-	{Name: "Raspberry Pi Zero 2 W", Compatible: "raspberrypi,model-zero-2-w", Chip: "CYW43436 (some: BCM43430B0)", Base: "brcmfmac43436-sdio",
-		Missing: "Debian 12's firmware-brcm80211 has no brcmfmac43436-sdio.* (nor 43430b0): Raspberry Pi ships them in its own firmware-nonfree (RPi-Distro/firmware-nonfree), outside Debian"},
+	// The Zero 2 W's two chips: the kernel sees the CYW43436 as a 43430
+	// revision B0 and the CYW43436S as a 43430A1 (the Pi 3 B's chip, whose
+	// CLM blob from Debian it then uses, as Raspberry Pi OS does).
+	{Name: "Raspberry Pi Zero 2 W", Compatible: "raspberrypi,model-zero-2-w", Chip: "CYW43436", Base: "brcmfmac43430b0-sdio", NonFree: "brcmfmac43436-sdio"},
+	{Name: "Raspberry Pi Zero 2 W", Compatible: "raspberrypi,model-zero-2-w", Chip: "CYW43436S", Base: "brcmfmac43430-sdio", NonFree: "brcmfmac43436s-sdio"},
 }
 
 // Packages are the Debian packages used (all "Architecture: all").
@@ -59,10 +74,16 @@ var Packages = []string{"firmware-brcm80211", "wireless-regdb"}
 // FirmwareDir is where the kernel loads firmware from.
 const FirmwareDir = "/lib/firmware"
 
-// Options select the cache.
+// Options select the cache and what to do about firmware-nonfree.
 type Options struct {
 	CacheDir string
 	Logf     func(format string, a ...any)
+	// SkipNonFree leaves out the boards whose firmware only Raspberry
+	// Pi's firmware-nonfree has (nothing is downloaded).
+	SkipNonFree bool
+	// NonFreeBaseURL and NonFreeDir replace NonFreeBaseURL and
+	// NonFreeCache(CacheDir) (tests).
+	NonFreeBaseURL, NonFreeDir string
 }
 
 // Placed is one board's files in the image.
@@ -75,11 +96,20 @@ type Placed struct {
 type Result struct {
 	Files    []image.File
 	Boards   []Placed
-	Packages map[string]string // package -> version
+	Packages map[string]string // Debian package -> version
+	NonFree  string            // "RPi-Distro/firmware-nonfree@<commit>" when its files are in
+	// Left are the boards without firmware in the image, and NonFreeErr
+	// why (an error wrapping ErrNonFreeUnavailable, or nil when
+	// Options.SkipNonFree left them out).
+	Left       []Board
+	NonFreeErr error
 }
 
-// Collect fetches the packages (or takes them from the cache) and returns
-// the firmware files for every board in Boards that Debian covers.
+// Collect fetches the packages (or takes them from the cache) and the
+// firmware-nonfree files, and returns the firmware files for every board
+// in Boards. A firmware-nonfree file whose SHA-256 differs from
+// NonFreeFiles is an error; if they cannot be downloaded, the boards that
+// need them are listed in Result.Left with the reason in NonFreeErr.
 func Collect(o Options) (*Result, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -93,38 +123,78 @@ func Collect(o Options) (*Result, error) {
 		}
 		trees[p], res.Packages[p] = dir, version
 	}
+	var nonfree map[string]string // name -> cached path
+	if !o.SkipNonFree {
+		var names []string
+		for n := range NonFreeFiles {
+			names = append(names, n)
+		}
+		var err error
+		nonfree, err = fetchNonFree(o, names)
+		switch {
+		case errors.Is(err, ErrNonFreeUnavailable):
+			res.NonFreeErr = err
+		case err != nil:
+			return nil, err
+		default:
+			res.NonFree = NonFreeRepo + "@" + NonFreeCommit
+		}
+	}
 	fw := filepath.Join(trees["firmware-brcm80211"], "lib", "firmware", "brcm")
-	placed := map[string]bool{}
+	placed := map[string]string{} // image path -> source
 	add := func(src, dst string) error {
-		if placed[dst] {
+		if prev, ok := placed[dst]; ok {
+			if prev != src {
+				return fmt.Errorf("wifiimage: %s from both %s and %s", dst, prev, src)
+			}
 			return nil
 		}
 		if _, err := os.Stat(src); err != nil {
 			return err
 		}
-		placed[dst] = true
+		placed[dst] = src
 		res.Files = append(res.Files, image.File{Path: dst, Source: src, Mode: 0o644})
 		return nil
 	}
+	brcm := func(name string) string { return path.Join(FirmwareDir, "brcm", name) }
 	res.Files = append(res.Files, image.File{Path: FirmwareDir + "/brcm", Mode: fs.ModeDir | 0o755})
 	for _, b := range Boards {
-		if b.Missing != "" {
+		pl := Placed{Board: b}
+		if b.NonFree != "" {
+			if nonfree == nil {
+				res.Left = append(res.Left, b)
+				continue
+			}
+			for _, ext := range []string{".bin", ".clm_blob", ".txt"} {
+				if src, ok := nonfree[b.NonFree+ext]; ok {
+					dst := brcm(b.Base + "." + b.Compatible + ext)
+					if err := add(src, dst); err != nil {
+						return nil, err
+					}
+					pl.Files = append(pl.Files, dst)
+					continue
+				}
+				if err := add(filepath.Join(fw, b.Base+ext), brcm(b.Base+ext)); err != nil {
+					return nil, fmt.Errorf("wifiimage: %s (%s): neither firmware-nonfree's %s%s nor firmware-brcm80211's %s%s", b.Name, b.Chip, b.NonFree, ext, b.Base, ext)
+				}
+				pl.Files = append(pl.Files, brcm(b.Base+ext))
+			}
+			res.Boards = append(res.Boards, pl)
 			continue
 		}
-		pl := Placed{Board: b}
 		for _, ext := range []string{".bin", ".clm_blob"} {
 			name := b.Base + ext
-			if err := add(filepath.Join(fw, name), path.Join(FirmwareDir, "brcm", name)); err != nil {
+			if err := add(filepath.Join(fw, name), brcm(name)); err != nil {
 				return nil, fmt.Errorf("wifiimage: %s: firmware-brcm80211 has no %s", b.Name, name)
 			}
-			pl.Files = append(pl.Files, path.Join(FirmwareDir, "brcm", name))
+			pl.Files = append(pl.Files, brcm(name))
 		}
 		from := b.Compatible
 		if b.NVRAMFrom != "" {
 			from = b.NVRAMFrom
 		}
 		nvram := b.Base + "." + from + ".txt"
-		dst := path.Join(FirmwareDir, "brcm", b.Base+"."+b.Compatible+".txt")
+		dst := brcm(b.Base + "." + b.Compatible + ".txt")
 		if err := add(filepath.Join(fw, nvram), dst); err != nil {
 			return nil, fmt.Errorf("wifiimage: %s: firmware-brcm80211 has no %s", b.Name, nvram)
 		}
