@@ -501,7 +501,7 @@ func (x *exchange) emit(final, flush bool) {
 		// Body bytes must go out before the script has ended: from here
 		// on through the response buffer, so that a client slower than
 		// the script does not hold the worker.
-		x.resp = spool.NewResponse(x.w, x.flushClient, x.h.tempDir)
+		x.resp = spool.NewResponse(x.w, x.h.tempDir)
 	}
 	if x.resp != nil {
 		_, err := x.resp.Write(x.out)
@@ -528,15 +528,6 @@ func (x *exchange) emit(final, flush bool) {
 		}
 		http.NewResponseController(x.w).Flush()
 	}
-}
-
-// flushClient pushes what was written out to the client.
-func (x *exchange) flushClient() {
-	if f, ok := x.w.(http.Flusher); ok {
-		f.Flush()
-		return
-	}
-	http.NewResponseController(x.w).Flush()
 }
 
 // endResponse waits until the response buffer, if any, has given the

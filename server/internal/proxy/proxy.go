@@ -1022,7 +1022,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 	buf := *bp
 	var dst io.Writer = w
 	if h.respBuffer {
-		rest.out = spool.NewResponse(w, func() { http.NewResponseController(w).Flush() }, h.tempDir)
+		rest.out = spool.NewResponse(w, h.tempDir)
 		dst = rest.out
 	}
 	var written int64

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"io"
+	"net/http"
 	"os"
 	"sync"
 )
@@ -23,7 +24,10 @@ const (
 	chunkSize       = 16 << 10
 )
 
-var chunks = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+var (
+	chunks    = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+	responses = sync.Pool{New: func() any { b := &Response{}; b.cond.L = &b.mu; return b }}
+)
 
 // Response is the buffer between a backend and one client. Write never
 // waits for the client while within the bounds; the bytes reach the client
@@ -34,7 +38,6 @@ var chunks = sync.Pool{New: func() any { return new([chunkSize]byte) }}
 // not usable: see NewResponse.
 type Response struct {
 	w     io.Writer
-	flush func()
 	dir   string
 	mem   int   // bound of the memory held
 	max   int64 // bound of the file's unsent bytes
@@ -51,16 +54,27 @@ type Response struct {
 	running bool
 	closed  bool
 	err     error // the client's write error, once there is one
-	done    chan struct{}
+	drained bool  // the drain has returned
 	spilled bool
 }
 
-// NewResponse returns a Response writing to w, calling flush to push what
-// it wrote to the client, with its file in dir ("" for os.TempDir()).
-func NewResponse(w io.Writer, flush func(), dir string) *Response {
-	b := &Response{w: w, flush: flush, dir: dir, mem: ResponseMem, max: ResponseFileMax, done: make(chan struct{})}
-	b.cond.L = &b.mu
+// NewResponse returns a Response writing to w, with its file in dir (""
+// for os.TempDir()). When w is an http.ResponseWriter, what was written
+// is flushed whenever the client has caught up. After Finish the Response
+// is reused: the caller drops it.
+func NewResponse(w io.Writer, dir string) *Response {
+	b := responses.Get().(*Response)
+	b.w, b.dir, b.mem, b.max = w, dir, ResponseMem, ResponseFileMax
 	return b
+}
+
+func (b *Response) flush() {
+	switch w := b.w.(type) {
+	case http.Flusher:
+		w.Flush()
+	case http.ResponseWriter:
+		http.NewResponseController(w).Flush()
+	}
 }
 
 // SetBounds sets the memory and file bounds (tests use small ones).
@@ -169,19 +183,23 @@ func (b *Response) Finish() error {
 	running := b.running
 	b.running = true
 	b.mu.Unlock()
-	if running {
-		<-b.done
-	} else {
+	if !running {
 		b.drain()
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	for !b.drained {
+		b.cond.Wait()
+	}
 	b.drop()
 	if b.file != nil {
 		b.file.Close()
-		b.file = nil
 	}
-	return b.err
+	err := b.err
+	b.mu.Unlock()
+	chunks := b.chunks[:0]
+	*b = Response{chunks: chunks, cond: sync.Cond{L: &b.mu}}
+	responses.Put(b)
+	return err
 }
 
 // drop returns the memory chunks (b.mu held).
@@ -196,15 +214,16 @@ func (b *Response) drop() {
 // drain passes the bytes on to the client until the Response is finished
 // and empty, or the client fails.
 func (b *Response) drain() {
-	defer close(b.done)
 	var rbuf *[chunkSize]byte
+	b.mu.Lock()
 	defer func() {
+		b.drained = true
+		b.cond.Broadcast()
+		b.mu.Unlock()
 		if rbuf != nil {
 			chunks.Put(rbuf)
 		}
 	}()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	for {
 		for b.memN == 0 && b.fw == b.fr && !b.closed {
 			b.cond.Wait()
@@ -258,7 +277,7 @@ func (b *Response) drain() {
 			}
 		}
 		b.cond.Broadcast()
-		if b.memN == 0 && b.fw == b.fr && !b.closed && b.flush != nil {
+		if b.memN == 0 && b.fw == b.fr && !b.closed {
 			b.mu.Unlock()
 			b.flush()
 			b.mu.Lock()

@@ -44,14 +44,14 @@ func pattern(n int) []byte {
 func TestResponseShortWrittenByFinish(t *testing.T) {
 	g := &gate{open: make(chan struct{})}
 	close(g.open)
-	b := NewResponse(g, nil, t.TempDir())
+	b := NewResponse(g, t.TempDir())
 	b.Write([]byte("hello, "))
 	b.Write([]byte("world"))
-	if g.writes != 0 {
-		t.Fatal("written before Finish")
+	if g.writes != 0 || b.Spilled() {
+		t.Fatal("written before Finish, or spilled")
 	}
-	if err := b.Finish(); err != nil || g.got.String() != "hello, world" || b.Spilled() {
-		t.Errorf("Finish: %v, got %q, spilled %v", err, g.got.String(), b.Spilled())
+	if err := b.Finish(); err != nil || g.got.String() != "hello, world" {
+		t.Errorf("Finish: %v, got %q", err, g.got.String())
 	}
 }
 
@@ -62,8 +62,7 @@ func TestResponseShortWrittenByFinish(t *testing.T) {
 func TestResponseStalledClient(t *testing.T) {
 	dir := t.TempDir()
 	g := &gate{open: make(chan struct{})}
-	flushes := 0
-	b := NewResponse(g, func() { flushes++ }, dir)
+	b := NewResponse(g, dir)
 	want := pattern(3 << 20)
 	done := make(chan struct{})
 	go func() {
@@ -85,9 +84,11 @@ func TestResponseStalledClient(t *testing.T) {
 	if !b.Spilled() {
 		t.Error("3 MiB held without the file")
 	}
+	b.mu.Lock()
 	if b.memN > ResponseMem {
 		t.Errorf("%d bytes in memory, bound %d", b.memN, ResponseMem)
 	}
+	b.mu.Unlock()
 	close(g.open)
 	if err := b.Finish(); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestResponseStalledClient(t *testing.T) {
 // the client.
 func TestResponseBounded(t *testing.T) {
 	g := &gate{open: make(chan struct{})}
-	b := NewResponse(g, nil, t.TempDir())
+	b := NewResponse(g, t.TempDir())
 	b.SetBounds(32<<10, 64<<10)
 	wrote := make(chan struct{})
 	want := pattern(1 << 20)
@@ -130,7 +131,7 @@ func TestResponseClientFails(t *testing.T) {
 	gone := errors.New("client gone")
 	g := &gate{open: make(chan struct{}), fail: gone}
 	close(g.open)
-	b := NewResponse(g, nil, t.TempDir())
+	b := NewResponse(g, t.TempDir())
 	b.Write([]byte("x"))
 	b.Flush()
 	var err error
