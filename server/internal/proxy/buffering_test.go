@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -110,6 +111,7 @@ func TestRequestBufferingOff(t *testing.T) {
 // the upstream is still sending to the stalled client.
 func TestResponseBuffering(t *testing.T) {
 	const lines = 2 << 20 // 16 bytes each: 32 MiB, more than loopback sockets hold
+	want := numberedLines(lines)
 	for _, buffering := range []bool{true, false} {
 		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
 			var finished atomic.Int32
@@ -118,11 +120,9 @@ func TestResponseBuffering(t *testing.T) {
 					io.WriteString(w, "small")
 					return
 				}
-				bw := bufio.NewWriterSize(w, 64<<10)
-				for i := range lines {
-					fmt.Fprintf(bw, "%015d\n", i)
+				for p := want; len(p) > 0; p = p[min(len(p), 64<<10):] {
+					w.Write(p[:min(len(p), 64<<10)])
 				}
-				bw.Flush()
 				finished.Add(1)
 			}))
 			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseBuffering: &buffering})
@@ -144,8 +144,11 @@ func TestResponseBuffering(t *testing.T) {
 				t.Errorf("upstream finished sending to a client that does not read: %v", done)
 			}
 			if buffering {
-				// The connection is back in the pool: the next request
-				// reuses it.
+				// The connection goes back to the pool (the upstream has
+				// nothing in flight) and the next request reuses it.
+				for time.Now().Before(deadline) && (h.Stats()[0].Idle != 1 || h.Stats()[0].Active != 0) {
+					time.Sleep(10 * time.Millisecond)
+				}
 				if _, body := get(t, f.client, f.url("/proxy/small")); body != "small" {
 					t.Errorf("next request: %q", body)
 				}
@@ -159,15 +162,27 @@ func TestResponseBuffering(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer res.Body.Close()
-			line := make([]byte, 16)
-			for i := range lines {
-				if _, err := io.ReadFull(res.Body, line); err != nil {
-					t.Fatalf("line %d: %v", i, err)
-				}
-				if want := fmt.Sprintf("%015d\n", i); string(line) != want {
-					t.Fatalf("line %d is %q, want %q", i, line, want)
-				}
+			got, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatalf("after %d bytes: %v", len(got), err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, not the %d lines in order", len(got), lines)
 			}
 		})
 	}
+}
+
+// numberedLines is n lines "000000000000042\n" (16 bytes each, 0 to
+// n-1), which show any loss or reordering.
+func numberedLines(n int) []byte {
+	b := make([]byte, 16*n)
+	for i := range n {
+		line := b[16*i : 16*i+16]
+		line[15] = '\n'
+		for j, v := 14, i; j >= 0; j, v = j-1, v/10 {
+			line[j] = byte('0' + v%10)
+		}
+	}
+	return b
 }

@@ -446,7 +446,12 @@ var aLongTimeAgo = time.Unix(1, 0)
 // left), else why not.
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, upgrade string, fresh, replay bool) *failure {
 	u.active.Add(1)
-	defer u.active.Add(-1)
+	done := false // the upstream's part is over (active counts what it serves)
+	defer func() {
+		if !done {
+			u.active.Add(-1)
+		}
+	}()
 	u.requests.Add(1)
 	var c *conn
 	if !fresh && upgrade == "" {
@@ -480,6 +485,8 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	} else {
 		c.nc.Close()
 	}
+	done = true
+	u.active.Add(-1)
 	// The upstream connection is free; the client gets the rest.
 	rest.finish(w)
 	return f
