@@ -80,7 +80,7 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
   printf("%015d\n", $i);
 }
 `})
-	const lines = 2 << 20 // 16 bytes each: 32 MiB, more than loopback sockets hold
+	const lines = 2 << 20          // 16 bytes each: 32 MiB, more than loopback sockets hold
 	want := make([]byte, 16*lines) // as PHP prints them
 	for i := range lines {
 		line := want[16*i : 16*i+16]

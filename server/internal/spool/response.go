@@ -37,10 +37,10 @@ var (
 // the caller's goroutine, after the backend is released. The zero value is
 // not usable: see NewResponse.
 type Response struct {
-	w     io.Writer
-	dir   string
-	mem   int   // bound of the memory held
-	max   int64 // bound of the file's unsent bytes
+	w   io.Writer
+	dir string
+	mem int   // bound of the memory held
+	max int64 // bound of the file's unsent bytes
 
 	mu      sync.Mutex
 	cond    sync.Cond
