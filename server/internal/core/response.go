@@ -163,3 +163,23 @@ func HasTrailers(h http.Header, declared []string) bool {
 func Short(r Head) bool {
 	return r.CL >= 0 && r.Written < r.CL && !r.HEAD && r.BodyOK
 }
+
+// Final is what a final status code set by a handler implies: whether the
+// response may have content, and its declared length (DeclaredLength of
+// h, -1 for none).
+func Final(code int, h http.Header) (bodyOK bool, cl int64) {
+	return BodyAllowed(code), DeclaredLength(h)
+}
+
+// PendingLimit is how many body bytes of unknown length an engine holds
+// back before sending the head: a handler that writes less and returns
+// gets a Content-Length (PrepareHead) instead of chunked framing or a
+// DATA frame of its own for every write.
+const PendingLimit = 4096
+
+// Hold reports whether n more body bytes are held back (see PendingLimit)
+// rather than sent, for a response whose head is not sent yet, with
+// declared length cl and pending bytes held.
+func Hold(cl int64, pending, n int) bool {
+	return cl < 0 && pending+n <= PendingLimit
+}

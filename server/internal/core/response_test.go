@@ -87,3 +87,12 @@ func TestEachTrailer(t *testing.T) {
 		t.Error("HasTrailers")
 	}
 }
+
+func TestHold(t *testing.T) {
+	if !Hold(-1, 0, PendingLimit) || Hold(-1, 1, PendingLimit) || Hold(10, 0, 1) {
+		t.Error("Hold")
+	}
+	if ok, cl := Final(204, http.Header{"Content-Length": {"3"}}); ok || cl != 3 {
+		t.Errorf("Final(204): %v %d", ok, cl)
+	}
+}

@@ -37,8 +37,6 @@ type response struct {
 	fullDuplex  bool
 }
 
-const pendingLimit = 4096
-
 func (w *response) reset(c *conn, req *http.Request) {
 	clear(w.header)
 	pending := w.pending[:0]
@@ -64,8 +62,7 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = core.BodyAllowed(code)
-	w.cl = core.DeclaredLength(w.header)
+	w.bodyOK, w.cl = core.Final(code, w.header)
 }
 
 func (w *response) writeInformational(code int) {
@@ -95,7 +92,7 @@ func (w *response) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if !w.headerSent {
-		if w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+		if core.Hold(w.cl, len(w.pending), len(p)) {
 			w.pending = append(w.pending, p...)
 			return len(p), nil
 		}
@@ -105,7 +102,7 @@ func (w *response) Write(p []byte) (int, error) {
 }
 
 func (w *response) WriteString(s string) (int, error) {
-	if !w.headerSent && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit && w.wroteHeader && w.bodyOK && !w.head {
+	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(s)) && w.wroteHeader && w.bodyOK && !w.head {
 		w.written += int64(len(s))
 		w.pending = append(w.pending, s...)
 		return len(s), nil

@@ -417,8 +417,6 @@ type responseWriter struct {
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
 
-const pendingLimit = 4096
-
 var errAborted = errors.New("h2: stream closed")
 
 func (w *responseWriter) Header() http.Header { return w.header }
@@ -437,8 +435,7 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = core.BodyAllowed(code)
-	w.cl = core.DeclaredLength(w.header)
+	w.bodyOK, w.cl = core.Final(code, w.header)
 }
 
 func (w *responseWriter) writeInformational(code int) {
@@ -468,7 +465,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.head {
 		return len(p), nil
 	}
-	if !w.headerSent && w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(p)) {
 		w.pending = append(w.pending, p...)
 		return len(p), nil
 	}
@@ -482,7 +479,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 }
 
 func (w *responseWriter) WriteString(s string) (int, error) {
-	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit {
+	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && core.Hold(w.cl, len(w.pending), len(s)) {
 		w.written += int64(len(s))
 		w.pending = append(w.pending, s...)
 		return len(s), nil
