@@ -17,6 +17,10 @@ const (
 // smallest board Arka supports (a 512 MB Pi Zero 2 W, of which ~416 MiB is usable).
 const FloorRAMBytes = 416 * MiB
 
+// MaxMemoryLimitBytes caps the derived soft memory limit (GOMEMLIMIT) on
+// boards and PCs with much memory; see ComputeBudget.
+const MaxMemoryLimitBytes = 1 * GiB
+
 // PHPWorkerBytes is the resident memory budgeted per php-fpm worker (private pages
 // of a worker serving a typical CMS page with opcache on; the shared opcache segment
 // is budgeted separately as OpcacheMiB).
@@ -78,8 +82,11 @@ func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 //
 //	memory split of R: 30% arka (GOMEMLIMIT), 35% php-fpm (workers + opcache),
 //	                   35% kernel, page cache (which serves static files) and the rest
-//	GOMEMLIMIT         = clamp(30% R, 64 MiB, 8 GiB): a soft limit; beyond 8 GiB the
-//	                     page cache serves files better than a Go heap does
+//	GOMEMLIMIT         = clamp(30% R, 64 MiB, 1 GiB): a soft limit. A web server's
+//	                     heap is its caches plus connections; nginx serves
+//	                     from some tens of MB, and beyond 1 GiB the page cache
+//	                     serves files better than a Go heap does (a larger limit
+//	                     only lets the collector run late on a PC)
 //	open-file cache    = clamp(5% GOMEMLIMIT, 2 MiB, 64 MiB)
 //	compressed cache   = clamp(25% GOMEMLIMIT, 8 MiB, 2 GiB)
 //	content cache      = clamp(20% GOMEMLIMIT, 8 MiB, 2 GiB)
@@ -106,7 +113,7 @@ func ComputeBudget(b Board, o Overrides) Budget {
 	}
 	n := bud.Cores
 
-	limit := clamp(int64(r)*30/100, 64*MiB, 8*GiB)
+	limit := clamp(int64(r)*30/100, 64*MiB, MaxMemoryLimitBytes)
 	bud.GOMAXPROCS = n
 	bud.MemoryLimitBytes = limit
 	bud.OpenFileCacheBytes = clamp(limit*5/100, 2*MiB, 64*MiB)

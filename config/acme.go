@@ -149,7 +149,6 @@ func (v *validator) acme(s *Site) {
 	if t.CA != "" {
 		t.CA = v.caURL("tls.ca", t.CA)
 	}
-	t.CARoot = v.abs(t.CARoot) // read by CheckEnvironment
 	explicit := t.ACME != nil && *t.ACME
 	off := t.ACME != nil && !*t.ACME
 	switch {
@@ -184,7 +183,6 @@ func (v *validator) acme(s *Site) {
 		if a.CA != "" {
 			a.CA = v.caURL("global.acme.ca", a.CA)
 		}
-		a.CARoot = v.abs(a.CARoot)
 	}
 	if s.RedirectHTTPS != nil && *s.RedirectHTTPS && len(t.Listen) == 0 {
 		v.errAt("redirect_https", "redirect_https = true needs HTTPS: add [tls] with a listen address")

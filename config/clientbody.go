@@ -15,7 +15,8 @@ import (
 // Like nginx's client_body_timeout (which has the same 60 s default) plus
 // a rate floor in the manner of Apache's mod_reqtimeout MinRate. A client
 // too slow gets 408 (RFC 9110 section 15.5.9) from the PHP and proxy
-// handlers. "0s" and "0" switch a limit off.
+// handlers. body_min_rate = 0 switches the rate floor off; body_timeout
+// cannot be switched off (as in nginx), and "0s" means the default.
 const (
 	DefaultBodyTimeout = 60 * time.Second
 	DefaultBodyMinRate = 500 // bytes per second
@@ -45,9 +46,9 @@ func (r *Rate) UnmarshalText(b []byte) error {
 func (r Rate) String() string { return Size(r).String() + "/s" }
 
 // ClientBody is what the engines apply to request bodies, defaults
-// applied: Timeout is the longest silence (0: none), MinRate the lowest
-// average rate in bytes per second, measured from the handler's first read
-// with Timeout as grace (0: none).
+// applied: Timeout is the longest silence, MinRate the lowest average rate
+// in bytes per second, measured from the handler's first read with
+// Timeout as grace (0: none).
 type ClientBody struct {
 	Timeout time.Duration
 	MinRate int64
@@ -57,7 +58,7 @@ type ClientBody struct {
 // applied (g may be the empty Global of a configuration without one).
 func (g Global) ClientBody() ClientBody {
 	b := ClientBody{Timeout: DefaultBodyTimeout, MinRate: DefaultBodyMinRate}
-	if g.BodyTimeout != nil {
+	if g.BodyTimeout != 0 {
 		b.Timeout = g.BodyTimeout.D()
 	}
 	if g.BodyMinRate != nil {
@@ -66,13 +67,22 @@ func (g Global) ClientBody() ClientBody {
 	return b
 }
 
+// normalizeClientBody applies the defaults of [global] body_timeout and
+// body_min_rate (stage 2, normalize.go).
+func normalizeClientBody(g *Global) {
+	orDefault(&g.BodyTimeout, DefaultBodyTimeout)
+	if g.BodyMinRate == nil {
+		g.BodyMinRate = ptr(Rate(DefaultBodyMinRate))
+	}
+}
+
 // clientBody validates [global] body_timeout and body_min_rate.
 func (v *validator) clientBody(g *Global) {
-	if d := g.BodyTimeout; d != nil && *d != 0 && d.D() < 100*time.Millisecond {
-		v.errAt("global.body_timeout", "body_timeout %v: use at least 100ms (or \"0s\" for none)", d)
+	if d := g.BodyTimeout; d != 0 && d.D() < 100*time.Millisecond {
+		v.errAt("global.body_timeout", "body_timeout %v: use at least 100ms", d)
 	}
-	if d := g.BodyTimeout; d != nil && d.D() > 24*time.Hour {
-		v.errAt("global.body_timeout", "body_timeout %v: use at most 24h (or \"0s\" for none)", d)
+	if d := g.BodyTimeout; d.D() > 24*time.Hour {
+		v.errAt("global.body_timeout", "body_timeout %v: use at most 24h", d)
 	}
 	if r := g.BodyMinRate; r != nil && *r != 0 && *r < 10 {
 		v.errAt("global.body_min_rate", "body_min_rate %v: use at least 10B/s (or 0 for none)", r)

@@ -26,7 +26,7 @@ func TestClientBody(t *testing.T) {
 		{"defaults", "", ClientBody{60 * time.Second, 500}},
 		{"set", "body_timeout = \"30s\"\nbody_min_rate = \"1KiB/s\"\n", ClientBody{30 * time.Second, 1024}},
 		{"bare_rate", "body_min_rate = 2000\n", ClientBody{60 * time.Second, 2000}},
-		{"off", "body_timeout = \"0s\"\nbody_min_rate = 0\n", ClientBody{0, 0}},
+		{"off", "body_timeout = \"0s\"\nbody_min_rate = 0\n", ClientBody{60 * time.Second, 0}},
 	} {
 		sites, err := load(c.name, c.global)
 		if err != nil {

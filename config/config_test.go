@@ -42,22 +42,22 @@ func TestSeedSiteFile(t *testing.T) {
 	if s.TLS.Listen[0] != "127.0.0.1:18445" || s.TLS.Cert != filepath.Join(root, "tls/cert.pem") {
 		t.Errorf("tls: %+v", s.TLS)
 	}
-	if !s.Compression.CompressionEnabled() || s.Compression.MinSizeBytes() != 512 {
+	if !s.Compression.Enabled || s.Compression.MinSize != 512 {
 		t.Errorf("compression: %+v", s.Compression)
 	}
 	if len(s.Routes) != 3 {
 		t.Fatalf("routes: %d", len(s.Routes))
 	}
-	p := s.Routes[0].Proxy
+	p, _ := s.Routes[0].Handler.(*Proxy)
 	if p == nil || p.Upstreams[0] != "127.0.0.1:18893" || !p.StripPrefix || p.ForwardHeadersEnabled() {
 		t.Errorf("proxy route: %+v", p)
 	}
-	f := s.Routes[1].FastCGI
-	if f == nil || f.Address != "unix:/run/bench/php-a.sock" || f.MaxConns.Or(0) != 32 ||
-		f.Queue.Size.Or(0) != 1000 || f.Queue.Timeout.Or(0) != 30*time.Second {
+	f, _ := s.Routes[1].Handler.(*FastCGI)
+	if f == nil || f.Address != "unix:/run/bench/php-a.sock" || f.Dial != (NetAddr{"unix", "/run/bench/php-a.sock"}) || f.MaxConns.Or(0) != 32 ||
+		f.Queue.Size.Or(0) != 1000 || f.Queue.Timeout.D() != 30*time.Second {
 		t.Errorf("fastcgi route: %+v", f)
 	}
-	if st := s.Routes[2].Static; st == nil || st.Root != filepath.Join(root, "www") || st.IndexNames()[0] != "index.html" {
+	if st, _ := s.Routes[2].Handler.(*Static); st == nil || st.Root != filepath.Join(root, "www") || st.Index[0] != "index.html" {
 		t.Errorf("static route: %+v", st)
 	}
 	if s.Routes[2].Line != 26 {

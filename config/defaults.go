@@ -35,6 +35,10 @@ const (
 	DefaultFastCGIIndex = "index.php"
 	DefaultSplitPath    = ".php"
 
+	// FastCGIPHP is the address of a fastcgi route (and its default) that
+	// means the php-fpm Arka runs itself.
+	FastCGIPHP = "php"
+
 	// DefaultFastCGIMaxConns and DefaultFastCGIQueueSize apply when a
 	// fastcgi route says "auto" and no board budget is available.
 	DefaultFastCGIMaxConns  = 16
@@ -46,6 +50,7 @@ const (
 	// Proxy defaults. DefaultProxyKeepalive is the idle pool per upstream
 	// when "auto" has no board budget (nginx's `keepalive 128` is the peer).
 	DefaultProxyKeepalive      = 64
+	DefaultProxyLB             = "round_robin"
 	DefaultProxyConnect        = 5 * time.Second
 	DefaultProxyResponseHeader = 60 * time.Second // like nginx's proxy_read_timeout
 	DefaultProxyIdle           = 90 * time.Second
@@ -66,50 +71,9 @@ var DefaultStatusAllow = []string{
 	"fc00::/7", "169.254.0.0/16", "fe80::/10",
 }
 
-// CompressionEnabled reports whether content coding is on (default true).
-func (c Compression) CompressionEnabled() bool { return c.Enabled == nil || *c.Enabled }
-
-// MinSizeBytes is the smallest response, in bytes, that is compressed.
-func (c Compression) MinSizeBytes() int64 {
-	if c.MinSize == nil {
-		return int64(DefaultCompressionMinSize)
-	}
-	return int64(*c.MinSize)
-}
-
-// Level returns the configured level for a per-request coding, or its default.
-func (c Compression) Level(coding string) int {
-	switch coding {
-	case "zstd":
-		if c.ZstdLevel != 0 {
-			return c.ZstdLevel
-		}
-		return DefaultZstdLevel
-	case "br":
-		if c.BrotliLevel != 0 {
-			return c.BrotliLevel
-		}
-		return DefaultBrotliLevel
-	case "gzip":
-		if c.GzipLevel != 0 {
-			return c.GzipLevel
-		}
-		return DefaultGzipLevel
-	}
-	return 0
-}
-
 // PrecompressedEnabled reports whether precompressed siblings are served
 // (default true).
 func (s *Static) PrecompressedEnabled() bool { return s.Precompressed == nil || *s.Precompressed }
-
-// IndexNames returns the index file names, defaulting to index.html.
-func (s *Static) IndexNames() []string {
-	if len(s.Index) == 0 {
-		return []string{DefaultIndex}
-	}
-	return s.Index
-}
 
 // ForwardHeadersEnabled reports whether X-Forwarded-* and Forwarded are set
 // (default true).
@@ -134,3 +98,7 @@ func (f *FastCGI) RequestBufferingEnabled() bool {
 func (p *Proxy) RequestBufferingEnabled() bool {
 	return p.RequestBuffering == nil || *p.RequestBuffering
 }
+
+// UsesPHP reports whether the route's FastCGI server is the php-fpm Arka
+// runs itself (address FastCGIPHP).
+func (f *FastCGI) UsesPHP() bool { return f.Address == FastCGIPHP }

@@ -13,7 +13,7 @@ import (
 // CheckEnvironment checks what validated sites need from the machine they
 // run on: static, FastCGI and error-page roots are directories, a static
 // fallback file and the error pages exist, a proxy's tls_ca file holds
-// certificates, access-log files can be opened for appending, and the
+// certificates (read once, into Proxy.TLSRoots), access-log files can be opened for appending, and the
 // php-fpm binary is an executable file (fpm = "auto" is looked up here, setting
 // PHP.FPMPath). It returns every problem as Errors located at the key.
 //
@@ -29,18 +29,22 @@ func CheckEnvironment(sites []*Site) error {
 		for i := range s.Routes {
 			r := &s.Routes[i]
 			at := fmt.Sprintf("routes[%d].handler", r.index)
-			switch {
-			case r.Static != nil:
-				if v.dirExists(at, "root", r.Static.Root) && r.Static.Fallback != "" {
-					if fi, err := os.Stat(filepath.Join(r.Static.Root, r.Static.Fallback)); err != nil || !fi.Mode().IsRegular() {
-						v.errAt(at+".fallback", "fallback %q: no such file under root %s", r.Static.Fallback, r.Static.Root)
+			switch h := r.Handler.(type) {
+			case *Static:
+				if v.dirExists(at, "root", h.Root) && h.Fallback != "" {
+					if fi, err := os.Stat(filepath.Join(h.Root, h.Fallback)); err != nil || !fi.Mode().IsRegular() {
+						v.errAt(at+".fallback", "fallback %q: no such file under root %s", h.Fallback, h.Root)
 					}
 				}
-			case r.FastCGI != nil:
-				v.dirExists(at, "root", r.FastCGI.Root)
-			case r.Proxy != nil && r.Proxy.TLSCA != "":
-				if _, err := LoadCAFile(r.Proxy.TLSCA); err != nil {
-					v.errAt(at+".tls_ca", "tls_ca: %v", err)
+			case *FastCGI:
+				v.dirExists(at, "root", h.Root)
+			case *Proxy:
+				if h.TLSCA != "" {
+					pool, err := LoadCAFile(h.TLSCA)
+					if err != nil {
+						v.errAt(at+".tls_ca", "tls_ca: %v", err)
+					}
+					h.TLSRoots = pool // read here, once; the proxy uses the pool
 				}
 			}
 		}

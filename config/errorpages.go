@@ -38,7 +38,6 @@ func (v *validator) errorPages(e *ErrorPages) {
 		}
 		return
 	}
-	e.Root = v.abs(e.Root)
 	v.dirGiven("errors", "root", e.Root) // a directory: CheckEnvironment
 	if len(e.Pages) == 0 {
 		v.errAt("errors", "errors has a root but no pages (pages = { \"404\" = \"404.html\", \"5xx\" = \"5xx.html\" })")

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -45,4 +47,14 @@ func (es Errors) Error() string {
 		b.WriteString(e.Error())
 	}
 	return b.String()
+}
+
+// errText shortens an *os.PathError to its cause, since messages already
+// name the path.
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

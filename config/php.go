@@ -207,7 +207,8 @@ func (v *validator) php(at string, p *PHP) {
 	if strings.ContainsAny(p.FPMPath, "\"\n\x00") {
 		v.errAt(at+".fpm", "fpm %q must not contain quotes or newlines", p.FPM)
 	}
-	for k, val := range p.INI {
+	for _, k := range sortedKeys(p.INI) {
+		val := p.INI[k]
 		if !iniKeyRE.MatchString(k) {
 			v.errAt(at+".ini", "ini key %q is not a php.ini directive name", k)
 		}

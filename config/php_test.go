@@ -170,10 +170,10 @@ handler = { type = "static", root = "www" }
 		t.Fatal(err)
 	}
 	s := sites[0]
-	if got := s.Routes[0].FastCGI.Root; got != filepath.Join(dir, "app") {
+	if got := s.Routes[0].Handler.(*FastCGI).Root; got != filepath.Join(dir, "app") {
 		t.Errorf("fastcgi root %q", got)
 	}
-	if got := s.Routes[1].Static.Root; got != filepath.Join(dir, "www") {
+	if got := s.Routes[1].Handler.(*Static).Root; got != filepath.Join(dir, "www") {
 		t.Errorf("static root %q", got)
 	}
 	if p := PHPOf(sites); p == nil || p.DataDir != filepath.Join(dir, "phpdata") || p.FPMPath != filepath.Join(dir, "php-fpm8.2") {

@@ -18,9 +18,6 @@ func (v *validator) proxyTLS(at string, p *Proxy, anyTLS bool) {
 		}
 		return
 	}
-	if p.TLSCA != "" {
-		p.TLSCA = v.abs(p.TLSCA) // read by CheckEnvironment
-	}
 	if n := p.TLSServerName; n != "" {
 		if _, err := normalizeName(n); err != nil || n[0] == '*' {
 			v.errAt(at+".tls_server_name", "tls_server_name %q is not a host name", n)
@@ -50,7 +47,7 @@ func Warnings(sites []*Site) []string {
 	var out []string
 	for _, s := range sites {
 		for i, r := range s.Routes {
-			if r.Proxy != nil && r.Proxy.TLSInsecureSkipVerify {
+			if p, ok := r.Handler.(*Proxy); ok && p.TLSInsecureSkipVerify {
 				line, col := s.Position(fmt.Sprintf("routes[%d].handler.tls_insecure_skip_verify", i))
 				out = append(out, fmt.Sprintf("%s:%d:%d: warning: tls_insecure_skip_verify: the certificates of route %q's upstreams are not checked; anyone on the path to them can read and change the traffic (give the upstream's CA with tls_ca instead)", s.File, line, col, r.Path))
 			}

@@ -112,9 +112,6 @@ func placeholderList() string {
 }
 
 func (v *validator) redirect(at string, r *Redirect) {
-	if r.Status == 0 {
-		r.Status = DefaultRedirectStatus
-	}
 	switch r.Status {
 	case 301, 302, 303, 307, 308:
 	default:
@@ -152,9 +149,6 @@ func (v *validator) redirect(at string, r *Redirect) {
 }
 
 func (v *validator) respond(at string, r *Respond) {
-	if r.Status == 0 {
-		r.Status = DefaultRespondStatus
-	}
 	switch {
 	case r.Status < 200 || r.Status > 599:
 		v.errAt(at+".status", "respond status %d: use 200 to 599", r.Status)
@@ -167,9 +161,7 @@ func (v *validator) respond(at string, r *Respond) {
 	if len(r.Body) > MaxRespondBody {
 		v.errAt(at+".body", "body is %d bytes; respond is for short answers (at most %d); serve a page with a static route", len(r.Body), MaxRespondBody)
 	}
-	if r.ContentType == "" {
-		r.ContentType = DefaultRespondType
-	} else if !validHeaderValue(r.ContentType) || !strings.Contains(r.ContentType, "/") {
+	if !validHeaderValue(r.ContentType) || !strings.Contains(r.ContentType, "/") {
 		v.errAt(at+".content_type", "content_type %q is not a media type like \"text/plain; charset=utf-8\"", r.ContentType)
 	}
 }

@@ -10,7 +10,8 @@ package config
 // takes it, holding the backend meanwhile (a script that must notice a
 // slow client, a stream whose producer should wait for the reader).
 
-// ResponseBufferingEnabled reports whether responses are buffered.
+// ResponseBufferingEnabled reports whether responses are buffered
+// (normalize sets the default).
 func (f *FastCGI) ResponseBufferingEnabled() bool {
 	return f.ResponseBuffering == nil || *f.ResponseBuffering
 }

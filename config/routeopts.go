@@ -60,7 +60,8 @@ type HeaderOps struct {
 
 // BasicAuth is HTTP Basic authentication (RFC 7617) with bcrypt hashes.
 type BasicAuth struct {
-	// Realm is shown by browsers in the login prompt. Default "restricted".
+	// Realm is shown by browsers in the login prompt. Default
+	// DefaultBasicAuthRealm.
 	Realm string `toml:"realm"`
 	// Users maps user names to bcrypt hashes ("$2a$", "$2b$" or "$2y$",
 	// as `arka hash-password` prints).
@@ -72,14 +73,6 @@ const DefaultTLSMinVersion = "1.2"
 
 // DefaultBasicAuthRealm is the realm of a basic_auth without one.
 const DefaultBasicAuthRealm = "restricted"
-
-// RealmOrDefault returns the realm to announce.
-func (b *BasicAuth) RealmOrDefault() string {
-	if b.Realm == "" {
-		return DefaultBasicAuthRealm
-	}
-	return b.Realm
-}
 
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
@@ -188,8 +181,6 @@ func (v *validator) siteOptions(s *Site) {
 	s.TrustedNets = v.prefixes("", "trusted_proxies", s.TrustedProxies)
 	v.errorPages(&s.Errors)
 	switch s.TLS.MinVersion {
-	case "":
-		s.TLS.MinVersion = DefaultTLSMinVersion
 	case "1.2", "1.3":
 	default:
 		v.errAt("tls.min_version", "min_version %q: use \"1.2\" or \"1.3\"", s.TLS.MinVersion)

@@ -57,7 +57,7 @@ basic_auth = { realm = "family", users = { alice = "`+hashOfSecret+`" } }
 	if o.Headers.Set["X-Frame-Options"] != "DENY" || len(o.Headers.Add["Link"]) != 2 || o.Headers.Remove[0] != "Server" {
 		t.Errorf("headers: %+v", o.Headers)
 	}
-	if o.BasicAuth.RealmOrDefault() != "family" || o.BasicAuth.Users["alice"] != hashOfSecret {
+	if o.BasicAuth.Realm != "family" || o.BasicAuth.Users["alice"] != hashOfSecret {
 		t.Errorf("basic_auth: %+v", o.BasicAuth)
 	}
 	if len(s.TrustedNets) != 1 || o.Empty() {
@@ -97,7 +97,7 @@ func TestTwoLineRedirectSite(t *testing.T) {
 	s := loadOK(t, `server_names = ["www.example.org"]
 routes = [{ path = "/", handler = { type = "redirect", to = "https://example.org{uri}", status = 301 } }]
 `)
-	r := s.Routes[0].Redirect
+	r, _ := s.Routes[0].Handler.(*Redirect)
 	if r == nil || r.Status != 301 || len(r.Parts) != 2 || r.Parts[1].Kind != PhURI || s.Listen[0] != ":80" {
 		t.Errorf("%+v %+v", s, r)
 	}
@@ -150,7 +150,7 @@ func TestProxyTLSErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
 	}
 	s := loadOK(t, at(`{ type = "proxy", upstreams = ["https://pve.lan", "http://10.0.0.6"] }`))
-	if a, err := ParseUpstream(s.Routes[0].Proxy.Upstreams[0]); err != nil || !a.TLS || a.Address != "pve.lan:443" {
+	if a, err := ParseUpstream(s.Routes[0].Handler.(*Proxy).Upstreams[0]); err != nil || !a.TLS || a.Address != "pve.lan:443" {
 		t.Errorf("https upstream: %+v %v", a, err)
 	}
 }

@@ -1,6 +1,9 @@
 package config
 
-import "net/netip"
+import (
+	"crypto/x509"
+	"net/netip"
+)
 
 // The schema of a site file. One TOML file describes one virtual host, in the
 // format published in the Arka seed:
@@ -118,10 +121,13 @@ type Log struct {
 
 // Compression configures content coding of responses (RFC 9110 section 8.4).
 type Compression struct {
-	Enabled *bool `toml:"enabled"` // default true
-	MinSize *Size `toml:"min_size"`
-	// Levels for responses made per request (proxy, FastCGI). Defaults in
-	// defaults.go; static files are compressed once at StaticBrotliLevel.
+	Enabled bool `toml:"enabled"` // default true
+	// MinSize: responses smaller than this are sent without content
+	// coding. Default DefaultCompressionMinSize.
+	MinSize Size `toml:"min_size"`
+	// Levels for responses made per request (proxy, FastCGI); 0 means the
+	// default (defaults.go). Static files are compressed once at
+	// DefaultStaticBrotliLevel.
 	ZstdLevel   int `toml:"zstd_level"`   // 1 (fastest) .. 4 (best), klauspost/compress EncoderLevel
 	BrotliLevel int `toml:"brotli_level"` // 0..11
 	GzipLevel   int `toml:"gzip_level"`   // 1..9
@@ -130,23 +136,15 @@ type Compression struct {
 // Limits bounds what one client may send.
 type Limits struct {
 	// MaxBodySize is the largest request body accepted; larger ones get 413
-	// (RFC 9110 section 15.5.14). Zero means unlimited (bodies are streamed,
-	// never held whole in memory).
-	MaxBodySize *Size `toml:"max_body_size"`
+	// (RFC 9110 section 15.5.14). Zero (the default) means unlimited
+	// (bodies are streamed, never held whole in memory).
+	MaxBodySize Size `toml:"max_body_size"`
 }
 
-// Route maps a path prefix to a handler. Exactly one of the handler fields
-// is set, according to Type.
+// Route maps a path prefix to a handler.
 type Route struct {
-	Path string // starts with "/"; matched by longest prefix
-	Type string // one of HandlerTypes
-
-	Static   *Static
-	Proxy    *Proxy
-	FastCGI  *FastCGI
-	Status   *Status
-	Redirect *Redirect
-	Respond  *Respond
+	Path    string  // starts with "/"; matched by longest prefix
+	Handler Handler // what answers the route's requests (see Handler)
 
 	// Options apply whatever the handler (see RouteOptions).
 	Options RouteOptions
@@ -159,7 +157,7 @@ type Route struct {
 type Static struct {
 	Root string `toml:"root"` // directory; must exist
 	// Index names the files served for a directory request, tried in order.
-	// Default "index.html".
+	// Default DefaultIndex.
 	Index StringList `toml:"index"`
 	// AllowDotfiles serves files and directories whose name starts with a
 	// dot. Default false (404); /.well-known/ is always served (RFC 8615).
@@ -184,17 +182,22 @@ type Proxy struct {
 	Upstreams      []string `toml:"upstreams"`       // "host:port", "[v6]:port", "http://host:port", "unix:/path.sock"
 	StripPrefix    bool     `toml:"strip_prefix"`    // remove the route path before forwarding
 	ForwardHeaders *bool    `toml:"forward_headers"` // X-Forwarded-*, Forwarded; default true
+	// Targets are Upstreams parsed by Load, in the same order.
+	Targets []Upstream `toml:"-"`
 	// TrustedProxies are client networks whose X-Forwarded-For is kept and
-	// appended to; from anyone else it is replaced.
-	TrustedProxies        []string  `toml:"trusted_proxies"`
-	HostHeader            string    `toml:"host_header"` // "" = pass the client's Host through
-	LB                    string    `toml:"lb"`          // "round_robin" (default) or "least_conn"
-	Keepalive             AutoInt   `toml:"keepalive"`   // idle connections kept per upstream
-	ConnectTimeout        *Duration `toml:"connect_timeout"`
-	ResponseHeaderTimeout *Duration `toml:"response_header_timeout"`
-	IdleTimeout           *Duration `toml:"idle_timeout"`
-	FailTimeout           *Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
-	Health                *Health   `toml:"health"`
+	// appended to; from anyone else it is replaced. None means the site's
+	// trusted_proxies.
+	TrustedProxies []string       `toml:"trusted_proxies"`
+	TrustedNets    []netip.Prefix `toml:"-"`           // TrustedProxies parsed
+	HostHeader     string         `toml:"host_header"` // "" = pass the client's Host through
+	LB             string         `toml:"lb"`          // "round_robin" (default) or "least_conn"
+	Keepalive      AutoInt        `toml:"keepalive"`   // idle connections kept per upstream
+	// Timeouts; "0s" or left out means the Default* of defaults.go.
+	ConnectTimeout        Duration `toml:"connect_timeout"`
+	ResponseHeaderTimeout Duration `toml:"response_header_timeout"`
+	IdleTimeout           Duration `toml:"idle_timeout"`
+	FailTimeout           Duration `toml:"fail_timeout"` // cool-down of an upstream that refused
+	Health                *Health  `toml:"health"`
 
 	// TLS to https:// upstreams: certificates are verified against the
 	// system's roots, or only against TLSCA (a PEM file of CA
@@ -204,6 +207,9 @@ type Proxy struct {
 	TLSCA                 string `toml:"tls_ca"`
 	TLSServerName         string `toml:"tls_server_name"`
 	TLSInsecureSkipVerify bool   `toml:"tls_insecure_skip_verify"`
+	// TLSRoots are the certificates of TLSCA, read once by
+	// CheckEnvironment; nil without TLSCA (the system's roots).
+	TLSRoots *x509.CertPool `toml:"-" json:"-"`
 
 	// RequestBuffering reads a request body whole (memory, then a spool
 	// file) before an upstream connection is taken. Default true; false
@@ -215,21 +221,24 @@ type Proxy struct {
 
 // Health is an active upstream health check.
 type Health struct {
-	Path     string    `toml:"path"`
-	Interval *Duration `toml:"interval"`
-	Timeout  *Duration `toml:"timeout"`
+	Path     string   `toml:"path"`
+	Interval Duration `toml:"interval"` // default DefaultHealthInterval
+	Timeout  Duration `toml:"timeout"`  // default DefaultHealthTimeout
 }
 
 // FastCGI runs scripts through a FastCGI server such as php-fpm.
 type FastCGI struct {
-	// Address is "unix:/path.sock" or "host:port"; "php" (or empty) means
-	// the php-fpm pool Arka runs itself.
+	// Address is "unix:/path.sock" or "host:port"; FastCGIPHP ("php", the
+	// default) means the php-fpm pool Arka runs itself.
 	Address string `toml:"address"`
-	Root    string `toml:"root"` // document root; must exist
-	// Index is served for directory requests. Default "index.php".
+	// Dial is Address parsed by Load; zero for FastCGIPHP, whose address
+	// is known when php-fpm runs.
+	Dial NetAddr `toml:"-"`
+	Root string  `toml:"root"` // document root, absolute; must exist
+	// Index is served for directory requests. Default DefaultFastCGIIndex.
 	Index StringList `toml:"index"`
 	// SplitPath is the extension at which the URI is split into script and
-	// PATH_INFO. Default ".php".
+	// PATH_INFO. Default DefaultSplitPath.
 	SplitPath StringList `toml:"split_path"`
 	// Fallback is a script (front controller) run when the requested file
 	// does not exist, like nginx's try_files $uri $uri/ /index.php?$args.
@@ -238,8 +247,9 @@ type FastCGI struct {
 	Queue    Queue             `toml:"queue"`
 	Env      map[string]string `toml:"env"` // extra CGI parameters
 
-	ConnectTimeout *Duration `toml:"connect_timeout"`
-	ReadTimeout    *Duration `toml:"read_timeout"` // longest wait for output from the script
+	// Timeouts; "0s" or left out means the Default* of defaults.go.
+	ConnectTimeout Duration `toml:"connect_timeout"`
+	ReadTimeout    Duration `toml:"read_timeout"` // longest wait for output from the script
 	// RequestBuffering reads a request body whole (memory, then a spool
 	// file) before a php-fpm connection is taken. Default true; false
 	// streams bodies of known length while the script runs.
@@ -250,15 +260,16 @@ type FastCGI struct {
 
 // Queue is the FIFO of requests waiting for a FastCGI connection.
 type Queue struct {
-	Size    AutoInt   `toml:"size"`
-	Timeout *Duration `toml:"timeout"`
+	Size    AutoInt  `toml:"size"`
+	Timeout Duration `toml:"timeout"` // default DefaultFastCGIQueueWait
 }
 
 // Status shows the board's health and Arka's counters.
 type Status struct {
 	// Allow lists client networks (CIDR) that may see the page; others get
-	// 403. Default: loopback and private networks.
-	Allow []string `toml:"allow"`
+	// 403. Default DefaultStatusAllow: loopback and private networks.
+	Allow     []string       `toml:"allow"`
+	AllowNets []netip.Prefix `toml:"-"` // Allow parsed
 }
 
 // Global is the [global] table: settings of the whole server rather than
@@ -274,8 +285,8 @@ type Global struct {
 	// true: Arka shows its state on it; package board/led).
 	LED *bool `toml:"led"`
 	// Request body limits of both engines (config/clientbody.go).
-	BodyTimeout *Duration `toml:"body_timeout"`
-	BodyMinRate *Rate     `toml:"body_min_rate"`
+	BodyTimeout Duration `toml:"body_timeout"`
+	BodyMinRate *Rate    `toml:"body_min_rate"`
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

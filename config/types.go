@@ -197,3 +197,26 @@ func (l *StringList) UnmarshalTOML(v any) error {
 	}
 	return nil
 }
+
+// MarshalText writes the size as String does, in a form UnmarshalText
+// reads back.
+func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalText writes the duration the Go way ("1m30s"), as it is read.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// MarshalText writes "auto" or the number.
+func (a AutoInt) MarshalText() ([]byte, error) {
+	if !a.Set {
+		return []byte("auto"), nil
+	}
+	return []byte(strconv.Itoa(a.Value)), nil
+}
+
+// MarshalText writes "auto" or the size.
+func (a AutoSize) MarshalText() ([]byte, error) {
+	if !a.Set {
+		return []byte("auto"), nil
+	}
+	return a.Value.MarshalText()
+}

@@ -59,7 +59,7 @@ var retryAfterWindow = []string{strconv.Itoa(int(authFailWindow / time.Second))}
 
 func newBasicAuth(c *config.BasicAuth, log *slog.Logger) *basicAuth {
 	a := &basicAuth{
-		challenge: []string{`Basic realm="` + c.RealmOrDefault() + `", charset="UTF-8"`},
+		challenge: []string{`Basic realm="` + c.Realm + `", charset="UTF-8"`},
 		users:     map[string][]byte{},
 		log:       log,
 		good:      map[[sha256.Size]byte]struct{}{},

@@ -28,26 +28,28 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 	for _, cs := range sites {
 		st := &site{cfg: cs, reqID: cs.RequestID, tls13: cs.TLS.MinVersion == "1.3", stats: s.routeStats(cs, siteRoute)}
 		httpsOptions(st, cs)
-		if m := cs.Limits.MaxBodySize; m != nil {
-			st.maxBody = int64(*m)
-		}
+		st.maxBody = int64(cs.Limits.MaxBodySize)
 		if len(cs.TLS.Listen) > 0 {
 			switch {
 			case cs.TLS.Cert != "":
 				c, err := LoadCertificate(cs)
 				if err != nil && s.o.KeepServing && !dryRun {
-					c, err = s.tlsFallback(t, cs, err)
+					if c, err = s.tlsFallback(t, cs, err); err == nil {
+						t.selfCertFor(st, c)
+						c = nil
+					}
 				}
 				if err != nil {
 					errs = append(errs, err.(config.Errors)...)
 				}
 				st.cert = c
 			case !dryRun:
-				c, err := selfSigned(s.o.StateDir, cs.ServerNames)
+				c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
 				if err != nil {
 					fail(cs, 0, 0, "tls: generating a self-signed certificate in %s: %v", s.o.StateDir, err)
+				} else {
+					t.selfCertFor(st, c)
 				}
-				st.cert = c
 			}
 		}
 		if p, err := errpage.LoadPages(cs.Errors.Root, cs.Errors.Pages); err != nil {
@@ -68,13 +70,13 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			cr := &cs.Routes[i]
 			h, err := s.handler(cs, cr, t)
 			if err != nil {
-				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Type, err)
+				fail(cs, cr.Line, cr.Col, "route %q: %s handler: %v", cr.Path, cr.Handler.Type(), err)
 				continue
 			}
 			trusted := trustedFor(cs, cr)
 			h, hdr := s.routeOptions(cs, cr, h, trusted)
 			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted,
-				intercept: cs.Errors.InterceptErrors && (cr.Proxy != nil || cr.FastCGI != nil)})
+				intercept: cs.Errors.InterceptErrors && intercepts(cr.Handler)})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -116,7 +118,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 
 // siteRoute names the counters of a site's responses that no route made
 // (site.stats).
-var siteRoute = &config.Route{Path: "-", Type: "server"}
+var siteRoute = &config.Route{Path: "-", Handler: &config.Builtin{Name: "server"}}
 
 func sortWild(w []wildSite) {
 	for i := 1; i < len(w); i++ {
@@ -129,12 +131,12 @@ func sortWild(w []wildSite) {
 // handler constructs one route's handler with its middleware.
 func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
 	comp := cs.Compression
-	switch cr.Type {
-	case "static":
-		h, err := static.New(cr.Static, static.Options{
+	switch hc := cr.Handler.(type) {
+	case *config.Static:
+		h, err := static.New(hc, static.Options{
 			Cache:       s.cache,
 			Compress:    compresses(cs, cr),
-			MinSize:     comp.MinSizeBytes(),
+			MinSize:     int64(comp.MinSize),
 			Constrained: s.constrained,
 		})
 		if err != nil {
@@ -142,30 +144,20 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		}
 		t.closers = append(t.closers, h)
 		return h, nil
-	case "status":
-		allow := cr.Status.Allow
-		if len(allow) == 0 {
-			allow = config.DefaultStatusAllow
-		}
-		nets, err := status.ParseAllow(allow)
-		if err != nil {
-			return nil, err
-		}
-		h, err := status.New(status.Options{Allow: nets, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
+	case *config.Status:
+		h, err := status.New(status.Options{Allow: hc.AllowNets, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
 		if err != nil {
 			return nil, err
 		}
 		return s.dynamic(cs, cr, h), nil
-	case "fastcgi":
-		return s.fastcgiHandler(cs, cr, t)
-	case problemsHandlerType:
-		return problemsPage{s}, nil
-	case "redirect":
-		return respond.NewRedirect(cr.Path, cr.Redirect, cs.TrustedNets), nil
-	case "respond":
-		return respond.New(cr.Respond), nil
-	case "proxy":
-		ph, err := proxy.New(cr.Path, cr.Proxy, proxy.Options{
+	case *config.FastCGI:
+		return s.fastcgiHandler(cs, cr, hc, t)
+	case *config.Redirect:
+		return respond.NewRedirect(cr.Path, hc, cs.TrustedNets), nil
+	case *config.Respond:
+		return respond.New(hc), nil
+	case *config.Proxy:
+		ph, err := proxy.New(cr.Path, hc, proxy.Options{
 			Logger:    s.log,
 			Site:      cs.File,
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
@@ -178,8 +170,23 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.closers = append(t.closers, ph)
 		t.proxies = append(t.proxies, ph)
 		return noCodingForTunnels(ph, s.dynamic(cs, cr, ph)), nil
+	case *config.Builtin:
+		if hc.Name == problemsHandlerType {
+			return problemsPage{s}, nil
+		}
 	}
-	return nil, fmt.Errorf("unknown handler type %q", cr.Type)
+	return nil, fmt.Errorf("unknown handler type %q", cr.Handler.Type())
+}
+
+// intercepts reports whether a handler's error responses may be replaced
+// by the site's error pages ([errors] intercept_errors): those of
+// upstreams and scripts.
+func intercepts(h config.Handler) bool {
+	switch h.(type) {
+	case *config.Proxy, *config.FastCGI:
+		return true
+	}
+	return false
 }
 
 // noCodingForTunnels sends CONNECT requests (RFC 8441 WebSocket tunnels
@@ -202,11 +209,17 @@ func noCodingForTunnels(h, coded http.Handler) http.Handler {
 // route or else the board budget, and a static handler on the same root
 // for the files that are not scripts (CSS, images of a PHP application),
 // as nginx's try_files $uri does.
-func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (http.Handler, error) {
-	files, err := static.New(&config.Static{Root: cr.FastCGI.Root}, static.Options{
+func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.FastCGI, t *table) (http.Handler, error) {
+	// The files of the root are served as a static route of the same root
+	// with its defaults would serve them.
+	fs := &config.Static{Root: fc.Root}
+	if err := config.Complete(fs); err != nil {
+		return nil, err
+	}
+	files, err := static.New(fs, static.Options{
 		Cache:       s.cache,
 		Compress:    compresses(cs, cr),
-		MinSize:     cs.Compression.MinSizeBytes(),
+		MinSize:     int64(cs.Compression.MinSize),
 		Constrained: s.constrained,
 	})
 	if err != nil {
@@ -221,7 +234,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 	if s.o.PHP != nil {
 		phpAddr, phpConns = s.o.PHP.Address(), s.o.PHP.MaxChildren()
 	}
-	h, err := fastcgi.New(cr.Path, cr.FastCGI, fastcgi.Options{
+	h, err := fastcgi.New(cr.Path, fc, fastcgi.Options{
 		Logger:           s.log.With("site", name),
 		DefaultMaxConns:  s.o.Budget.FastCGIMaxConns,
 		DefaultQueueSize: s.o.Budget.FastCGIQueue,
@@ -246,7 +259,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, t *table) (ht
 // compresses reports whether Arka content-codes the route's responses:
 // the site's [compression] enabled, unless the route says compression = false.
 func compresses(cs *config.Site, cr *config.Route) bool {
-	return cs.Compression.CompressionEnabled() && (cr.Options.Compression == nil || *cr.Options.Compression)
+	return cs.Compression.Enabled && (cr.Options.Compression == nil || *cr.Options.Compression)
 }
 
 // dynamic wraps a handler of responses made per request with content
@@ -257,10 +270,10 @@ func (s *Server) dynamic(cs *config.Site, cr *config.Route, h http.Handler) http
 		return h
 	}
 	var lv [encoding.NumCodings]int
-	lv[encoding.Zstd] = c.Level("zstd")
-	lv[encoding.Brotli] = c.Level("br")
-	lv[encoding.Gzip] = c.Level("gzip")
-	m := encoding.New(encoding.Options{MinSize: c.MinSizeBytes(), Levels: lv, Pools: s.pools, Constrained: s.constrained,
+	lv[encoding.Zstd] = c.ZstdLevel
+	lv[encoding.Brotli] = c.BrotliLevel
+	lv[encoding.Gzip] = c.GzipLevel
+	m := encoding.New(encoding.Options{MinSize: int64(c.MinSize), Levels: lv, Pools: s.pools, Constrained: s.constrained,
 		CompressCookies: cr.Options.Compression != nil && *cr.Options.Compression})
 	return m.Wrap(h)
 }

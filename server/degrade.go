@@ -23,8 +23,10 @@ import (
 //   - an address that cannot be bound: the other listeners serve, and the
 //     address is tried again after 1 s, doubling to at most a minute.
 //
-// Problem keys: "config" (set by the caller with SetProblem), "tls "+file
-// and "listen "+address (kept by the server).
+// Problem keys: "config" (set by the caller with SetConfigError or
+// SetProblem), "tls "+file and "listen "+address (kept by the server). The
+// site files named by "config" mistakes and "tls" problems are also LED
+// conditions, "site:NAME" (siteconds.go).
 
 // Bind retry bounds for Options.KeepServing.
 const (
@@ -100,7 +102,7 @@ func (s *Server) Readiness() status.Readiness {
 // load under Options.KeepServing: a self-signed certificate for the site,
 // and the problem, located at the site's tls.cert.
 func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certificate, error) {
-	c, err := selfSigned(s.o.StateDir, cs.ServerNames)
+	c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +128,7 @@ func (s *Server) applyProblems(t *table) {
 	for k, v := range t.problems {
 		s.setProblemLocked(k, v)
 	}
+	s.siteConditionsLocked()
 }
 
 // bindLater records an address Apply could not bind under
@@ -219,7 +222,7 @@ func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs.Routes = append(cs.Routes, config.Route{Path: "/", Type: problemsHandlerType})
+	cs.Routes = append(cs.Routes, config.Route{Path: "/", Handler: &config.Builtin{Name: problemsHandlerType}})
 	return cs, nil
 }
 

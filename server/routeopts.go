@@ -186,14 +186,8 @@ func siteName(cs *config.Site) string {
 // trustedFor returns the networks whose forwarding fields a route
 // believes: its proxy handler's trusted_proxies, else the site's.
 func trustedFor(cs *config.Site, cr *config.Route) []netip.Prefix {
-	if cr.Proxy != nil && len(cr.Proxy.TrustedProxies) > 0 {
-		var out []netip.Prefix
-		for _, c := range cr.Proxy.TrustedProxies {
-			if p, err := config.ParsePrefix(c); err == nil {
-				out = append(out, p)
-			}
-		}
-		return out
+	if p, ok := cr.Handler.(*config.Proxy); ok && len(p.TrustedNets) > 0 {
+		return p.TrustedNets
 	}
 	return cs.TrustedNets
 }
@@ -203,9 +197,16 @@ func trustedFor(cs *config.Site, cr *config.Route) []netip.Prefix {
 func logTrusted(cs *config.Site) []netip.Prefix {
 	out := cs.TrustedNets
 	for i := range cs.Routes {
-		if cr := &cs.Routes[i]; cr.Proxy != nil && len(cr.Proxy.TrustedProxies) > 0 {
+		if cr := &cs.Routes[i]; trustsOwn(cr) {
 			out = append(out[:len(out):len(out)], trustedFor(cs, cr)...)
 		}
 	}
 	return out
+}
+
+// trustsOwn reports whether a route names its own trusted proxies (a proxy
+// route's trusted_proxies).
+func trustsOwn(cr *config.Route) bool {
+	p, ok := cr.Handler.(*config.Proxy)
+	return ok && len(p.TrustedNets) > 0
 }

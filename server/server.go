@@ -65,15 +65,18 @@ type Options struct {
 	// (brotli, high compression levels) then stops, and the status page
 	// shows its state. Its owner feeds it readings (board.Thermal.Run).
 	Thermal *board.Thermal
-	// Fan, when set, is the GPIO case fan (package board/fan), shown on the
-	// status page; its owner feeds it the temperature (cmd/arka: the
-	// thermal ticker's readings, board.Thermal.Run).
-	Fan *fan.Fan
+	// FanState, when set, returns the state of the GPIO case fan (package
+	// board/fan) for the status page, nil while none is driven. The fan's
+	// owner feeds it the temperature and may replace it on reload
+	// (cmd/arka: the thermal ticker's readings, board.Thermal.Run).
+	FanState func() *fan.State
 	// Conditions, when set, are what the appliance is doing and why
 	// (package board/led); the status page shows them as the activity LED
-	// (named LEDName, "" when the board has none) does.
+	// does. The server raises "site:NAME" conditions itself (SetConfigError).
 	Conditions *led.Conditions
-	LEDName    string
+	// LEDName, when set, returns the LED class name of the activity LED
+	// Arka drives now, "" when none (no LED, or [global] led = false).
+	LEDName func() string
 	// BoardRoot is the directory that stands for "/" when the sensors are
 	// read (/proc, /sys); default "/". Tests point it at fixture trees.
 	BoardRoot string
@@ -175,7 +178,11 @@ type Server struct {
 	probMu   sync.Mutex
 	problems map[string]string            // see SetProblem
 	serving  string                       // see SetServing
+	siteErrs map[string][]string          // see SetConfigError: site file -> its mistakes
 	acme     atomic.Pointer[acme.Manager] // created by the first Apply with ACME sites
+
+	clock     clock     // see clockjump.go; tests set their own before the first Apply
+	clockOnce sync.Once // starts clockLoop at the first Apply
 }
 
 // New returns a Server that serves nothing until Apply.
@@ -221,6 +228,7 @@ func New(o Options) *Server {
 		sinks:     map[string]*logSink{},
 		stats:     map[string]*RouteStats{},
 		done:      make(chan struct{}),
+		clock:     systemClock{start: time.Now()},
 	}
 	go s.flushLoop()
 	go s.sampleLoop()
@@ -258,6 +266,7 @@ func (s *Server) Apply(sites []*config.Site) error {
 	if s.closed {
 		return errors.New("server is shut down")
 	}
+	s.clockOnce.Do(func() { go s.clockLoop() })
 	t, err := s.build(sites, false)
 	if err != nil {
 		return err
@@ -533,11 +542,11 @@ func (s *Server) routeStats(cs *config.Site, cr *config.Route) *RouteStats {
 	if len(cs.ServerNames) > 0 {
 		name = cs.ServerNames[0]
 	}
-	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Type
+	k := cs.File + "\x00" + cr.Path + "\x00" + cr.Handler.Type()
 	if st, ok := s.stats[k]; ok {
 		return st
 	}
-	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Type, file: cs.File}
+	st := &RouteStats{Site: name, Route: cr.Path, Handler: cr.Handler.Type(), file: cs.File}
 	s.stats[k] = st
 	return st
 }
@@ -860,15 +869,15 @@ func (l *listener) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 			return c, err
 		}
 	}
-	if s := vh.match(hello.ServerName); s != nil && s.cert != nil {
-		return s.cert, nil
+	if s := vh.match(hello.ServerName); s != nil && s.tlsCert() != nil {
+		return s.tlsCert(), nil
 	}
-	if vh.first != nil && vh.first.cert != nil {
-		return vh.first.cert, nil
+	if vh.first != nil && vh.first.tlsCert() != nil {
+		return vh.first.tlsCert(), nil
 	}
 	for _, s := range vh.exact {
-		if s.cert != nil {
-			return s.cert, nil
+		if c := s.tlsCert(); c != nil {
+			return c, nil
 		}
 	}
 	return nil, errors.New("no certificate")

@@ -230,46 +230,51 @@ format = "json"
 path = "/"
 handler = { type = "static", root = "`+root+`" }
 `)
-	c := e.Clients()[0]
-	resp, _ := c.Get(t, "/")
-	id := resp.Header.Get("X-Request-Id")
-	if id == "" {
-		t.Fatal("no X-Request-Id")
-	}
-	resp, _ = c.Get(t, "/", "X-Request-Id: from-client.42")
-	if resp.Header.Get("X-Request-Id") != "from-client.42" {
-		t.Errorf("valid incoming id not kept: %q", resp.Header.Get("X-Request-Id"))
-	}
-	resp, _ = c.Get(t, "/", "X-Request-Id: bad id with spaces")
-	if got := resp.Header.Get("X-Request-Id"); got == "" || strings.Contains(got, " ") {
-		t.Errorf("invalid incoming id: %q", got)
-	}
-	c.Get(t, "/nope?q=\"quoted\"", "User-Agent: evil\" \\x0a forged")
-	deadline := time.Now().Add(5 * time.Second)
-	var lines []string
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(logPath)
-		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
-		if len(lines) >= 4 {
-			break
+	runs := 0 // clients done so far: each adds four access log lines
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		resp, _ := c.Get(t, "/")
+		id := resp.Header.Get("X-Request-Id")
+		if id == "" {
+			t.Fatal("no X-Request-Id")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(lines) != 4 {
-		t.Fatalf("access log has %d lines: %q", len(lines), lines)
-	}
-	var last map[string]any
-	if err := json.Unmarshal([]byte(lines[3]), &last); err != nil {
-		t.Fatalf("log line is not JSON: %v: %s", err, lines[3])
-	}
-	if last["status"] != 404.0 || last["uri"] != `/nope?q="quoted"` || last["method"] != "GET" {
-		t.Errorf("log fields: %v", last)
-	}
-	var first map[string]any
-	json.Unmarshal([]byte(lines[0]), &first)
-	if first["request_id"] != id {
-		t.Errorf("request_id in log %v, header %s", first["request_id"], id)
-	}
+		resp, _ = c.Get(t, "/", "X-Request-Id: from-client.42")
+		if resp.Header.Get("X-Request-Id") != "from-client.42" {
+			t.Errorf("valid incoming id not kept: %q", resp.Header.Get("X-Request-Id"))
+		}
+		resp, _ = c.Get(t, "/", "X-Request-Id: bad id with spaces")
+		if got := resp.Header.Get("X-Request-Id"); got == "" || strings.Contains(got, " ") {
+			t.Errorf("invalid incoming id: %q", got)
+		}
+		c.Get(t, "/nope?q=\"quoted\"", "User-Agent: evil\" \\x0a forged")
+		runs++
+		want := 4 * runs
+		deadline := time.Now().Add(5 * time.Second)
+		var lines []string
+		for time.Now().Before(deadline) {
+			data, _ := os.ReadFile(logPath)
+			lines = strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) >= want {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(lines) != want {
+			t.Fatalf("access log has %d lines, want %d: %q", len(lines), want, lines)
+		}
+		lines = lines[want-4:]
+		var last map[string]any
+		if err := json.Unmarshal([]byte(lines[3]), &last); err != nil {
+			t.Fatalf("log line is not JSON: %v: %s", err, lines[3])
+		}
+		if last["status"] != 404.0 || last["uri"] != `/nope?q="quoted"` || last["method"] != "GET" {
+			t.Errorf("log fields: %v", last)
+		}
+		var first map[string]any
+		json.Unmarshal([]byte(lines[0]), &first)
+		if first["request_id"] != id {
+			t.Errorf("request_id in log %v, header %s", first["request_id"], id)
+		}
+	})
 }
 
 // Oversized headers get 431 (RFC 6585), not a crash or a hang.

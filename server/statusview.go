@@ -45,12 +45,15 @@ func (s *Server) Snapshot() status.Snapshot {
 	if s.o.Thermal != nil {
 		snap.Thermal = s.o.Thermal.State()
 	}
-	if s.o.Fan != nil {
-		st := s.o.Fan.State()
-		snap.Fan = &st
+	if s.o.FanState != nil {
+		snap.Fan = s.o.FanState()
 	}
 	if s.o.Conditions != nil {
-		snap.State = led.StatusOf(s.o.Conditions, s.o.LEDName)
+		name := ""
+		if s.o.LEDName != nil {
+			name = s.o.LEDName()
+		}
+		snap.State = led.StatusOf(s.o.Conditions, name)
 	}
 	s.rates.mu.Lock()
 	prevAt, prev := s.rates.at, s.rates.prev

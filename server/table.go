@@ -30,6 +30,8 @@ type table struct {
 	// problems are what KeepServing worked around while building (a
 	// certificate replaced by a self-signed one), by problem key.
 	problems map[string]string
+	// selfCerts are the sites' self-signed certificates (clockjump.go).
+	selfCerts []*selfCert
 
 	// refs counts the requests running on the table, plus one while it is
 	// the served table. The one who brings it to zero closes the table.
@@ -78,7 +80,8 @@ type site struct {
 	log    *accessLog
 	// maxBody is the largest request body accepted, in bytes; 0 = no limit.
 	maxBody int64
-	cert    *tls.Certificate
+	cert    *tls.Certificate // from the site's files; see tlsCert
+	self    *selfCert        // or self-signed
 	// httpsPort is where plain requests are redirected (redirect_https),
 	// "" for no redirect; hsts the Strict-Transport-Security field value.
 	httpsPort string

@@ -28,13 +28,11 @@ import (
 var selfSignedNames = []string{"localhost", "127.0.0.1", "::1"}
 
 // selfSigned returns a self-signed certificate for names, reading it from
-// stateDir/tls when one was generated before (and still covers names, is
-// valid now — a certificate made while the clock was wrong, not yet valid
-// by the right clock, is not reused — and has more than a week left), else
-// generating an ECDSA P-256 certificate
-// valid for ten years and storing certificate and key in one PEM file of
-// mode 0600.
-func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
+// stateDir/tls when one was generated before (and still covers names and
+// is usable at now, see selfSignedUsable), else generating an ECDSA P-256
+// certificate valid from an hour before now for ten years and storing
+// certificate and key in one PEM file of mode 0600.
+func selfSigned(stateDir string, names []string, now time.Time) (*tls.Certificate, error) {
 	if len(names) == 0 {
 		names = selfSignedNames
 	}
@@ -44,8 +42,7 @@ func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
 	dir := filepath.Join(stateDir, "tls")
 	file := filepath.Join(dir, "self-signed-"+hex.EncodeToString(sum[:6])+".pem")
 	if data, err := os.ReadFile(file); err == nil {
-		if c, err := tls.X509KeyPair(data, data); err == nil && c.Leaf != nil &&
-			!time.Now().Before(c.Leaf.NotBefore) && time.Until(c.Leaf.NotAfter) > 7*24*time.Hour {
+		if c, err := tls.X509KeyPair(data, data); err == nil && selfSignedUsable(&c, now) {
 			return &c, nil
 		}
 	}
@@ -57,7 +54,6 @@ func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: names[0], Organization: []string{"Arka self-signed"}},
@@ -99,6 +95,14 @@ func selfSigned(stateDir string, names []string) (*tls.Certificate, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// selfSignedUsable reports whether a self-signed certificate may be
+// served at now: now lies inside its validity (a certificate made while
+// the clock was wrong, not yet valid by the right clock, is not) and more
+// than a week of it is left.
+func selfSignedUsable(c *tls.Certificate, now time.Time) bool {
+	return c.Leaf != nil && !now.Before(c.Leaf.NotBefore) && c.Leaf.NotAfter.Sub(now) > 7*24*time.Hour
 }
 
 // LoadCertificate loads the PEM certificate chain and key a site names

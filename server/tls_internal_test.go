@@ -55,7 +55,7 @@ func TestSelfSignedValidity(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		serial := storeSelfSigned(t, dir, c.from, c.to)
-		got, err := selfSigned(dir, []string{"localhost"})
+		got, err := selfSigned(dir, []string{"localhost"}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

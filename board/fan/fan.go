@@ -96,6 +96,7 @@ type Fan struct {
 	since       time.Time
 	transitions uint64
 	err         error // last pin write error, nil once a write succeeds
+	closed      bool  // Close was called: the pin is no longer driven
 }
 
 // New starts the fan on pin (High runs it): until the first temperature
@@ -120,6 +121,9 @@ func New(pin gpio.PinOut, onC, offC float64, log *slog.Logger) *Fan {
 func (f *Fan) Update(tempC float64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
 	c := tempC
 	f.lastC = &c
 	run := f.running
@@ -140,6 +144,9 @@ func (f *Fan) Update(tempC float64) bool {
 func (f *Fan) NoReading() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
 	f.lastC = nil
 	f.decided = false
 	f.setLocked(true, "no temperature reading")
@@ -175,6 +182,55 @@ func (f *Fan) setLocked(run bool, why string) {
 	if why != "" {
 		f.log.Info("fan "+state, "pin", f.pin.Name(), "why", why)
 	}
+}
+
+// SetThresholds changes the temperatures (°C) at which the fan starts and
+// stops (a reload that keeps the pin); onC must be above offC. The next
+// reading decides with them; the fan keeps its state until then.
+func (f *Fan) SetThresholds(onC, offC float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onC, f.offC = onC, offC
+}
+
+// Pin returns the name of the fan's pin, as it was looked up ("GPIO14").
+func (f *Fan) Pin() string { return f.pin.Name() }
+
+// Close stops the fan and gives its pin back: it drives the pin low, halts
+// it (periph.io's conn.Resource) and, when the pin's driver holds a kernel
+// GPIO line for it (the GPIO character device driver, gpioioctl), closes the
+// line so that another user, or the next fan, can have it. It returns the
+// error of the low write; the fan is released either way. Update and
+// NoReading do nothing afterwards.
+func (f *Fan) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	err := f.pin.Out(gpio.Low)
+	if err != nil {
+		f.log.Warn("fan: cannot stop the fan before releasing its pin", "pin", f.pin.Name(), "err", err)
+	}
+	f.pin.Halt()
+	var p any = f.pin // an alias ("P1_8") stands for the real pin
+	for {
+		r, ok := p.(gpio.RealPin)
+		if !ok {
+			break
+		}
+		p = r.Real()
+	}
+	if c, ok := p.(interface{ Close() }); ok {
+		c.Close()
+	}
+	f.closed = true
+	if f.running && err == nil {
+		f.running = false
+		f.since = time.Now()
+		f.transitions++
+	}
+	return err
 }
 
 // State is a snapshot of the fan for the status page.

@@ -150,3 +150,61 @@ func TestLookupNoAccess(t *testing.T) {
 		t.Errorf("chips present, no pins: %v, want ErrGPIOAccess", err)
 	}
 }
+
+// closingPin is a gpiotest pin whose driver holds a kernel line, as
+// periph.io's gpioioctl.GPIOLine does: Close gives it back.
+type closingPin struct {
+	gpiotest.Pin
+	closed int
+}
+
+func (p *closingPin) Close() { p.closed++ }
+
+// TestClose: a fan that is replaced stops, its pin's line is given back
+// (through an alias too) and later readings no longer drive the pin.
+func TestClose(t *testing.T) {
+	real := &closingPin{Pin: gpiotest.Pin{N: "GPIO902", Num: 902}}
+	if err := gpioreg.Register(real); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gpioreg.Unregister("GPIO902") })
+	if err := gpioreg.RegisterAlias("P9_2", "GPIO902"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gpioreg.Unregister("P9_2") })
+	f := New(gpioreg.ByName("P9_2"), 65, 55, quiet)
+	f.Update(80)
+	if level(&real.Pin) != gpio.High {
+		t.Fatal("hot: the fan does not run")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if level(&real.Pin) != gpio.Low || real.closed != 1 || f.State().Running {
+		t.Fatalf("after Close: level %v, line closed %d times, state %+v", level(&real.Pin), real.closed, f.State())
+	}
+	f.Update(90)
+	f.NoReading()
+	f.Close()
+	if level(&real.Pin) != gpio.Low || real.closed != 1 {
+		t.Errorf("a closed fan drove its pin again: level %v, closed %d", level(&real.Pin), real.closed)
+	}
+}
+
+// TestSetThresholds: new thresholds keep the state until the next reading,
+// which decides with them.
+func TestSetThresholds(t *testing.T) {
+	pin := &gpiotest.Pin{N: "GPIO14", Num: 14}
+	f := New(pin, 65, 55, quiet)
+	f.Update(60)
+	f.SetThresholds(58, 50)
+	if f.State().Running {
+		t.Fatal("SetThresholds changed the state before a reading")
+	}
+	if !f.Update(60) || level(pin) != gpio.High {
+		t.Error("60 °C with on = 58: the fan does not run")
+	}
+	if st := f.State(); st.OnC != 58 || st.OffC != 50 {
+		t.Errorf("state %+v", st)
+	}
+}

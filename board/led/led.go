@@ -20,15 +20,18 @@
 // the first configuration serves; cmd/arka), "config" (Degraded while the
 // last reload failed; cmd/arka), "update" (Updating or RolledBack from the
 // update agent's /perm/arka/update-status.json; cmd/arka), "fan" (Degraded
-// when the configured fan pin does not exist; cmd/arka), "settings" and
+// when the configured fan pin does not exist, a new pin was refused on
+// reload, or the pin's writes fail; cmd/arka), "settings" and
 // "deploy" (Degraded for mistakes in the boot partition's settings file and
 // for a refused deploy, from arka-init's appliance status; cmd/arka),
 // "deploying" (Updating while arka-init receives a deploy, from the same
 // status; cmd/arka), "cert:NAME" (Degraded while obtaining or renewing the
-// ACME certificate NAME fails; package server, from the status snapshot).
-// Suggested for work to come: "fallback"
-// (Degraded while Arka serves its fallback configuration), "site:NAME"
-// (Degraded for one site that failed to load). The cmd/arka server holds
+// ACME certificate NAME fails; package server, from the status snapshot),
+// "site:NAME" (Degraded for one site file that did not load at the last
+// start or reload, or whose certificate did not load; package server,
+// SetConfigError, NAME is the file's base name). In -appliance mode
+// "config" is also Degraded while the last good configuration or the
+// fallback page serves. The cmd/arka server holds
 // one Conditions (server.Options.Conditions); raise conditions on it from
 // the code that knows, and clear them when the problem is gone.
 //

@@ -78,6 +78,9 @@ func cmdUpdate(args []string) error {
 		var rb *updater.RolledBackError
 		if errors.As(err, &rb) && rb.Device.Last != nil {
 			printEvidence(os.Stderr, rb.Device.Last.Evidence)
+			if rb.Device.Last.Boot != "" {
+				fmt.Fprintf(os.Stderr, "Boot files %s\n", rb.Device.Last.Boot)
+			}
 		}
 		return err
 	}
@@ -129,6 +132,16 @@ func cmdStatus(args []string) error {
 	} else {
 		fmt.Printf("Other root partition %d holds no build\n", 5-st.Running)
 	}
+	if b := st.Boot; b != nil {
+		fmt.Printf("Boot files Arka %s's (sbom %.12s): the next boot starts its kernel", b.Build.Version, b.Build.SBOMHash)
+		if b.Build.SBOMHash != "" && b.Build.SBOMHash != st.Build.SBOMHash && !st.TrialBoot {
+			fmt.Printf(" (not the running build's)")
+		}
+		fmt.Println()
+	}
+	for _, k := range st.Kept {
+		fmt.Printf("           kept on /perm for root partition %d: Arka %s's (%.1f MiB)\n", k.Partition, k.Build.Version, float64(k.Bytes)/(1<<20))
+	}
 	if at := st.Last; at != nil {
 		fmt.Printf("Last update  %s -> %s (partition %d): %s", at.From.Version, at.To.Version, at.Partition, at.State)
 		if !at.Finished.IsZero() {
@@ -137,6 +150,9 @@ func cmdStatus(args []string) error {
 		fmt.Println()
 		if at.Reason != "" {
 			fmt.Printf("           %s\n", at.Reason)
+		}
+		if at.Boot != "" {
+			fmt.Printf("           %s\n", at.Boot)
 		}
 		if at.State == ota.Confirmed && !at.ProbationEnds.IsZero() && time.Until(at.ProbationEnds) > 0 {
 			fmt.Printf("           on probation until %s: a crash loop returns to Arka %s\n", at.ProbationEnds.Format(time.RFC3339), at.From.Version)
@@ -165,7 +181,7 @@ func printEvidence(w io.Writer, ev *ota.Evidence) {
 	if ev == nil {
 		return
 	}
-	fmt.Fprintf(w, "Evidence   Arka was started %d time(s) during the trial\n", ev.Starts)
+	fmt.Fprintf(w, "Evidence   Arka was started %d time(s) during the trial boot\n", ev.Starts)
 	for _, p := range ev.Problems {
 		fmt.Fprintf(w, "           problem: %s\n", p)
 	}

@@ -86,6 +86,9 @@ func runTrial(a *ota.Agent, sites, state string) {
 		return
 	}
 	if !a.TrialBoot() {
+		if a.Settle() { // back on the old root, whose kernel was just restored: reboot into it
+			return
+		}
 		go a.RunProbation(context.Background()) // what is left of a probation a reboot interrupted
 		return
 	}

@@ -32,8 +32,13 @@ type app struct {
 	// conds is what the appliance is doing and why: the activity LED and
 	// the status page show it (package board/led says how to raise one).
 	conds *led.Conditions
-	opts  server.Options // the server's, until server() creates it
-	srv   *server.Server
+	// fan and led drive the board's GPIO fan and activity LED from [global]
+	// fan and led (boardctl.go), from startBoard on.
+	fan        *fanControl
+	led        *ledControl
+	boardTaken bool           // startBoard ran: reloads apply [global] fan and led
+	opts       server.Options // the server's, until server() creates it
+	srv        *server.Server
 
 	stopThermal context.CancelFunc
 	// keep, in appliance mode (-appliance), applies the configurations
@@ -53,9 +58,28 @@ func newApp(log *slog.Logger, state, root string, load func() ([]*config.Site, e
 	a.thermal = board.NewThermal(a.global.Thermal.Limit, a.global.Thermal.Hysteresis, log)
 	a.php = &phpRunner{log: log, budget: a.budget, state: state}
 	a.conds = led.NewConditions()
+	a.fan = &fanControl{log: log, conds: a.conds}
+	a.led = &ledControl{root: root, conds: a.conds, log: log}
 	a.opts = server.Options{StateDir: state, Logger: log, Board: brd, Budget: a.budget,
-		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds, BoardRoot: root}
+		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds, BoardRoot: root,
+		FanState: a.fan.state, LEDName: a.led.name}
 	return a
+}
+
+// startBoard takes the board's fan and activity LED as [global] says (the
+// server must exist: the LED shows its requests). From then on reloads
+// apply [global] fan and led (applyGlobal). Only the server that holds the
+// state lock calls it, never arka -t.
+func (a *app) startBoard() {
+	a.led.activity = a.server().Requests
+	a.boardTaken = true
+	a.applyBoard(a.global)
+}
+
+// applyBoard applies [global] fan and led (boardctl.go).
+func (a *app) applyBoard(g config.Global) {
+	a.fan.apply(g.Fan)
+	a.led.apply(g.LED == nil || *g.LED)
 }
 
 // server returns the server, creating it from opts the first time.
@@ -90,7 +114,7 @@ func (a *app) start(sites []*config.Site) error {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		go a.keep.watchReadiness(ctx.Done())
-		go a.thermal.Run(ctx, a.root)
+		go a.thermal.Run(ctx, a.root, a.fan.feed)
 		a.stopThermal = cancel
 		return nil
 	}
@@ -103,15 +127,16 @@ func (a *app) start(sites []*config.Site) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopThermal = cancel
-	go a.thermal.Run(ctx, a.root, feedFan(a.opts.Fan))
+	go a.thermal.Run(ctx, a.root, a.fan.feed)
 	return nil
 }
 
 // reload reads the configuration again and applies it as a whole, or not
-// at all (the previous one keeps serving). Of [global], thermal limits
-// and php are applied; a changed budget is reported and kept as it was
-// until the next start (GOMAXPROCS, the memory limit and the cache sizes
-// are fixed for the life of the process).
+// at all (the previous one keeps serving). Of [global], thermal limits,
+// php, the fan and the LED are applied (a fan pin this board does not have
+// is refused, the old fan keeps running: boardctl.go); a changed budget is
+// reported and kept as it was until the next start (GOMAXPROCS, the memory
+// limit and the cache sizes are fixed for the life of the process).
 func (a *app) reload() ([]*config.Site, error) {
 	sites, err := a.load()
 	if err != nil {
@@ -140,6 +165,10 @@ func (a *app) applyGlobal(g config.Global) {
 		a.global.Thermal = g.Thermal
 	}
 	a.global.PHP = g.PHP // applied by php.apply
+	if a.boardTaken {
+		a.applyBoard(g)
+		a.global.Fan, a.global.LED = g.Fan, g.LED
+	}
 	if changed := changedKeys(a.global.Budget, g.Budget); len(changed) > 0 {
 		a.log.Warn("[global.budget] changed, but the budget is fixed while arka runs: the change takes effect at the next start",
 			"keys", strings.Join(changed, ", "))

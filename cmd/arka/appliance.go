@@ -54,6 +54,9 @@ type keeper struct {
 	conds     *led.Conditions // "config": Degraded while Arka is not ready
 	log       *slog.Logger
 	serving   string // status.Serving*; "" before the first load
+	// sites are the site files served (as written or the last good ones);
+	// nil while the fallback page serves or before the first load.
+	sites []*config.Site
 
 	readyMu   sync.Mutex
 	lastReady []byte
@@ -107,14 +110,15 @@ func (k *keeper) load() (configErr, err error) {
 	}
 	if err == nil {
 		k.setServing(status.ServingAsWritten)
-		k.srv.SetProblem("config", "")
+		k.sites = sites
+		k.srv.SetConfigError(nil)
 		if err := k.saveLastGood(files); err != nil {
 			k.log.Warn("cannot keep a copy of the configuration that loaded", "err", err)
 		}
 		return nil, nil
 	}
 	configErr = err
-	k.srv.SetProblem("config", errorLines(err))
+	k.srv.SetConfigError(err) // the status page's problems and the "site:NAME" conditions
 	switch k.serving {
 	case status.ServingAsWritten, status.ServingLastGood:
 		return configErr, nil // the caller says so: a reload that failed
@@ -130,6 +134,7 @@ func (k *keeper) load() (configErr, err error) {
 		}
 		if lgErr == nil {
 			k.setServing(status.ServingLastGood)
+			k.sites = sites
 			k.log.Error("the configuration did not load; serving the last one that did", "config", k.conf, "saved", lg.Saved.Format(time.RFC3339))
 			return configErr, nil
 		}
@@ -148,6 +153,7 @@ func (k *keeper) load() (configErr, err error) {
 		return configErr, fmt.Errorf("the fallback site: %w", err)
 	}
 	k.setServing(status.ServingFallback)
+	k.sites = nil
 	k.log.Error("the configuration did not load and none loaded before; serving the fallback page", "config", k.conf)
 	return configErr, nil
 }

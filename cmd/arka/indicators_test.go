@@ -1,45 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"periph.io/x/conn/v3/gpio"
-	"periph.io/x/conn/v3/gpio/gpiotest"
-
-	"github.com/arkaweb/arka/board"
-	"github.com/arkaweb/arka/board/fan"
-
 	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/board/led"
-	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/status"
 )
-
-func TestWarnBoardChanged(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	off, on := false, true
-	start := config.Global{Fan: &config.Fan{Pin: "GPIO14", On: 65, Off: 55}}
-	warnBoardChanged(config.Global{Fan: &config.Fan{Pin: "GPIO14", On: 65, Off: 55}, LED: &on}, start, log)
-	warnBoardChanged(config.Global{}, config.Global{}, log)
-	if buf.Len() != 0 {
-		t.Errorf("unchanged settings logged: %s", buf.String())
-	}
-	warnBoardChanged(config.Global{Fan: &config.Fan{Pin: "GPIO18", On: 65, Off: 55}}, start, log)
-	warnBoardChanged(config.Global{}, start, log)
-	warnBoardChanged(config.Global{Fan: start.Fan, LED: &off}, start, log)
-	if n := strings.Count(buf.String(), "restart Arka to apply it"); n != 3 {
-		t.Errorf("%d warnings, want 3:\n%s", n, buf.String())
-	}
-}
 
 // TestApplyUpdateStatus maps each state the update agent records to the LED.
 func TestApplyUpdateStatus(t *testing.T) {
@@ -69,54 +38,6 @@ func TestApplyUpdateStatus(t *testing.T) {
 	if c.LEDState() != led.Serving {
 		t.Error("no status file: the update condition stays")
 	}
-}
-
-// TestFanFollowsThermalTicker: the fan gets the thermal ticker's readings
-// (board.Thermal.Run over a fixture root), as cmd/arka wires it.
-func TestFanFollowsThermalTicker(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, c := range []struct {
-		name, temp string
-		want       gpio.Level
-	}{
-		{"cool board stops the fan", "40000\n", gpio.Low},
-		{"hot board runs it", "70000\n", gpio.High},
-		{"no sensor runs it", "", gpio.High},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			if c.temp != "" {
-				zone := filepath.Join(root, "sys/class/thermal/thermal_zone0")
-				os.MkdirAll(zone, 0o755)
-				os.WriteFile(filepath.Join(zone, "type"), []byte("cpu-thermal\n"), 0o644)
-				os.WriteFile(filepath.Join(zone, "temp"), []byte(c.temp), 0o644)
-			}
-			pin := &gpiotest.Pin{N: "GPIO14"}
-			f := fan.New(pin, 65, 55, quiet)
-			f.Update(60) // decided: stopped, so that "runs" below is the ticker's doing
-			th := board.NewThermal(0, 0, quiet)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { th.Run(ctx, root, feedFan(f)); close(done) }()
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				pin.Lock()
-				l := pin.L
-				pin.Unlock()
-				st := f.State()
-				if l == c.want && (c.temp == "" || st.LastC != nil && *st.LastC != 60) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("pin %v, fan %+v", l, st)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			cancel()
-			<-done
-		})
-	}
-	feedFan(nil)(nil) // no fan configured: nothing to feed, no panic
 }
 
 // TestApplyAppliance: settings-file mistakes and a refused deploy (after the

@@ -132,18 +132,9 @@ func run(args []string) int {
 	}
 	// The board's LED and fan are touched only by the server that holds the
 	// state lock, never by arka -t.
-	a.opts.Fan = openFan(sites, conds, logger)
-	startGlobal := a.global
-	var actLED *led.LED
-	if a.global.LED == nil || *a.global.LED {
-		actLED = takeLED(root, logger)
-	}
-	if actLED != nil {
-		a.opts.LEDName = actLED.Name
-	}
 	srv := a.server()
-	stopLED := runLED(actLED, conds, srv.Requests, logger)
-	defer stopLED() // every return below gives the LED back to the kernel
+	a.startBoard()
+	defer a.led.close() // every return below gives the LED back to the kernel
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go watchUpdateStatus(watchCtx, root, conds, logger)
@@ -160,15 +151,8 @@ func run(args []string) int {
 		return 1
 	}
 	conds.Started()
-	ledName := "none"
-	if a.global.LED != nil && !*a.global.LED {
-		ledName = "off ([global] led = false)"
-	}
-	if actLED != nil {
-		ledName = actLED.Name + " (default trigger " + actLED.DefaultTrigger() + ")"
-	}
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
-		"board", a.board.Model, "cores", a.board.Cores, "led", ledName, "gomaxprocs", a.budget.GOMAXPROCS,
+		"board", a.board.Model, "cores", a.board.Cores, "led", a.led.describe(), "gomaxprocs", a.budget.GOMAXPROCS,
 		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(srv))
 	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
@@ -185,6 +169,11 @@ func run(args []string) int {
 				if err != nil {
 					logger.Error("no configuration can be served", "err", err)
 				}
+				if keep.sites != nil {
+					// The site files as written, or the last good ones: their
+					// [global] (the fallback page has none; what runs stays).
+					a.applyGlobal(config.GlobalOf(keep.sites))
+				}
 				if configErr != nil {
 					logger.Error("reload failed; the previous configuration keeps serving", "config", name, "serving", keep.serving)
 					printConfigError(configErr)
@@ -194,7 +183,8 @@ func run(args []string) int {
 				logger.Info("configuration reloaded", "config", name, "serving", keep.serving, "listen", listenList(srv))
 				continue
 			}
-			sites, err := a.reload()
+			_, err := a.reload()
+			srv.SetConfigError(err) // the status page's problems and the "site:NAME" conditions
 			if err != nil {
 				logger.Error("reload failed; the previous configuration keeps serving", "config", name)
 				printConfigError(err)
@@ -202,7 +192,6 @@ func run(args []string) int {
 				continue
 			}
 			conds.Clear("config")
-			warnBoardChanged(config.GlobalOf(sites), startGlobal, logger)
 			srv.ReopenLogs()
 			logger.Info("configuration reloaded", "config", name, "listen", listenList(srv))
 		case syscall.SIGUSR1:
@@ -210,7 +199,7 @@ func run(args []string) int {
 		default:
 			logger.Info("shutting down", "signal", s.String())
 			a.shutdown()
-			stopLED()
+			a.led.close()
 			logger.Info("stopped")
 			return 0
 		}

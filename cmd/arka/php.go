@@ -80,7 +80,7 @@ func (p *phpRunner) Status() []status.PHPFPMPool {
 func usesPHP(sites []*config.Site) bool {
 	for _, s := range sites {
 		for _, r := range s.Routes {
-			if r.FastCGI != nil && (r.FastCGI.Address == "" || r.FastCGI.Address == "php") {
+			if f, ok := r.Handler.(*config.FastCGI); ok && f.UsesPHP() {
 				return true
 			}
 		}

@@ -6,15 +6,11 @@ package servertest
 
 import (
 	"context"
-	"crypto/tls"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +19,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server"
+	"github.com/arkaweb/arka/server/internal/enginetest"
 	"github.com/arkaweb/arka/tests/testkit"
 )
 
@@ -64,8 +61,8 @@ func Start(t testing.TB, sites ...string) *Env {
 // leak, with its stack.
 func StartWith(t testing.TB, o server.Options, sites ...string) *Env {
 	t.Helper()
-	before := goroutines()
-	t.Cleanup(func() { checkLeaks(t, before) }) // runs after the shutdown below
+	before := enginetest.Goroutines()
+	t.Cleanup(func() { enginetest.CheckLeaks(t, before) }) // runs after the shutdown below
 	plain, secure := testkit.Listen(t), testkit.Listen(t)
 	e := &Env{Dir: t.TempDir(), HTTP: plain.Addr().String(), HTTPS: secure.Addr().String(), log: &testkit.LogBuffer{}}
 	bound := map[string]net.Listener{e.HTTP: plain, e.HTTPS: secure}
@@ -137,36 +134,15 @@ func (e *Env) Reload(i int, src string) error {
 	return e.Server.Apply(loaded)
 }
 
-// Client is one way of reaching the server.
-type Client struct {
-	Name  string // "h1", "h1+tls", "h2"
-	Base  string // "http://127.0.0.1:port" or "https://..."
-	Proto string // expected resp.Proto
-	HTTP  *http.Client
-}
+// Client is one way of reaching the server (package enginetest, whose
+// Serve runs a single handler on the same engines for the handlers' own
+// tests).
+type Client = enginetest.Client
 
 // Clients returns an HTTP/1.1 client, an HTTP/1.1-over-TLS client and an
 // HTTP/2 client. None follows redirects or decompresses bodies.
 func (e *Env) Clients() []*Client {
-	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	tls1 := &http.Transport{
-		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}},
-		DisableCompression: true,
-		TLSNextProto:       map[string]func(string, *tls.Conn) http.RoundTripper{},
-	}
-	h2 := &http.Transport{
-		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
-		DisableCompression: true,
-		ForceAttemptHTTP2:  true,
-	}
-	cs := []*Client{
-		{Name: "h1", Base: "http://" + e.HTTP, Proto: "HTTP/1.1",
-			HTTP: &http.Client{Transport: &http.Transport{DisableCompression: true}, CheckRedirect: noRedirect, Timeout: 30 * time.Second}},
-		{Name: "h1+tls", Base: "https://" + e.HTTPS, Proto: "HTTP/1.1",
-			HTTP: &http.Client{Transport: tls1, CheckRedirect: noRedirect, Timeout: 30 * time.Second}},
-		{Name: "h2", Base: "https://" + e.HTTPS, Proto: "HTTP/2.0",
-			HTTP: &http.Client{Transport: h2, CheckRedirect: noRedirect, Timeout: 30 * time.Second}},
-	}
+	cs := enginetest.Clients(e.HTTP, e.HTTPS)
 	e.mu.Lock()
 	for _, c := range cs {
 		e.clients = append(e.clients, c.HTTP)
@@ -182,90 +158,5 @@ func (e *Env) Each(t *testing.T, fn func(t *testing.T, c *Client)) {
 	}
 }
 
-// Do sends a request with the given header fields ("Name: value") and
-// returns the response with its body read.
-func (c *Client) Do(t testing.TB, method, path string, headers ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, c.Base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ":")
-		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	if hst := req.Header.Get("Host"); hst != "" {
-		req.Host = hst
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s over %s: %v", method, path, c.Name, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s over %s: reading body: %v", method, path, c.Name, err)
-	}
-	if resp.Proto != c.Proto {
-		t.Errorf("%s %s: protocol %s, want %s", method, path, resp.Proto, c.Proto)
-	}
-	return resp, body
-}
-
-// Get is Do with GET.
-func (c *Client) Get(t testing.TB, path string, headers ...string) (*http.Response, []byte) {
-	t.Helper()
-	return c.Do(t, http.MethodGet, path, headers...)
-}
-
 // Log returns what the server wrote to its error log so far.
 func (e *Env) Log() string { return e.log.String() }
-
-// goroutines returns the stacks of all goroutines, by goroutine id.
-func goroutines() map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	m := map[string]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
-		m[id] = g
-	}
-	return m
-}
-
-// checkLeaks reports goroutines running Arka's code that were not running
-// before: the server's own must have ended with Shutdown. Stragglers get
-// five seconds (a connection closing, an old configuration retiring).
-func checkLeaks(t testing.TB, before map[string]string) {
-	t.Helper()
-	if t.Failed() {
-		return // a failed test may leave a request hanging on purpose
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var leaked []string
-		for id, g := range goroutines() {
-			if _, ok := before[id]; ok || !strings.Contains(g, "github.com/arkaweb/arka/") ||
-				strings.Contains(g, "servertest.checkLeaks") {
-				continue
-			}
-			leaked = append(leaked, g)
-		}
-		if len(leaked) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			sort.Strings(leaked)
-			t.Errorf("%d goroutine(s) still running after the server shut down:\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 )
 
@@ -18,6 +19,10 @@ func ReadProcessMemory() Memory {
 	m := Memory{
 		HeapAllocBytes: ms.HeapAlloc, HeapSysBytes: ms.HeapSys, GoSysBytes: ms.Sys,
 		LimitBytes: debug.SetMemoryLimit(-1), NumGC: ms.NumGC, Goroutines: runtime.NumGoroutine(),
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	if metrics.Read(live); live[0].Value.Kind() == metrics.KindUint64 {
+		m.HeapLiveBytes = live[0].Value.Uint64()
 	}
 	// statm: size resident shared text lib data dt, in pages.
 	if data, err := os.ReadFile("/proc/self/statm"); err == nil {

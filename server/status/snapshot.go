@@ -91,7 +91,8 @@ func BoardInfoFrom(b board.Board) BoardInfo {
 // Memory is Arka's own memory use (the system's is in Sensors).
 type Memory struct {
 	RSSBytes       *uint64 `json:"rss_bytes"`        // resident set of the arka process; nil if unknown
-	HeapAllocBytes uint64  `json:"heap_alloc_bytes"` // live Go heap (runtime.MemStats.HeapAlloc)
+	HeapAllocBytes uint64  `json:"heap_alloc_bytes"` // Go heap in use: live objects and garbage not yet collected (runtime.MemStats.HeapAlloc)
+	HeapLiveBytes  uint64  `json:"heap_live_bytes"`  // heap the last collection found live (runtime/metrics /gc/heap/live:bytes)
 	HeapSysBytes   uint64  `json:"heap_sys_bytes"`   // heap memory obtained from the OS
 	GoSysBytes     uint64  `json:"go_sys_bytes"`     // all memory the Go runtime obtained
 	LimitBytes     int64   `json:"limit_bytes"`      // GOMEMLIMIT in force (debug.SetMemoryLimit(-1))

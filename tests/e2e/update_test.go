@@ -22,6 +22,7 @@ import (
 	"github.com/arkaweb/arka/appliance/build/image"
 	"github.com/arkaweb/arka/appliance/build/vm"
 	"github.com/arkaweb/arka/appliance/device/ota"
+	"github.com/arkaweb/arka/appliance/initcfg"
 )
 
 // device is an appliance booted in QEMU, seen from the host.
@@ -122,7 +123,10 @@ func lastLine(s string) string {
 // the device itself, and update and status show why with the evidence;
 // rollback on request refuses to return to v3; an update killed while the
 // root file system streams leaves v2 running, and v2 boots again after a
-// reboot.
+// reboot; v2 -> v4, whose Arka is killed 25 s after every start, passes
+// its trial and is rolled back on probation, with v2's boot files (v4's
+// kernel command line differs); v2 -> v1, then rollback on request returns
+// to v2 from v1's trial boot, and status reports it.
 func TestAmd64Update(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots QEMU: skipped with -short")
@@ -140,12 +144,16 @@ func TestAmd64Update(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pwFile := filepath.Join(dir, "arka.gokr-pw.txt")
-	build := func(version string, epoch int64, site fs.FS) (string, *image.Summary) {
+	build := func(version string, epoch int64, site fs.FS, more ...func(*image.Config)) (string, *image.Summary) {
 		t.Helper()
 		out := filepath.Join(dir, version+".img")
 		start := time.Now()
-		sum, err := image.Build(image.Config{Board: bd, Output: out, ModuleDir: root, Version: version,
-			PasswordFile: pwFile, SourceDateEpoch: epoch, Site: site})
+		c := image.Config{Board: bd, Output: out, ModuleDir: root, Version: version,
+			PasswordFile: pwFile, SourceDateEpoch: epoch, Site: site}
+		for _, f := range more {
+			f(&c)
+		}
+		sum, err := image.Build(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,9 +169,25 @@ func TestAmd64Update(t *testing.T) {
 		"www/index.html":     {Data: []byte("v3\n")},
 	}
 	v3, _ := build("v3", 1764441716, broken)
+	// v4 works for 25 s after every start, then its Arka is killed (a
+	// stand-in starts the real Arka and kills it): it passes its trial and
+	// crash-loops on probation. Its boot files differ from v2's (an extra
+	// kernel argument).
+	realArka := filepath.Join(dir, "arka.real")
+	gob := exec.Command("go", "build", "-o", realArka, "-trimpath", "-buildvcs=false", "-tags", "gokrazy,netgo,osusergo",
+		"-ldflags", "-s -w -X github.com/arkaweb/arka/server.Version=v4", "./cmd/arka")
+	gob.Dir, gob.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+bd.GOARCH)
+	if out, err := gob.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	v4, _ := build("v4", 1764441816, nil, func(c *image.Config) {
+		c.ArkaPkg = "./tests/e2e/testdata/crashafter"
+		c.ExtraFiles = []image.File{{Path: initcfg.ArkaBinary + ".real", Source: realArka, Mode: 0o755}}
+		c.KernelExtraArgs = "arka.test=v4"
+	})
 
 	cli := filepath.Join(dir, "arka-appliance")
-	gob := exec.Command("go", "build", "-o", cli, "./cmd/arka-appliance")
+	gob = exec.Command("go", "build", "-o", cli, "./cmd/arka-appliance")
 	gob.Dir = root
 	if out, err := gob.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -265,6 +289,9 @@ func TestAmd64Update(t *testing.T) {
 		st.Other == nil || st.Other.Version != "v3" {
 		t.Errorf("device after the rollback: %+v", st)
 	}
+	if st.Boot == nil || st.Boot.Build.Version != "v2" || !strings.Contains(st.Last.Boot, "boot files of Arka v2") {
+		t.Errorf("boot files after the rollback: %+v; the attempt says %q", st.Boot, st.Last.Boot)
+	}
 	if got := d.page(); got != page {
 		t.Errorf("after the rollback GET / = %q", got)
 	}
@@ -351,6 +378,100 @@ func TestAmd64Update(t *testing.T) {
 	}
 	if st := d.updateStatus(); st.Running != 3 || st.TrialBoot {
 		t.Errorf("device after the reboot: %+v", st)
+	}
+
+	// v2 -> v4, whose Arka is killed 25 s after every start: the trial
+	// passes (10 s of health), then on probation (3 minutes here) the
+	// device sees Arka crash-loop and returns to v2 by itself, with v2's
+	// boot files.
+	const probation = 3 * time.Minute
+	r = runCLI(t, cli, update(v4, "--probation", probation.String())...)
+	confirmed := time.Now()
+	t.Logf("update to v4 (exit %d, %s):\n%s%s", r.code, r.took.Round(100*time.Millisecond), r.stderr, r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "Probation: until") {
+		t.Fatalf("update to v4: want it confirmed, on probation")
+	}
+	st = d.updateStatus()
+	if st.Running != 2 || st.Last == nil || st.Last.State != ota.Confirmed || st.Last.ProbationEnds.IsZero() ||
+		st.Boot == nil || st.Boot.Build.Version != "v4" || !strings.Contains(st.Boot.Cmdline, "arka.test=v4") {
+		t.Fatalf("device after the update to v4: %+v", st)
+	}
+	waitNewBoot(t, d, st.BootID, probation+bootTimeout)
+	t.Logf("v4 crash-looped on probation: the device ran v2 again %s after v4 was confirmed", time.Since(confirmed).Round(100*time.Millisecond))
+	waitHTTP(t, v, "http://"+d.arka+"/")
+	if got := d.arkaVersion(); got != "v2" {
+		t.Errorf("after the crash loop on probation the status page shows %q, want v2", got)
+	}
+	st = d.updateStatus()
+	if st.Running != 3 || st.TrialBoot || st.NextBoot != 3 || st.Last == nil || st.Last.State != ota.RolledBack || st.Last.To.Version != "v4" ||
+		!strings.Contains(st.Last.Reason, "on probation: Arka exited 3 times in a row, the last time signal: killed after 2") ||
+		st.Last.Evidence == nil || st.Last.Evidence.LastExit == nil || st.Last.Evidence.LastExit.Signal != "killed" {
+		t.Errorf("device after the crash loop on probation: %+v %+v", st, st.Last)
+	}
+	// Within probation, by the device's clock.
+	if st.Last.ProbationEnds.IsZero() || !st.Last.Finished.Before(st.Last.ProbationEnds) {
+		t.Errorf("rolled back at %s, probation until %s", st.Last.Finished, st.Last.ProbationEnds)
+	}
+	if st.Boot == nil || st.Boot.Build.Version != "v2" || strings.Contains(st.Boot.Cmdline, "arka.test") || !strings.Contains(st.Last.Boot, "boot files of Arka v2") {
+		t.Errorf("boot files after the crash loop on probation: %+v; the attempt says %q", st.Boot, st.Last.Boot)
+	}
+	r = runCLI(t, cli, "status", "--host", "http://"+d.ui, "--password-file", pwFile)
+	t.Logf("arka-appliance status:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "v2 -> v4 (partition 2): rolled-back") || !strings.Contains(r.stdout, "on probation: Arka exited 3 times") ||
+		!strings.Contains(r.stdout, "signal: killed") || !strings.Contains(r.stdout, "Boot files Arka v2's") {
+		t.Errorf("status after the crash loop on probation: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// v2 -> v1 (a build that works, other than v2), then back to v2 on
+	// request, from v1's trial boot.
+	r = runCLI(t, cli, update(v1, "--probation", "0")...)
+	t.Logf("update to v1 (exit %d, %s)", r.code, r.took.Round(100*time.Millisecond))
+	if r.code != 0 {
+		t.Fatalf("update to v1 failed:\n%s", r.stderr)
+	}
+	if st := d.updateStatus(); st.Running != 2 || st.Boot == nil || st.Boot.Build.Version != "v1" {
+		t.Fatalf("device after the update to v1: %+v", st)
+	}
+	r = runCLI(t, cli, "rollback", "--host", "http://"+d.ui, "--password-file", pwFile)
+	t.Logf("rollback (exit %d, %s):\n%s%s", r.code, r.took.Round(100*time.Millisecond), r.stderr, r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "runs Arka v2") || !strings.Contains(r.stdout, "Root partition 2 keeps Arka v1") {
+		t.Errorf("rollback: exit %d", r.code)
+	}
+	waitHTTP(t, v, "http://"+d.arka+"/")
+	if got := d.arkaVersion(); got != "v2" {
+		t.Errorf("after the rollback the status page shows %q, want v2", got)
+	}
+	st = d.updateStatus()
+	if st.Running != 3 || st.TrialBoot || st.NextBoot != 3 || st.Other == nil || st.Other.Version != "v1" || st.Last == nil ||
+		st.Last.To.Version != "v1" || st.Last.State != ota.RolledBack || st.Last.Reason != "rollback on request" || st.Last.Faulty {
+		t.Errorf("device after the rollback: %+v %+v", st, st.Last)
+	}
+	if st.Boot == nil || st.Boot.Build.Version != "v2" || strings.Contains(st.Boot.Cmdline, "arka.test") || len(st.Kept) != 2 {
+		t.Errorf("boot files after the rollback: %+v, kept %+v", st.Boot, st.Kept)
+	}
+	r = runCLI(t, cli, "status", "--host", "http://"+d.ui, "--password-file", pwFile)
+	t.Logf("arka-appliance status:\n%s", r.stdout)
+	for _, want := range []string{"Running    Arka v2 ", "from root partition 3", "Next boot  root partition 3\n", "Other root partition 2 holds Arka v1",
+		"Last update  v2 -> v1 (partition 2): rolled-back", "rollback on request", "kept on /perm for root partition 2: Arka v1's"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status after the rollback lacks %q", want)
+		}
+	}
+}
+
+// waitNewBoot waits until the device answers with another boot ID and
+// returns how long that took.
+func waitNewBoot(t *testing.T, d *device, bootID string, bound time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		if time.Since(start) > bound {
+			t.Fatalf("the device did not reboot within %s", bound)
+		}
+		if code, body := getOnce("http://"+d.ui+"/arka/update", d.pw); code == 200 && !strings.Contains(body, bootID) {
+			return time.Since(start)
+		}
+		time.Sleep(time.Second)
 	}
 }
 

@@ -193,12 +193,14 @@ func TestActivityLED(t *testing.T) {
 		}
 	}
 
-	// A reload that fails: degraded, with the error's file:line:col.
+	// A reload that fails: degraded, with the error's file:line:col, for
+	// the configuration and for the site file that does not load.
 	os.WriteFile(file, []byte(site+"bogus = 1\n"), 0o644)
 	p.Signal(syscall.SIGHUP)
 	p.WaitOutput(t, "reload failed")
 	v = waitState(t, status, "degraded")
-	if len(v.Conditions) != 1 || v.Conditions[0].Name != "config" || !strings.Contains(v.Conditions[0].Message, file+":8:1: unknown key") {
+	if len(v.Conditions) != 2 || v.Conditions[0].Name != "config" || !strings.Contains(v.Conditions[0].Message, file+":8:1: unknown key") ||
+		v.Conditions[1].Name != "site:site.toml" || !strings.HasPrefix(v.Conditions[1].Message, "does not load: "+file+":8:1: unknown key") {
 		t.Errorf("degraded: %+v", v)
 	}
 	if seen := ledValues(t, root, 2500*time.Millisecond); !seen["0"] || !seen["1"] {
@@ -218,11 +220,11 @@ func TestActivityLED(t *testing.T) {
 	}
 	writeStatus(`{"partition": 3, "state": "trial", "to": {"version": "0.4.0"}}`)
 	v = waitState(t, status, "updating")
-	if len(v.Conditions) != 2 || v.Conditions[0].Name != "update" || v.Conditions[1].Name != "config" {
+	if len(v.Conditions) != 3 || v.Conditions[0].Name != "update" || v.Conditions[1].Name != "config" || v.Conditions[2].Name != "site:site.toml" {
 		t.Errorf("updating while degraded: %+v", v)
 	}
 
-	// The reload that works clears the config condition only.
+	// The reload that works clears the config and site conditions only.
 	os.WriteFile(file, []byte(site), 0o644)
 	p.Signal(syscall.SIGHUP)
 	p.WaitOutput(t, "configuration reloaded")
@@ -252,21 +254,62 @@ func TestActivityLED(t *testing.T) {
 }
 
 // TestLEDOff: [global] led = false leaves the LED to the kernel; the state
-// is still on the status page.
+// is still on the status page. A reload changing it takes effect at once.
 func TestLEDOff(t *testing.T) {
+	for _, appliance := range []bool{false, true} {
+		name := "plain"
+		if appliance {
+			name = "appliance"
+		}
+		t.Run(name, func(t *testing.T) { testLEDOff(t, appliance) })
+	}
+}
+
+func testLEDOff(t *testing.T, appliance bool) {
 	root := boardFixture(t, "rpi4-b-4gb")
 	t.Setenv("ARKA_BOARD_ROOT", root)
 	dir := t.TempDir()
 	addr := harness.FreeAddr(t)
-	file := filepath.Join(dir, "site.toml")
-	os.WriteFile(file, []byte("listen = [\""+addr+"\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"status\" }\n[global]\nled = false\n"), 0o644)
-	p := harness.Start(t, nil, []string{"-c", file, "-state", filepath.Join(dir, "state")}, addr)
+	sites := filepath.Join(dir, "sites")
+	os.Mkdir(sites, 0o755)
+	file := filepath.Join(sites, "site.toml")
+	src := "listen = [\"" + addr + "\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"status\" }\n[global]\nled = false\n"
+	os.WriteFile(file, []byte(src), 0o644)
+	args := []string{"-c", file, "-state", filepath.Join(dir, "state")}
+	if appliance {
+		args = []string{"-appliance", "-c", sites, "-state", filepath.Join(dir, "state"), "-fallback-listen", harness.FreeAddr(t), "-fallback-tls-listen", ""}
+	}
+	p := harness.Start(t, nil, args, addr)
 	p.WaitOutput(t, "led=\"off ([global] led = false)\"")
 	if v := waitState(t, "http://"+addr+"/?format=json", "serving"); v.LED != "" {
 		t.Errorf("state %+v, want no LED", v)
 	}
 	if got := ledFile(t, root, "trigger"); !strings.Contains(got, "[mmc0]") {
 		t.Errorf("trigger = %q: the LED was touched", got)
+	}
+
+	// Applied on reload: led = true takes the LED, led = false gives it
+	// back to the kernel's trigger, without a restart.
+	os.WriteFile(file, []byte(strings.Replace(src, "led = false", "led = true", 1)), 0o644)
+	p.Signal(syscall.SIGHUP)
+	p.WaitOutput(t, "activity LED driven again")
+	if v := readState(t, "http://"+addr+"/?format=json"); v.LED != "ACT" {
+		t.Errorf("led = true on reload: state %+v", v)
+	}
+	if seen := ledValues(t, root, 1200*time.Millisecond); !seen["1"] {
+		t.Errorf("led = true on reload: the LED is never on (%v)", seen)
+	}
+	if got := ledFile(t, root, "trigger"); got != "none" {
+		t.Errorf("led = true on reload: trigger %q, want none", got)
+	}
+	os.WriteFile(file, []byte(src), 0o644)
+	p.Signal(syscall.SIGHUP)
+	p.WaitOutput(t, "activity LED given back to the kernel")
+	if got := ledFile(t, root, "trigger"); got != "mmc0" {
+		t.Errorf("led = false on reload: trigger %q, want mmc0", got)
+	}
+	if v := readState(t, "http://"+addr+"/?format=json"); v.LED != "" {
+		t.Errorf("led = false on reload: state %+v", v)
 	}
 }
 

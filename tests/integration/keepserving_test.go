@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -51,10 +52,16 @@ func (e *applianceEnv) args(t *testing.T, extra ...string) []string {
 		"-fallback-listen", harness.FreeAddr(t), "-fallback-tls-listen", ""}, extra...)
 }
 
+// readiness reads the readiness file, waiting up to 10 s for it to be
+// written: Arka serves from inside the load that writes it last.
 func (e *applianceEnv) readiness(t *testing.T) status.Readiness {
 	t.Helper()
 	var r status.Readiness
 	b, err := os.ReadFile(filepath.Join(e.state, "ready.json"))
+	for end := time.Now().Add(10 * time.Second); errors.Is(err, os.ErrNotExist) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+		b, err = os.ReadFile(filepath.Join(e.state, "ready.json"))
+	}
 	if err != nil {
 		t.Fatalf("readiness file: %v", err)
 	}
@@ -202,6 +209,9 @@ func TestApplianceLastGood(t *testing.T) {
 	if s.Serving != status.ServingLastGood || len(s.Problems) == 0 || !strings.HasPrefix(s.Problems[0], want) || !strings.Contains(s.Problems[0], "statik") {
 		t.Errorf("status page: serving %q, problems %q", s.Serving, s.Problems)
 	}
+	if msg, ok := s.condition("site:a.toml"); !ok || !strings.HasPrefix(msg, "does not load: "+want) || s.State.State != "degraded" {
+		t.Errorf("the site that does not load is not a degraded condition: %+v", s.State)
+	}
 	if r := e.readiness(t); r.Ready || r.Config != status.ServingLastGood {
 		t.Errorf("readiness %+v", r)
 	}
@@ -215,8 +225,8 @@ func TestApplianceLastGood(t *testing.T) {
 	e.write(t, "a.toml", site(goodSite, addr, e.www))
 	p.Signal(syscall.SIGHUP)
 	e.waitReadiness(t, "ready after the correction", func(r status.Readiness) bool { return r.Ready })
-	if s := statusJSON(t, "http://"+addr+"/status"); s.Serving != status.ServingAsWritten || len(s.Problems) != 0 {
-		t.Errorf("after the correction: serving %q, problems %q", s.Serving, s.Problems)
+	if s := statusJSON(t, "http://"+addr+"/status"); s.Serving != status.ServingAsWritten || len(s.Problems) != 0 || s.State.State != "serving" {
+		t.Errorf("after the correction: serving %q, problems %q, state %+v", s.Serving, s.Problems, s.State)
 	}
 }
 
@@ -268,6 +278,12 @@ handler = { type = "static", root = "`+e.www+`" }
 	want := filepath.Join(e.sites, "a.toml") + ":6:"
 	if len(s.Problems) != 1 || !strings.HasPrefix(s.Problems[0], want) || !strings.Contains(s.Problems[0], "self-signed") {
 		t.Errorf("status problems %q; want one at %s", s.Problems, want)
+	}
+	if msg, ok := s.condition("site:a.toml"); !ok || !strings.HasPrefix(msg, want) || !strings.Contains(msg, "self-signed") || s.State.State != "degraded" {
+		t.Errorf("the site whose key does not load is not a degraded condition: %+v", s.State)
+	}
+	if _, ok := s.condition("site:b.toml"); ok {
+		t.Errorf("the other site is degraded too: %+v", s.State)
 	}
 	if r := e.readiness(t); r.Ready || r.Config != status.ServingAsWritten {
 		t.Errorf("readiness %+v", r)
@@ -368,6 +384,18 @@ func TestSupervisedRestartBackoff(t *testing.T) {
 // statusPage is the part of the status page's JSON (status.Snapshot) these
 // tests read.
 type statusPage struct {
-	Serving  string   `json:"serving"`
-	Problems []string `json:"problems"`
+	Serving  string    `json:"serving"`
+	Problems []string  `json:"problems"`
+	State    stateView `json:"state"`
+}
+
+// condition returns the message of the LED condition name on the status
+// page, and whether it is there (Degraded).
+func (s statusPage) condition(name string) (string, bool) {
+	for _, c := range s.State.Conditions {
+		if c.Name == name {
+			return c.Message, c.State == "degraded"
+		}
+	}
+	return "", false
 }

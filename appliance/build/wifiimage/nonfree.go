@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -125,6 +126,14 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// nonFreeClient gives up on an unreachable server after 15 s (a firewall
+// that drops packets), not after the whole download's bound.
+var nonFreeClient = &http.Client{Transport: &http.Transport{
+	Proxy:               http.ProxyFromEnvironment,
+	DialContext:         (&net.Dialer{Timeout: 15 * time.Second}).DialContext,
+	TLSHandshakeTimeout: 15 * time.Second,
+}}
+
 func download(url string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -132,7 +141,7 @@ func download(url string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := nonFreeClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

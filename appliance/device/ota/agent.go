@@ -68,11 +68,14 @@ type Agent struct {
 	// evidence), for probation (RunProbation).
 	CrashLoop func() (string, *Evidence)
 
-	mu       sync.Mutex
-	last     *Attempt
-	decided  bool       // the trial was confirmed or failed
-	other    *otherRoot // the other root partition's build, once read
-	requests sync.Mutex
+	mu      sync.Mutex
+	last    *Attempt
+	decided bool // the trial was confirmed or failed
+	// rebootForBoot: Start restored another kernel than the one running
+	// (Settle reboots into it).
+	rebootForBoot bool
+	other         *otherRoot // the other root partition's build, once read
+	requests      sync.Mutex
 }
 
 // TrialBoot reports whether this boot is a trial boot: the system runs
@@ -126,6 +129,11 @@ func (a *Agent) Start() {
 			last.Reason = rollbackReason(last)
 			last.State, last.Finished, last.Faulty = RolledBack, now, true
 			a.logf("update: rolled back to root partition %d: %s", a.Running, last.Reason)
+			if last.Boot == "" {
+				// The trial ended before its agent could restore the
+				// old build's boot files (a crash, a hang, a power cut).
+				last.Boot = a.restoreOwnBootLocked()
+			}
 		} else {
 			last.State, last.Finished = Confirmed, now
 			last.Reason = "made permanent without a health check (gokrazy's /update/switch)"
@@ -169,8 +177,12 @@ func (a *Agent) Status() Status {
 		if files, err := ReadBootFiles(b); err == nil {
 			st.NextBoot, st.NextIsTrial, _ = NextBoot(files)
 		}
+		if bi, err := ReadBootInfo(b); err == nil {
+			st.Boot = &bi
+		}
 		b.Close()
 	}
+	st.Kept = a.keptBoots()
 	return st
 }
 
@@ -464,8 +476,20 @@ func (a *Agent) fail(reason string) {
 		return
 	}
 	a.decided = true
+	// Back to the old build's boot files (root= names the old root in
+	// them, as it does now).
+	note := ""
+	if boot, err := a.Device.OpenBoot(); err == nil {
+		want, _ := a.otherBuildLocked()
+		note, _ = a.restoreBootLocked(boot, a.KernelRoot, want, false)
+		if err := PointRootAt(boot, a.KernelRoot); err != nil {
+			a.logf("update: %v", err)
+		}
+		boot.Close()
+	}
 	if a.last != nil {
 		a.last.State, a.last.Finished, a.last.Reason, a.last.Faulty = Failed, time.Now().UTC(), reason, true
+		a.last.Boot = note
 		if a.Evidence != nil {
 			a.last.Evidence = a.Evidence()
 		}

@@ -26,6 +26,7 @@ import (
 type fileDevice struct {
 	boot     string
 	roots    map[int]string
+	builds   map[int]Build // what RootBuild reports (default "on-N")
 	once     sync.Once
 	rebooted chan struct{}
 }
@@ -46,6 +47,9 @@ func (d *fileDevice) OpenRoot(n int) (io.ReadCloser, error) {
 }
 func (d *fileDevice) Testboot(context.Context) error { return gokrazyTestboot(d.boot) }
 func (d *fileDevice) RootBuild(n int) (Build, error) {
+	if b, ok := d.builds[n]; ok {
+		return b, nil
+	}
 	return Build{Version: "on-" + string(rune('0'+n))}, nil
 }
 func (d *fileDevice) Reboot() { d.once.Do(func() { close(d.rebooted) }) }

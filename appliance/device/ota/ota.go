@@ -85,7 +85,8 @@ type Attempt struct {
 	HealthySeconds float64 `json:"healthy_seconds,omitempty"`
 	// ProbationSeconds is how long after confirmation a crash loop still
 	// returns to the old build (negative: none); ProbationEnds is when
-	// that ends (wall clock), zero once it ended or was cut short.
+	// that ends (wall clock), zero once it ended or was cut short (kept
+	// when probation rolled the update back).
 	ProbationSeconds float64   `json:"probation_seconds,omitempty"`
 	ProbationEnds    time.Time `json:"probation_ends,omitzero"`
 	// StartSeconds: see TestbootRequest.
@@ -97,6 +98,10 @@ type Attempt struct {
 	Faulty bool `json:"faulty,omitempty"`
 	// Evidence is what the trial boot saw of Arka when it failed.
 	Evidence *Evidence `json:"evidence,omitempty"`
+	// Boot says what the way back did with the boot files (kernel,
+	// command line, firmware): restored from the copy kept on /perm, or
+	// why not.
+	Boot string `json:"boot,omitempty"`
 }
 
 // Evidence of a failed trial, kept on /perm with the attempt.
@@ -126,6 +131,11 @@ type Status struct {
 	Other *Build `json:"other_build,omitempty"`
 	// Arka is its supervisor's record of this boot: restarts, last exit.
 	Arka *supervise.State `json:"arka,omitempty"`
+	// Boot is what the boot partition holds (whose kernel and firmware
+	// the next boot starts); Kept the boot files kept on /perm for a way
+	// back (see KeptBootFile).
+	Boot *BootInfo  `json:"boot,omitempty"`
+	Kept []KeptBoot `json:"kept_boot,omitempty"`
 }
 
 // TestbootRequest is the body of POST /arka/update/testboot.

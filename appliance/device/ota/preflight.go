@@ -51,12 +51,17 @@ func (a *Agent) Preflight(req PreflightRequest) error {
 	if err := unix.Statfs(perm, &fs); err != nil {
 		return fail("%s: %v", perm, err)
 	}
-	if free := int64(fs.Bavail) * int64(fs.Bsize); free < PermFreeMin {
-		return fail("%s has %s free, an update needs %s", perm, mib(free), mib(PermFreeMin))
+	need := PermFreeMin + a.bootKeepNeed()
+	if free := int64(fs.Bavail) * int64(fs.Bsize); free < need {
+		return fail("%s has %s free, an update needs %s (its record, and a copy of the boot files for the way back)", perm, mib(free), mib(need))
 	}
 	probe := filepath.Join(filepath.Dir(a.statusFile()), ".preflight")
 	if err := writeProbe(probe); err != nil {
 		return fail("%s is not writable (%v)", perm, err)
+	}
+	// The running build's boot files, for a way back to it.
+	if err := a.keepRunningBoot(); err != nil {
+		return fail("%v", err)
 	}
 	// The other root partition is about to be written: a probation still
 	// running must not return to it.

@@ -130,6 +130,10 @@ func (a *Agent) returnTo(expect *Attempt, n int, state State, reason string, ev 
 		return err
 	}
 	defer boot.Close()
+	// The boot files of the build on n first (they name n in root=
+	// already), then root= checked and synced.
+	other, _ := a.otherBuildLocked()
+	note, _ := a.restoreBootLocked(boot, n, other, state == "")
 	if err := PointRootAt(boot, n); err != nil {
 		return err
 	}
@@ -150,10 +154,14 @@ func (a *Agent) returnTo(expect *Attempt, n int, state State, reason string, ev 
 		// Forward again to the last update's build.
 		at.State, at.Reason, at.Finished = Confirmed, "returned to on request", now
 	default:
-		other, _ := a.otherBuildLocked()
 		at = &Attempt{Partition: n, From: a.Build, To: other, State: Confirmed, Reason: "switched to on request", Requested: now, Finished: now}
 	}
-	at.ProbationEnds = time.Time{}
+	if at != nil {
+		at.Boot = note
+	}
+	if state == "" {
+		at.ProbationEnds = time.Time{} // (an automatic rollback keeps it: evidence that it came within probation)
+	}
 	a.last = at
 	a.decided = true
 	return a.save(at)

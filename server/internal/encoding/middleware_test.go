@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/arkaweb/arka/server/internal/enginetest"
 )
 
 func decodeBody(t *testing.T, coding string, b []byte) []byte {
@@ -47,26 +48,33 @@ func decodeBody(t *testing.T, coding string, b []byte) []byte {
 
 var page = strings.Repeat("<p>made per request, like a PHP page</p>\n", 100)
 
-func serve(t *testing.T, h http.HandlerFunc, method, ae string, extra ...string) (*http.Response, []byte) {
+// each serves routes (by request path) behind the middleware (MinSize
+// 512) on Arka's own engines and runs fn once per client: HTTP/1.1,
+// HTTP/1.1 with TLS and HTTP/2 (package enginetest, with its goroutine
+// check).
+func each(t *testing.T, routes map[string]http.HandlerFunc, fn func(t *testing.T, c *enginetest.Client)) {
 	t.Helper()
 	m := New(Options{MinSize: 512})
-	srv := httptest.NewServer(m.Wrap(h))
-	defer srv.Close()
-	req, _ := http.NewRequest(method, srv.URL, nil)
+	e := enginetest.Serve(t, m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := routes[r.URL.Path]
+		if !ok {
+			t.Errorf("no route for %s", r.URL.Path)
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		h(w, r)
+	})))
+	e.Each(t, fn)
+}
+
+// do sends a request with Accept-Encoding ae (none when "") and the extra
+// header fields ("Name: value"); the client decodes nothing.
+func do(t *testing.T, c *enginetest.Client, method, path, ae string, extra ...string) (*http.Response, []byte) {
+	t.Helper()
 	if ae != "" {
-		req.Header.Set("Accept-Encoding", ae)
+		extra = append(extra, "Accept-Encoding: "+ae)
 	}
-	for _, e := range extra {
-		k, v, _ := strings.Cut(e, ":")
-		req.Header.Set(k, strings.TrimSpace(v))
-	}
-	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return c.Do(t, method, path, extra...)
 }
 
 func TestMiddlewareChoosesCoding(t *testing.T) {
@@ -75,101 +83,115 @@ func TestMiddlewareChoosesCoding(t *testing.T) {
 		w.Header().Set("ETag", `"v1"`)
 		io.WriteString(w, page)
 	}
-	for ae, want := range map[string]string{
-		"gzip, deflate, br, zstd": "zstd",
-		"gzip, deflate, br":       "br",
-		"gzip":                    "gzip",
-		"":                        "",
-		"identity":                "",
-	} {
-		resp, b := serve(t, h, "GET", ae)
-		if got := resp.Header.Get("Content-Encoding"); got != want {
-			t.Errorf("%q: Content-Encoding %q, want %q", ae, got, want)
-			continue
-		}
-		if string(decodeBody(t, want, b)) != page {
-			t.Errorf("%q: body does not decode", ae)
-		}
-		if resp.Header.Get("Vary") != "Accept-Encoding" {
-			t.Errorf("%q: Vary %q (identity responses vary too)", ae, resp.Header.Get("Vary"))
-		}
-		if want != "" {
-			if cl := resp.Header.Get("Content-Length"); resp.Header.Get("Vary") != "Accept-Encoding" || cl != "" && cl != strconv.Itoa(len(b)) {
-				t.Errorf("%q: Vary %q, Content-Length %q", ae, resp.Header.Get("Vary"), resp.Header.Get("Content-Length"))
+	each(t, map[string]http.HandlerFunc{"/": h}, func(t *testing.T, c *enginetest.Client) {
+		for ae, want := range map[string]string{
+			"gzip, deflate, br, zstd": "zstd",
+			"gzip, deflate, br":       "br",
+			"gzip":                    "gzip",
+			"":                        "",
+			"identity":                "",
+		} {
+			resp, b := do(t, c, "GET", "/", ae)
+			if got := resp.Header.Get("Content-Encoding"); got != want {
+				t.Errorf("%q: Content-Encoding %q, want %q", ae, got, want)
+				continue
 			}
-			if resp.Header.Get("ETag") != `W/"v1"` {
-				t.Errorf("%q: ETag %q not weakened", ae, resp.Header.Get("ETag"))
+			if string(decodeBody(t, want, b)) != page {
+				t.Errorf("%q: body does not decode", ae)
+			}
+			if resp.Header.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("%q: Vary %q (identity responses vary too)", ae, resp.Header.Get("Vary"))
+			}
+			if want != "" {
+				if cl := resp.Header.Get("Content-Length"); resp.Header.Get("Vary") != "Accept-Encoding" || cl != "" && cl != strconv.Itoa(len(b)) {
+					t.Errorf("%q: Vary %q, Content-Length %q", ae, resp.Header.Get("Vary"), resp.Header.Get("Content-Length"))
+				}
+				if resp.Header.Get("ETag") != `W/"v1"` {
+					t.Errorf("%q: ETag %q not weakened", ae, resp.Header.Get("ETag"))
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestMiddlewareLeavesAlone(t *testing.T) {
 	cases := map[string]http.HandlerFunc{
-		"short": func(w http.ResponseWriter, r *http.Request) {
+		"/short": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "short")
 		},
-		"short with length": func(w http.ResponseWriter, r *http.Request) {
+		"/short-with-length": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("Content-Length", "5")
 			io.WriteString(w, "short")
 		},
-		"image": func(w http.ResponseWriter, r *http.Request) {
+		"/image": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "image/jpeg")
 			io.WriteString(w, page)
 		},
-		"already encoded": func(w http.ResponseWriter, r *http.Request) {
+		"/already-encoded": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("Content-Encoding", "gzip")
 			io.WriteString(w, page)
 		},
-		"no-transform (RFC 9111 5.2.2.6)": func(w http.ResponseWriter, r *http.Request) {
+		"/no-transform": func(w http.ResponseWriter, r *http.Request) { // RFC 9111 section 5.2.2.6
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("Cache-Control", "public, no-transform")
 			io.WriteString(w, page)
 		},
-		"partial": func(w http.ResponseWriter, r *http.Request) {
+		"/partial": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("Content-Range", "bytes 0-9/100")
 			w.WriteHeader(206)
 			io.WriteString(w, page[:10])
 		},
+		"/304": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(304) },
+		"/204": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) },
 	}
-	for name, h := range cases {
-		resp, b := serve(t, h, "GET", "gzip, br, zstd")
-		if ce := resp.Header.Get("Content-Encoding"); ce != "" && name != "already encoded" || name == "already encoded" && ce != "gzip" {
-			t.Errorf("%s: Content-Encoding %q", name, ce)
+	each(t, cases, func(t *testing.T, c *enginetest.Client) {
+		for name := range cases {
+			if name == "/304" || name == "/204" {
+				continue
+			}
+			resp, b := do(t, c, "GET", name, "gzip, br, zstd")
+			if ce := resp.Header.Get("Content-Encoding"); ce != "" && name != "/already-encoded" || name == "/already-encoded" && ce != "gzip" {
+				t.Errorf("%s: Content-Encoding %q", name, ce)
+			}
+			if name == "/short" && (string(b) != "short" || resp.Header.Get("Content-Length") != "5") {
+				t.Errorf("short: %q, Content-Length %q", b, resp.Header.Get("Content-Length"))
+			}
 		}
-		if name == "short" && (string(b) != "short" || resp.Header.Get("Content-Length") != "5") {
-			t.Errorf("short: %q, Content-Length %q", b, resp.Header.Get("Content-Length"))
+		resp, _ := do(t, c, "GET", "/304", "gzip")
+		if resp.StatusCode != 304 || resp.Header.Get("Content-Encoding") != "" {
+			t.Errorf("304: %d %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
 		}
-	}
-	resp, _ := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(304) }, "GET", "gzip")
-	if resp.StatusCode != 304 || resp.Header.Get("Content-Encoding") != "" {
-		t.Errorf("304: %d %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
-	}
-	resp, _ = serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, "GET", "gzip")
-	if resp.StatusCode != 204 {
-		t.Errorf("204: %d", resp.StatusCode)
-	}
+		resp, _ = do(t, c, "GET", "/204", "gzip")
+		if resp.StatusCode != 204 {
+			t.Errorf("204: %d", resp.StatusCode)
+		}
+	})
 }
 
 func TestMiddlewareSniffsAndHead(t *testing.T) {
-	resp, b := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>"+page) }, "GET", "gzip")
-	if resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-		t.Errorf("sniffed: %q %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
-	}
-	if string(decodeBody(t, "gzip", b)) != "<html>"+page {
-		t.Errorf("sniffed body differs")
-	}
-	resp, b = serve(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		w.Header().Set("Content-Length", "4200")
-	}, "HEAD", "zstd")
-	if resp.Header.Get("Content-Encoding") != "zstd" || len(b) != 0 {
-		t.Errorf("HEAD: %q, %d bytes", resp.Header.Get("Content-Encoding"), len(b))
-	}
+	each(t, map[string]http.HandlerFunc{
+		"/sniffed": func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>"+page) },
+		"/head": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Length", "4200")
+		},
+	}, func(t *testing.T, c *enginetest.Client) {
+		resp, b := do(t, c, "GET", "/sniffed", "gzip")
+		if resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("sniffed: %q %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
+		}
+		if string(decodeBody(t, "gzip", b)) != "<html>"+page {
+			t.Errorf("sniffed body differs")
+		}
+		resp, b = do(t, c, "HEAD", "/head", "zstd")
+		if resp.Header.Get("Content-Encoding") != "zstd" || len(b) != 0 {
+			t.Errorf("HEAD: %q, %d bytes", resp.Header.Get("Content-Encoding"), len(b))
+		}
+	})
 }
 
 // Trailers a handler declared (a proxied chunked response with trailers)
@@ -177,29 +199,34 @@ func TestMiddlewareSniffsAndHead(t *testing.T) {
 // sent as is: a length is not set for a short body then, since a response
 // with a Content-Length has no trailer section.
 func TestMiddlewareKeepsTrailers(t *testing.T) {
-	for _, body := range []string{"short", page} {
-		resp, b := serve(t, func(w http.ResponseWriter, r *http.Request) {
+	trailing := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			w.Header().Set("Trailer", "X-Checksum")
 			io.WriteString(w, body)
 			w.Header().Set("X-Checksum", "abc")
-		}, "GET", "gzip")
-		got := b
-		if resp.Header.Get("Content-Encoding") == "gzip" {
-			got = decodeBody(t, "gzip", b)
-		}
-		if string(got) != body || resp.Trailer.Get("X-Checksum") != "abc" {
-			t.Errorf("%d-byte body: got %d bytes, trailer %q (Content-Length %q)", len(body), len(got),
-				resp.Trailer.Get("X-Checksum"), resp.Header.Get("Content-Length"))
 		}
 	}
+	bodies := map[string]string{"/short": "short", "/page": page}
+	each(t, map[string]http.HandlerFunc{"/short": trailing("short"), "/page": trailing(page)}, func(t *testing.T, c *enginetest.Client) {
+		for path, body := range bodies {
+			resp, b := do(t, c, "GET", path, "gzip")
+			got := b
+			if resp.Header.Get("Content-Encoding") == "gzip" {
+				got = decodeBody(t, "gzip", b)
+			}
+			if string(got) != body || resp.Trailer.Get("X-Checksum") != "abc" {
+				t.Errorf("%d-byte body: got %d bytes, trailer %q (Content-Length %q)", len(body), len(got),
+					resp.Trailer.Get("X-Checksum"), resp.Header.Get("Content-Length"))
+			}
+		}
+	})
 }
 
 // Server-sent events: each flush reaches the client as it happens.
 func TestMiddlewareStreamsFlushes(t *testing.T) {
 	step := make(chan struct{})
-	m := New(Options{MinSize: 512})
-	srv := httptest.NewServer(m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	each(t, map[string]http.HandlerFunc{"/": func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		rc := http.NewResponseController(w)
 		for i := 0; i < 3; i++ {
@@ -209,49 +236,49 @@ func TestMiddlewareStreamsFlushes(t *testing.T) {
 			}
 			<-step
 		}
-	})))
-	defer srv.Close()
-	for _, ae := range []string{"gzip", "br", "zstd"} {
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		req.Header.Set("Accept-Encoding", ae)
-		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.Header.Get("Content-Encoding") != ae {
-			t.Fatalf("%s: Content-Encoding %q", ae, resp.Header.Get("Content-Encoding"))
-		}
-		var dec io.Reader
-		switch ae {
-		case "gzip":
-			dec, _ = gzip.NewReader(resp.Body)
-		case "br":
-			dec = brotli.NewReader(resp.Body)
-		case "zstd":
-			z, _ := zstd.NewReader(resp.Body)
-			defer z.Close()
-			dec = z
-		}
-		br := bufio.NewReader(dec)
-		for i := 0; i < 3; i++ {
-			got := make(chan string, 1)
-			go func() {
-				line, _ := br.ReadString('\n')
-				br.ReadString('\n')
-				got <- line
-			}()
-			select {
-			case l := <-got:
-				if l != "data: event\n" {
-					t.Errorf("%s event %d: %q", ae, i, l)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: event %d did not arrive before the handler went on", ae, i)
+	}}, func(t *testing.T, c *enginetest.Client) {
+		for _, ae := range []string{"gzip", "br", "zstd"} {
+			req, _ := http.NewRequest("GET", c.Base+"/", nil)
+			req.Header.Set("Accept-Encoding", ae)
+			resp, err := c.HTTP.Do(req)
+			if err != nil {
+				t.Fatal(err)
 			}
-			step <- struct{}{}
+			if resp.Header.Get("Content-Encoding") != ae {
+				t.Fatalf("%s: Content-Encoding %q", ae, resp.Header.Get("Content-Encoding"))
+			}
+			var dec io.Reader
+			switch ae {
+			case "gzip":
+				dec, _ = gzip.NewReader(resp.Body)
+			case "br":
+				dec = brotli.NewReader(resp.Body)
+			case "zstd":
+				z, _ := zstd.NewReader(resp.Body)
+				defer z.Close()
+				dec = z
+			}
+			br := bufio.NewReader(dec)
+			for i := 0; i < 3; i++ {
+				got := make(chan string, 1)
+				go func() {
+					line, _ := br.ReadString('\n')
+					br.ReadString('\n')
+					got <- line
+				}()
+				select {
+				case l := <-got:
+					if l != "data: event\n" {
+						t.Errorf("%s event %d: %q", ae, i, l)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s: event %d did not arrive before the handler went on", ae, i)
+				}
+				step <- struct{}{}
+			}
+			resp.Body.Close()
 		}
-		resp.Body.Close()
-	}
+	})
 }
 
 func TestEncoderPoolReuse(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/enginetest"
 	"github.com/arkaweb/arka/tests/fpmtest"
 )
 
@@ -34,10 +34,9 @@ func TestRequestBuffering(t *testing.T) {
 				c.MaxConns = config.AutoInt{Set: true, Value: 1}
 				c.RequestBuffering = &buffering
 			})
-			srv := httptest.NewServer(h)
-			defer srv.Close()
+			srv := enginetest.Serve(t, h) // HTTP/1.1 on Arka's engine
 			body := strings.Repeat("0123456789", 10000)
-			up, err := net.Dial("tcp", srv.Listener.Addr().String())
+			up, err := net.Dial("tcp", srv.HTTP)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +45,7 @@ func TestRequestBuffering(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // the upload is under way
 
 			c := &http.Client{Timeout: 1500 * time.Millisecond}
-			resp, err := c.Get(srv.URL + "/app/pid.php")
+			resp, err := c.Get("http://" + srv.HTTP + "/app/pid.php")
 			served := err == nil && resp.StatusCode == 200
 			if resp != nil {
 				resp.Body.Close()
@@ -97,12 +96,11 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
 				c.ResponseBuffering = &buffering
 				o.TempDir = tmp
 			})
-			srv := httptest.NewServer(h)
-			defer srv.Close()
+			srv := enginetest.Serve(t, h) // HTTP/1.1 on Arka's engine
 			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 			}}
-			slow, err := d.Dial("tcp", srv.Listener.Addr().String())
+			slow, err := d.Dial("tcp", srv.HTTP)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +110,7 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
 
 			c := &http.Client{Timeout: 3 * time.Second}
 			start := time.Now()
-			resp, err := c.Get(srv.URL + "/app/pid.php")
+			resp, err := c.Get("http://" + srv.HTTP + "/app/pid.php")
 			served := err == nil && resp.StatusCode == 200
 			if resp != nil {
 				resp.Body.Close()

@@ -2,7 +2,6 @@ package fastcgi
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -196,7 +195,7 @@ func (x *exchange) attempt() (sent bool, err error) {
 		x.stdinDone = make(chan struct{})
 		go x.sendStdin()
 	}
-	stop := context.AfterFunc(x.r.Context(), c.abortFn)
+	stop := wire.AfterFunc(x.r.Context(), c.abortFn)
 	err = x.readResponse()
 	if !stop() {
 		// The client left: ABORT_REQUEST is sent or being sent, after

@@ -65,7 +65,7 @@ type Options struct {
 
 	// PHPAddress is the address of the php-fpm that Arka runs itself
 	// ("unix:/path.sock" or "host:port"), used when the route's address is
-	// "php" or empty. Without it such a route is an error.
+	// config.FastCGIPHP. Without it such a route is an error.
 	PHPAddress string
 	// PHPMaxConns is the default max_conns of routes to PHPAddress: the
 	// pool's pm.max_children, so that requests beyond it wait in the
@@ -158,8 +158,10 @@ type reqBuf struct {
 const copyBufSize = fcgi.HeaderLen + 65528 + 8
 
 // New builds the handler for route (the route's path prefix, for logs and
-// stats) from its config. Errors name what is wrong with cfg; config.Load
-// has already checked most of it.
+// stats) from a config.FastCGI that config.Load (or config.Complete)
+// normalized and validated, and whose root config.CheckEnvironment found:
+// New checks none of it again. Its errors are about what only the server
+// knows: a route on Arka's own php-fpm when that does not run.
 func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("fastcgi route %s: no handler config", route)
@@ -170,14 +172,22 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	}
 
 	h.address = cfg.Address
-	if h.address == "" || h.address == "php" {
+	target := cfg.Dial
+	if cfg.UsesPHP() {
 		if opts.PHPAddress == "" {
 			return fail("address %q means Arka's own php-fpm, which is not running here: add php = { fpm = \"auto\" } (or the path of php-fpm) to the site or [global], or give the address of a FastCGI server (\"unix:/path.sock\" or \"host:port\")", cfg.Address)
 		}
-		h.address = opts.PHPAddress
+		d, err := config.ParseFastCGIAddress(opts.PHPAddress)
+		if err != nil {
+			return fail("php-fpm address %q: %v", opts.PHPAddress, err)
+		}
+		h.address, target = opts.PHPAddress, d
 		if opts.PHPMaxConns > 0 {
 			opts.DefaultMaxConns = opts.PHPMaxConns
 		}
+	}
+	if target.Network == "" {
+		return fail("address %q was not parsed (a config.FastCGI that config.Load or config.Complete did not normalize)", cfg.Address)
 	}
 	// Arka's own php-fpm (by name or by its address): its pm.max_children
 	// is known, so the pool need not probe for it.
@@ -185,36 +195,12 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	if h.address == opts.PHPAddress && opts.PHPAddress != "" {
 		known = opts.PHPMaxConns
 	}
-	if p, ok := strings.CutPrefix(h.address, "unix:"); ok {
-		if !filepath.IsAbs(p) {
-			return fail("address %q: unix socket path must be absolute", h.address)
-		}
-		h.network, h.addr = "unix", p
-	} else {
-		if _, port, err := net.SplitHostPort(h.address); err != nil || port == "" {
-			return fail("address %q: expected \"unix:/path.sock\" or \"host:port\"", h.address)
-		}
-		h.network, h.addr = "tcp", h.address
-	}
+	h.network, h.addr = target.Network, target.Address
 
-	if cfg.Root == "" || !filepath.IsAbs(cfg.Root) {
-		return fail("root %q must be an absolute directory", cfg.Root)
-	}
 	h.docRoot = filepath.Clean(cfg.Root)
-	if fi, err := os.Stat(h.docRoot); err != nil || !fi.IsDir() {
-		return fail("root %s is not a directory", h.docRoot)
-	}
 	h.root = strings.TrimSuffix(h.docRoot, "/")
-
-	// split_path, index, fallback and env names were validated by config.
 	h.splitExts = cfg.SplitPath
-	if len(h.splitExts) == 0 {
-		h.splitExts = []string{config.DefaultSplitPath}
-	}
 	h.index = cfg.Index
-	if len(h.index) == 0 {
-		h.index = []string{config.DefaultFastCGIIndex}
-	}
 	if f := cfg.Fallback; f != "" {
 		h.fallback, h.fallbackFile = f, h.root+f
 	}
@@ -225,24 +211,15 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	}
 	h.staticParams = encodeStatic(h.docRoot, software)
 	for _, k := range sortedKeys(cfg.Env) {
-		v := cfg.Env[k]
-		if fcgi.PairLen(len(k), len(v)) > 65528 {
-			return fail("env %s is too long for one FastCGI record", k)
-		}
-		h.envParams = appendPair(h.envParams, k, v)
+		h.envParams = appendPair(h.envParams, k, cfg.Env[k])
 	}
 
+	// "auto" is the board budget, which the server knows.
 	h.maxConns = cfg.MaxConns.Or(orDefault(opts.DefaultMaxConns, config.DefaultFastCGIMaxConns))
 	h.queueSize = cfg.Queue.Size.Or(orDefault(opts.DefaultQueueSize, config.DefaultFastCGIQueueSize))
-	if h.maxConns <= 0 || h.queueSize <= 0 {
-		return fail("max_conns and queue.size must be positive")
-	}
-	h.queueTimeout = cfg.Queue.Timeout.Or(config.DefaultFastCGIQueueWait)
-	h.readTimeout = cfg.ReadTimeout.Or(config.DefaultFastCGIRead)
-	if h.readTimeout <= 0 {
-		h.readTimeout = config.DefaultFastCGIRead
-	}
-	connectTimeout := cfg.ConnectTimeout.Or(config.DefaultFastCGIConnect)
+	h.queueTimeout = cfg.Queue.Timeout.D()
+	h.readTimeout = cfg.ReadTimeout.D()
+	connectTimeout := cfg.ConnectTimeout.D()
 	if h.tempDir == "" {
 		h.tempDir = os.TempDir()
 	}

@@ -67,9 +67,9 @@ func TestCGIVariables(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &s); err != nil {
 				t.Fatalf("%v: %s", err, body)
 			}
-			tlsOn := p.name != "http1"
+			tlsOn := p.name != "h1"
 			proto := "HTTP/1.1"
-			if p.name == "http2" {
+			if p.name == "h2" {
 				proto = "HTTP/2.0"
 			}
 			want := map[string]string{
@@ -128,19 +128,22 @@ func TestCGIVariables(t *testing.T) {
 
 func TestNoPathInfo(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{})
-	p := protos(t, e.handler(t, nil))[0]
-	_, body := get(t, p.client, p.url+"/app/index.php")
-	var s map[string]any
-	if err := json.Unmarshal([]byte(body), &s); err != nil {
-		t.Fatalf("%v: %s", err, body)
-	}
-	for _, k := range []string{"PATH_INFO", "PATH_TRANSLATED", "CONTENT_LENGTH", "CONTENT_TYPE"} {
-		if v, ok := s[k]; ok && v != "" {
-			t.Errorf("%s = %q, want unset", k, v)
-		}
-	}
-	if s["DOCUMENT_URI"] != "/app/index.php" || s["QUERY_STRING"] != "" {
-		t.Errorf("DOCUMENT_URI %q QUERY_STRING %q", s["DOCUMENT_URI"], s["QUERY_STRING"])
+	for _, p := range protos(t, e.handler(t, nil)) {
+		t.Run(p.name, func(t *testing.T) {
+			_, body := get(t, p.client, p.url+"/app/index.php")
+			var s map[string]any
+			if err := json.Unmarshal([]byte(body), &s); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			for _, k := range []string{"PATH_INFO", "PATH_TRANSLATED", "CONTENT_LENGTH", "CONTENT_TYPE"} {
+				if v, ok := s[k]; ok && v != "" {
+					t.Errorf("%s = %q, want unset", k, v)
+				}
+			}
+			if s["DOCUMENT_URI"] != "/app/index.php" || s["QUERY_STRING"] != "" {
+				t.Errorf("DOCUMENT_URI %q QUERY_STRING %q", s["DOCUMENT_URI"], s["QUERY_STRING"])
+			}
+		})
 	}
 }
 
@@ -258,7 +261,7 @@ func TestUploads(t *testing.T) {
 			if testing.Short() && tc.size > 1<<20 {
 				continue
 			}
-			if p.name != "http1" && tc.size > 10<<20 {
+			if p.name != "h1" && tc.size > 10<<20 {
 				tc.size = 4 << 20 // the 20 MB case once is enough
 			}
 			t.Run(p.name+"/"+tc.name, func(t *testing.T) {
@@ -471,39 +474,43 @@ func TestResolve(t *testing.T) {
 	})
 	plain := e.handler(t, func(_ *config.FastCGI, o *Options) { o.Static = static })
 	front := e.handler(t, func(c *config.FastCGI, o *Options) { c.Fallback = "/index.php" })
-	pp := protos(t, plain)[0]
-	fp := protos(t, front)[0]
-	cases := []struct {
-		p      proto
-		path   string
-		status int
-		body   string // substring
-	}{
-		{pp, "/app/hello.php", 200, "hello from php"},
-		{pp, "/app/HELLO.PHP", 404, ""},           // no such file; never served as text
-		{pp, "/uploads/x.jpg/y.php", 404, ""},     // never runs x.jpg
-		{pp, "/uploads/photo.jpg/x.php", 404, ""}, // nor anything before .php
-		{pp, "/app/missing.php", 404, ""},         // no fallback
-		{pp, "/app/missing.php/info", 404, ""},    //
-		{pp, "/app/dir/", 200, "dir index /app/dir/index.php"},
-		{pp, "/app/dir", 301, ""},                            // to /app/dir/
-		{pp, "/app/style.css", 200, "static /app/style.css"}, // Options.Static
-		{pp, "/app/nothing-here", 404, ""},
-		{pp, "/app/", 200, "REQUEST_URI"}, // index.php under /app/
-		{fp, "/uploads/x.jpg/y.php", 200, `"front":true`},
-		{fp, "/app/missing.php", 200, `"script":"\/index.php"`},
-		{fp, "/blog/2024/hello-world?p=1", 200, `"uri":"\/blog\/2024\/hello-world?p=1"`},
-		{fp, "/app/hello.php", 200, "hello from php"},
-		{fp, "/app/style.css", 404, ""}, // an existing file, no Static: 404, not PHP
-	}
-	for _, tc := range cases {
-		res, body := get(t, noRedirect(tc.p.client), tc.p.url+tc.path)
-		if res.StatusCode != tc.status || !strings.Contains(body, tc.body) {
-			t.Errorf("%s: got %d %q, want %d with %q", tc.path, res.StatusCode, body, tc.status, tc.body)
-		}
-		if tc.status == 301 && res.Header.Get("Location") != tc.path+"/" {
-			t.Errorf("%s: Location %q", tc.path, res.Header.Get("Location"))
-		}
+	pps, fps := protos(t, plain), protos(t, front)
+	for i := range pps {
+		pp, fp := pps[i], fps[i]
+		t.Run(pp.name, func(t *testing.T) {
+			cases := []struct {
+				p      proto
+				path   string
+				status int
+				body   string // substring
+			}{
+				{pp, "/app/hello.php", 200, "hello from php"},
+				{pp, "/app/HELLO.PHP", 404, ""},           // no such file; never served as text
+				{pp, "/uploads/x.jpg/y.php", 404, ""},     // never runs x.jpg
+				{pp, "/uploads/photo.jpg/x.php", 404, ""}, // nor anything before .php
+				{pp, "/app/missing.php", 404, ""},         // no fallback
+				{pp, "/app/missing.php/info", 404, ""},    //
+				{pp, "/app/dir/", 200, "dir index /app/dir/index.php"},
+				{pp, "/app/dir", 301, ""},                            // to /app/dir/
+				{pp, "/app/style.css", 200, "static /app/style.css"}, // Options.Static
+				{pp, "/app/nothing-here", 404, ""},
+				{pp, "/app/", 200, "REQUEST_URI"}, // index.php under /app/
+				{fp, "/uploads/x.jpg/y.php", 200, `"front":true`},
+				{fp, "/app/missing.php", 200, `"script":"\/index.php"`},
+				{fp, "/blog/2024/hello-world?p=1", 200, `"uri":"\/blog\/2024\/hello-world?p=1"`},
+				{fp, "/app/hello.php", 200, "hello from php"},
+				{fp, "/app/style.css", 404, ""}, // an existing file, no Static: 404, not PHP
+			}
+			for _, tc := range cases {
+				res, body := get(t, noRedirect(tc.p.client), tc.p.url+tc.path)
+				if res.StatusCode != tc.status || !strings.Contains(body, tc.body) {
+					t.Errorf("%s: got %d %q, want %d with %q", tc.path, res.StatusCode, body, tc.status, tc.body)
+				}
+				if tc.status == 301 && res.Header.Get("Location") != tc.path+"/" {
+					t.Errorf("%s: Location %q", tc.path, res.Header.Get("Location"))
+				}
+			}
+		})
 	}
 	if s := plain.Stats(); s.Requests == 0 || s.Errors != 0 {
 		t.Errorf("stats %+v", s)
@@ -527,28 +534,33 @@ func TestDotSegments(t *testing.T) {
 	static := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "static "+r.URL.Path)
 	})
-	plain := protos(t, e.handler(t, func(_ *config.FastCGI, o *Options) { o.Static = static }))[0]
-	front := protos(t, e.handler(t, func(c *config.FastCGI, o *Options) { c.Fallback = "/index.php"; o.Static = static }))[0]
-	for _, p := range []proto{plain, front} {
-		for _, path := range []string{"/.hidden.php", "/app/.hidden.php", "/app/dir/.x/y.php", "/app/dir/.x/y.php/info",
-			"/app/.env", "/.git/config", "/.git/", "/app/.missing.php", "/.well-known/.hidden.php"} {
-			res, body := get(t, p.client, p.url+path)
-			wantErrorPage(t, path, res, body, http.StatusNotFound)
-		}
-	}
-	for _, c := range []struct {
-		p          proto
-		path, body string
-	}{
-		{plain, "/.well-known/hello.php", "well-known script"},
-		{plain, "/.well-known/security.txt", "static /.well-known/security.txt"},
-		{front, "/.well-known/missing", `"front":true`},
-		{front, "/app/missing", `"front":true`},
-	} {
-		res, body := get(t, c.p.client, c.p.url+c.path)
-		if res.StatusCode != 200 || !strings.Contains(body, c.body) {
-			t.Errorf("%s: %d %q, want 200 with %q", c.path, res.StatusCode, body, c.body)
-		}
+	plains := protos(t, e.handler(t, func(_ *config.FastCGI, o *Options) { o.Static = static }))
+	fronts := protos(t, e.handler(t, func(c *config.FastCGI, o *Options) { c.Fallback = "/index.php"; o.Static = static }))
+	for i := range plains {
+		plain, front := plains[i], fronts[i]
+		t.Run(plain.name, func(t *testing.T) {
+			for _, p := range []proto{plain, front} {
+				for _, path := range []string{"/.hidden.php", "/app/.hidden.php", "/app/dir/.x/y.php", "/app/dir/.x/y.php/info",
+					"/app/.env", "/.git/config", "/.git/", "/app/.missing.php", "/.well-known/.hidden.php"} {
+					res, body := get(t, p.client, p.url+path)
+					wantErrorPage(t, path, res, body, http.StatusNotFound)
+				}
+			}
+			for _, c := range []struct {
+				p          proto
+				path, body string
+			}{
+				{plain, "/.well-known/hello.php", "well-known script"},
+				{plain, "/.well-known/security.txt", "static /.well-known/security.txt"},
+				{front, "/.well-known/missing", `"front":true`},
+				{front, "/app/missing", `"front":true`},
+			} {
+				res, body := get(t, c.p.client, c.p.url+c.path)
+				if res.StatusCode != 200 || !strings.Contains(body, c.body) {
+					t.Errorf("%s: %d %q, want 200 with %q", c.path, res.StatusCode, body, c.body)
+				}
+			}
+		})
 	}
 }
 
@@ -559,51 +571,58 @@ func TestErrorPages(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		d := config.Duration(200 * time.Millisecond)
-		c.ReadTimeout = &d
+		c.ReadTimeout = d
 	})
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
 		h.ServeHTTP(w, r)
 	})
-	p := protos(t, limited)[0]
-
-	res, body := get(t, p.client, p.url+"/app/missing.php")
-	wantErrorPage(t, "no such script", res, body, http.StatusNotFound)
-	res, body = get(t, p.client, p.url+"/app/style.css") // a file, no Options.Static
-	wantErrorPage(t, "file without a static handler", res, body, http.StatusNotFound)
-	res, body = get(t, p.client, p.url+"/app/sleep.php?ms=1000")
-	wantErrorPage(t, "read_timeout", res, body, http.StatusGatewayTimeout)
-	req, _ := http.NewRequest("POST", p.url+"/app/hash.php", io.MultiReader(strings.NewReader(strings.Repeat("x", 4<<10))))
-	req.ContentLength = -1 // spooled: the limit is hit before php-fpm is asked
-	res, body = do(t, p.client, req)
-	wantErrorPage(t, "body over the limit", res, body, http.StatusRequestEntityTooLarge)
-	res, body = get(t, noRedirect(p.client), p.url+"/app/dir?x=1")
-	if res.StatusCode != 301 || res.Header.Get("Location") != "/app/dir/?x=1" || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {
-		t.Errorf("directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
-	}
-	// RFC 9110 section 15.4.9: a POST is redirected with 308, which keeps
-	// the method and body (after a 301 browsers send a GET).
-	req, _ = http.NewRequest("POST", p.url+"/app/dir", strings.NewReader("a=1"))
-	res, body = do(t, noRedirect(p.client), req)
-	if res.StatusCode != http.StatusPermanentRedirect || res.Header.Get("Location") != "/app/dir/" {
-		t.Errorf("POST to a directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
+	for _, p := range protos(t, limited) {
+		t.Run(p.name, func(t *testing.T) {
+			res, body := get(t, p.client, p.url+"/app/missing.php")
+			wantErrorPage(t, "no such script", res, body, http.StatusNotFound)
+			res, body = get(t, p.client, p.url+"/app/style.css") // a file, no Options.Static
+			wantErrorPage(t, "file without a static handler", res, body, http.StatusNotFound)
+			res, body = get(t, p.client, p.url+"/app/sleep.php?ms=1000")
+			wantErrorPage(t, "read_timeout", res, body, http.StatusGatewayTimeout)
+			req, _ := http.NewRequest("POST", p.url+"/app/hash.php", io.MultiReader(strings.NewReader(strings.Repeat("x", 4<<10))))
+			req.ContentLength = -1 // spooled: the limit is hit before php-fpm is asked
+			res, body = do(t, p.client, req)
+			wantErrorPage(t, "body over the limit", res, body, http.StatusRequestEntityTooLarge)
+			res, body = get(t, noRedirect(p.client), p.url+"/app/dir?x=1")
+			if res.StatusCode != 301 || res.Header.Get("Location") != "/app/dir/?x=1" || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+				t.Errorf("directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
+			}
+			// RFC 9110 section 15.4.9: a POST is redirected with 308,
+			// which keeps the method and body (after a 301 browsers
+			// send a GET).
+			req, _ = http.NewRequest("POST", p.url+"/app/dir", strings.NewReader("a=1"))
+			res, body = do(t, noRedirect(p.client), req)
+			if res.StatusCode != http.StatusPermanentRedirect || res.Header.Get("Location") != "/app/dir/" {
+				t.Errorf("POST to a directory without slash: %d %q %q", res.StatusCode, res.Header.Get("Location"), body)
+			}
+		})
 	}
 
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	down := l.Addr().String()
 	l.Close()
-	dh, err := New("/app/", &config.FastCGI{Address: down, Root: e.root}, Options{})
+	dh, err := New("/app/", complete(t, &config.FastCGI{Address: down, Root: e.root}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp := protos(t, dh)[0]
-	res, body = get(t, dp.client, dp.url+"/app/hello.php")
-	wantErrorPage(t, "server down", res, body, http.StatusBadGateway)
+	dps := protos(t, dh)
+	for _, dp := range dps {
+		res, body := get(t, dp.client, dp.url+"/app/hello.php")
+		wantErrorPage(t, dp.name+": server down", res, body, http.StatusBadGateway)
+	}
 	dh.Close()
-	res, body = get(t, dp.client, dp.url+"/app/hello.php")
-	wantErrorPage(t, "closed handler", res, body, http.StatusServiceUnavailable)
-	if res.Header.Get("Retry-After") == "" {
-		t.Errorf("503 without Retry-After")
+	for _, dp := range dps {
+		res, body := get(t, dp.client, dp.url+"/app/hello.php")
+		wantErrorPage(t, dp.name+": closed handler", res, body, http.StatusServiceUnavailable)
+		if res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: 503 without Retry-After", dp.name)
+		}
 	}
 }
 
@@ -621,6 +640,10 @@ func TestTCPAddress(t *testing.T) {
 	}
 }
 
+// TestNewErrors: what is wrong in a configuration is found once, by
+// config (Load, or Complete for one built in Go); New's own errors are
+// about what only the server knows (is Arka's php-fpm running?) and a
+// configuration that was never checked.
 func TestNewErrors(t *testing.T) {
 	root := t.TempDir()
 	for _, tc := range []struct {
@@ -630,17 +653,30 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{config.FastCGI{Address: "php", Root: root}, Options{}, "not running here"},
 		{config.FastCGI{Address: "", Root: root}, Options{}, "not running here"},
-		{config.FastCGI{Address: "unix:rel.sock", Root: root}, Options{}, "absolute"},
-		{config.FastCGI{Address: "localhost", Root: root}, Options{}, "host:port"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: root + "/missing"}, Options{}, "not a directory"},
-		{config.FastCGI{Address: "127.0.0.1:9000", Root: "rel"}, Options{}, "absolute"},
 	} {
-		_, err := New("/x/", &tc.cfg, tc.opts)
+		_, err := New("/x/", complete(t, &tc.cfg), tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "/x/") {
 			t.Errorf("%+v: err %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
-	h, err := New("/x/", &config.FastCGI{Address: "php", Root: root}, Options{PHPAddress: "unix:/run/php.sock"})
+	if _, err := New("/x/", &config.FastCGI{Address: "127.0.0.1:9000", Root: root}, Options{}); err == nil {
+		t.Error("New took a configuration config did not parse")
+	}
+	for _, tc := range []struct {
+		cfg  config.FastCGI
+		want string
+	}{
+		{config.FastCGI{Address: "unix:rel.sock", Root: root}, "absolute"},
+		{config.FastCGI{Address: "localhost", Root: root}, "host:port"},
+		{config.FastCGI{Address: "127.0.0.1:9000"}, "root: missing"},
+		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, SplitPath: config.StringList{".php\x00"}}, "split_path"},
+		{config.FastCGI{Address: "127.0.0.1:9000", Root: root, Env: map[string]string{"A": strings.Repeat("x", 70000)}}, "too long"},
+	} {
+		if err := config.Complete(&tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config.Complete(%.80v): err %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	h, err := New("/x/", complete(t, &config.FastCGI{Address: "php", Root: root}), Options{PHPAddress: "unix:/run/php.sock"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +684,7 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 	h.Close()
-	h, _ = New("/x/", &config.FastCGI{Address: "127.0.0.1:9", Root: root}, Options{DefaultMaxConns: 7, DefaultQueueSize: 70})
+	h, _ = New("/x/", complete(t, &config.FastCGI{Address: "127.0.0.1:9", Root: root}), Options{DefaultMaxConns: 7, DefaultQueueSize: 70})
 	if s := h.Stats(); s.MaxConns != 7 || s.QueueSize != 70 {
 		t.Errorf("board defaults not used: %+v", s)
 	}
@@ -664,7 +700,7 @@ func TestFastCGIServerDown(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	log := &testkit.LogBuffer{}
-	h, err := New("/app/", &config.FastCGI{Address: addr, Root: root}, Options{Logger: newTestLogger(log)})
+	h, err := New("/app/", complete(t, &config.FastCGI{Address: addr, Root: root}), Options{Logger: newTestLogger(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -739,7 +775,7 @@ func TestReadTimeout(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		d := config.Duration(200 * time.Millisecond)
-		c.ReadTimeout = &d
+		c.ReadTimeout = d
 	})
 	p := protos(t, h)[0]
 	start := time.Now()

@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/enginetest"
 	"github.com/arkaweb/arka/tests/fpmtest"
 	"github.com/arkaweb/arka/tests/testkit"
 )
@@ -173,7 +173,7 @@ func (e *env) handler(t testing.TB, mod func(*config.FastCGI, *Options)) *Handle
 	if mod != nil {
 		mod(cfg, &opts)
 	}
-	h, err := New("/app/", cfg, opts)
+	h, err := New("/app/", complete(t, cfg), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,25 +194,27 @@ type proto struct {
 	client *http.Client
 }
 
-// protos serves h over HTTP/1.1, HTTP/1.1 with TLS and HTTP/2 (TLS), for
-// table tests that run every case over each.
+// complete normalizes a handler configuration built in the test, as
+// config.Load does for one read from a site file.
+func complete[T config.Handler](t testing.TB, h T) T {
+	t.Helper()
+	if err := config.Complete(h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// protos serves h on Arka's own engines (package enginetest) and returns
+// its HTTP/1.1, HTTP/1.1-with-TLS and HTTP/2 clients ("h1", "h1+tls",
+// "h2"), for tests that run every case over each. When the test ends the
+// engines shut down, h is closed, and no goroutine of Arka's may be left.
 func protos(t testing.TB, h http.Handler) []proto {
 	t.Helper()
-	h1 := httptest.NewServer(h)
-	t.Cleanup(h1.Close)
-	h1tls := httptest.NewTLSServer(h)
-	t.Cleanup(h1tls.Close)
-	h2 := httptest.NewUnstartedServer(h)
-	h2.EnableHTTP2 = true
-	h2.StartTLS()
-	t.Cleanup(h2.Close)
-	c1 := h1tls.Client()
-	c1.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"http/1.1"}
-	return []proto{
-		{"http1", h1.URL, h1.Client()},
-		{"http1-tls", h1tls.URL, c1},
-		{"http2", h2.URL, h2.Client()},
+	var ps []proto
+	for _, c := range enginetest.Serve(t, h).Clients() {
+		ps = append(ps, proto{c.Name, c.Base, c.HTTP})
 	}
+	return ps
 }
 
 func get(t testing.TB, c *http.Client, url string, hdr ...string) (*http.Response, string) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,7 +230,7 @@ func TestQueueTimeout(t *testing.T) {
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
 		c.MaxConns = config.AutoInt{Set: true, Value: 1}
 		d := config.Duration(100 * time.Millisecond)
-		c.Queue = config.Queue{Size: config.AutoInt{Set: true, Value: 10}, Timeout: &d}
+		c.Queue = config.Queue{Size: config.AutoInt{Set: true, Value: 10}, Timeout: d}
 	})
 	p := protos(t, h)[0]
 	done := make(chan int)
@@ -262,26 +261,30 @@ func TestQueueTimeout(t *testing.T) {
 // queue; the order of the others is kept.
 func TestClientGoneInQueue(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
-	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
-		c.MaxConns = config.AutoInt{Set: true, Value: 1}
-	})
-	p := protos(t, h)[0]
-	done := make(chan int, 2)
-	go func() { res, _ := get(t, p.client, p.url+"/app/sleep.php?ms=300"); done <- res.StatusCode }()
-	waitFor(t, "first request", 5*time.Second, func() bool { return h.Stats().Busy == 1 })
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/app/hello.php", nil)
-	go func() { p.client.Do(req) }()
-	waitFor(t, "second request queued", 5*time.Second, func() bool { return h.Stats().Queued == 1 })
-	cancel()
-	waitFor(t, "second request to leave", 5*time.Second, func() bool { return h.Stats().Queued == 0 })
-	if c := <-done; c != 200 {
-		t.Errorf("first: %d", c)
+	for i, name := range []string{"h1", "h1+tls", "h2"} { // HTTP/2: the client leaves with RST_STREAM
+		t.Run(name, func(t *testing.T) {
+			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+				c.MaxConns = config.AutoInt{Set: true, Value: 1}
+			})
+			p := protos(t, h)[i]
+			done := make(chan int, 2)
+			go func() { res, _ := get(t, p.client, p.url+"/app/sleep.php?ms=300"); done <- res.StatusCode }()
+			waitFor(t, "first request", 5*time.Second, func() bool { return h.Stats().Busy == 1 })
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/app/hello.php", nil)
+			go func() { p.client.Do(req) }()
+			waitFor(t, "second request queued", 5*time.Second, func() bool { return h.Stats().Queued == 1 })
+			cancel()
+			waitFor(t, "second request to leave", 5*time.Second, func() bool { return h.Stats().Queued == 0 })
+			if c := <-done; c != 200 {
+				t.Errorf("first: %d", c)
+			}
+			if res, _ := get(t, p.client, p.url+"/app/hello.php"); res.StatusCode != 200 {
+				t.Errorf("after: %d", res.StatusCode)
+			}
+			waitFor(t, "counters", 5*time.Second, func() bool { return h.Stats().Aborted == 1 })
+		})
 	}
-	if res, _ := get(t, p.client, p.url+"/app/hello.php"); res.StatusCode != 200 {
-		t.Errorf("after: %d", res.StatusCode)
-	}
-	waitFor(t, "counters", 5*time.Second, func() bool { return h.Stats().Aborted == 1 })
 }
 
 // TestKilledMidRequest: php-fpm dies under a request: that request gets
@@ -537,29 +540,33 @@ func TestClientDisconnectStreaming(t *testing.T) {
 		t.Skip("waits for the abort grace period")
 	}
 	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
-	h := e.handler(t, func(c *config.FastCGI, _ *Options) { c.MaxConns = config.AutoInt{Set: true, Value: 1} })
-	p := protos(t, h)[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/app/stream.php", nil)
-	res, err := p.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(res.Body).ReadString('\n')
-	if err != nil || line != "tick 0\n" {
-		t.Fatalf("first line %q %v", line, err)
-	}
-	cancel()
-	res.Body.Close()
-	start := time.Now()
-	res2, body := get(t, p.client, p.url+"/app/hello.php")
-	d := time.Since(start)
-	t.Logf("next request served after %v", d)
-	if res2.StatusCode != 200 || body != "hello from php\n" || d > abortGrace+2*time.Second {
-		t.Errorf("next request: %d %q after %v", res2.StatusCode, body, d)
-	}
-	if s := h.Stats(); s.Aborted != 1 || s.Errors != 0 {
-		t.Errorf("stats %+v", s)
+	for i, name := range []string{"h1", "h1+tls", "h2"} { // HTTP/2: the client leaves with RST_STREAM
+		t.Run(name, func(t *testing.T) {
+			h := e.handler(t, func(c *config.FastCGI, _ *Options) { c.MaxConns = config.AutoInt{Set: true, Value: 1} })
+			p := protos(t, h)[i]
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/app/stream.php", nil)
+			res, err := p.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(res.Body).ReadString('\n')
+			if err != nil || line != "tick 0\n" {
+				t.Fatalf("first line %q %v", line, err)
+			}
+			cancel()
+			res.Body.Close()
+			start := time.Now()
+			res2, body := get(t, p.client, p.url+"/app/hello.php")
+			d := time.Since(start)
+			t.Logf("next request served after %v", d)
+			if res2.StatusCode != 200 || body != "hello from php\n" || d > abortGrace+2*time.Second {
+				t.Errorf("next request: %d %q after %v", res2.StatusCode, body, d)
+			}
+			if s := h.Stats(); s.Aborted != 1 || s.Errors != 0 {
+				t.Errorf("stats %+v", s)
+			}
+		})
 	}
 }
 
@@ -694,7 +701,7 @@ func TestWorkerKilledAfterRestart(t *testing.T) {
 			runLog, pidFile := filepath.Join(dir, "runs"), filepath.Join(dir, "pid")
 			readTimeout := config.Duration(5 * time.Second)
 			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
-				c.ReadTimeout = &readTimeout
+				c.ReadTimeout = readTimeout
 				c.Env = map[string]string{"RUN_LOG": runLog, "PID_FILE": pidFile}
 			})
 			p := protos(t, h)[0]
@@ -810,7 +817,7 @@ func TestSharedPool(t *testing.T) {
 	dialer := &recordingDialer{}
 	mk := func(route string) *Handler {
 		cfg := &config.FastCGI{Address: e.fpm.Address, Root: e.root, MaxConns: config.AutoInt{Set: true, Value: 2}}
-		h, err := New(route, cfg, Options{Pools: &pools, Dial: dialer.dial, Logger: newTestLogger(e.log)})
+		h, err := New(route, complete(t, cfg), Options{Pools: &pools, Dial: dialer.dial, Logger: newTestLogger(e.log)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -870,20 +877,21 @@ func TestReloadKeepsConnections(t *testing.T) {
 	var pools Pools
 	dialer := &recordingDialer{}
 	mk := func() *Handler {
-		h, err := New("/app/", &config.FastCGI{Address: e.fpm.Address, Root: e.root}, Options{Pools: &pools, Dial: dialer.dial})
+		h, err := New("/app/", complete(t, &config.FastCGI{Address: e.fpm.Address, Root: e.root}), Options{Pools: &pools, Dial: dialer.dial})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
 	old := mk()
-	srv := httptest.NewServer(old)
-	defer srv.Close()
-	get(t, srv.Client(), srv.URL+"/app/hello.php")
+	var cur atomic.Pointer[Handler] // the table a reload swaps
+	cur.Store(old)
+	p := protos(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }))[0]
+	get(t, p.client, p.url+"/app/hello.php")
 	next := mk()
 	old.Close()
-	srv.Config.Handler = next
-	get(t, srv.Client(), srv.URL+"/app/hello.php")
+	cur.Store(next)
+	get(t, p.client, p.url+"/app/hello.php")
 	if n := dialer.count(); n != 1 {
 		t.Errorf("%d dials across the reload, want 1", n)
 	}

@@ -53,7 +53,7 @@ func TestResolveFiles(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "real"), filepath.Join(root, "current")); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New("/", &config.FastCGI{Address: "127.0.0.1:9", Root: root + "/", Index: config.StringList{"index.html", "index.php"}}, Options{})
+	h, err := New("/", complete(t, &config.FastCGI{Address: "127.0.0.1:9", Root: root + "/", Index: config.StringList{"index.html", "index.php"}}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestResolveEncodedSlash(t *testing.T) {
 		"app/a.txt": "x",
 	})
 	for _, fallback := range []string{"", "/index.php"} {
-		h, err := New("/", &config.FastCGI{Address: "127.0.0.1:9", Root: root, Fallback: fallback}, Options{})
+		h, err := New("/", complete(t, &config.FastCGI{Address: "127.0.0.1:9", Root: root, Fallback: fallback}), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,6 +52,7 @@ type conn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string
+	pre    prefixReader    // the byte that ended an idle wait (waitRequest)
 	line   []byte          // the request line being parsed, when Server.Rejected is set
 	ctx    context.Context // the connection's context: cancelled when it ends
 	cancel context.CancelFunc
@@ -59,16 +60,20 @@ type conn struct {
 	state  atomic.Int32
 	seq    uint64 // order of acceptance (Server.seq)
 
-	url      url.URL
-	header   http.Header
-	vals     []string // backing store for single-value header slices
-	scratch  []byte   // long header lines
-	lower    []byte
-	keys     []byte // canonical forms of uncommon field names
-	w        response
-	body     body
-	watch    *watcher // set while a request context is being watched
-	deadline time.Time
+	url     url.URL
+	header  http.Header
+	vals    []string // backing store for single-value header slices
+	scratch []byte   // long header lines
+	lower   []byte
+	keys    []byte // canonical forms of uncommon field names
+	w       response
+	body    body
+	watch   *watcher // set while a request context is being watched
+	// watchTimer starts the watcher of watchX, the request that armed it
+	// last (ctx.go: startWatch); made once per connection.
+	watchTimer *time.Timer
+	watchX     atomic.Pointer[reqCtx]
+	deadline   time.Time
 	// rmu guards the read deadline while a handler runs: its body reads
 	// (possibly on another goroutine) arm the body read timeout, and its
 	// own deadline (rfixed: set through http.ResponseController, often to
@@ -102,6 +107,7 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
+	c.pre.c = c
 	c.tcp, _ = rw.(tcpConn)
 	base := s.BaseContext
 	if base == nil {
@@ -127,6 +133,9 @@ func (c *conn) serve() {
 			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
 		}
 		c.cancel()
+		if c.watchTimer != nil {
+			c.watchTimer.Stop()
+		}
 		if c.state.Load() != stateHijacked {
 			c.rwc.Close()
 			c.br.Reset(nil)
@@ -157,7 +166,7 @@ func (c *conn) serve() {
 			// An idle keep-alive connection holds no write buffer: on a
 			// small board thousands of them would otherwise hold megabytes.
 			c.releaseWriter()
-			_, err := c.br.Peek(1)
+			err := c.waitRequest()
 			c.acquireWriter()
 			if err != nil {
 				return
@@ -210,6 +219,52 @@ func (c *conn) serve() {
 			}
 		}
 	}
+}
+
+// waitRequest waits for the first byte of the next request. Over TLS the
+// read buffer goes back to readerPool meanwhile, so an idle keep-alive
+// connection holds only its TLS state: the byte is read alone (the rest of
+// its record is then already decrypted, so no system call is added) and a
+// pooled reader reads on from it. Over plain TCP it peeks: reading one byte
+// alone there would cost a second read system call per request.
+func (c *conn) waitRequest() error {
+	if c.tls == nil {
+		_, err := c.br.Peek(1)
+		return err
+	}
+	c.br.Reset(nil)
+	readerPool.Put(c.br)
+	var err error
+	for {
+		var n int
+		n, err = c.rwc.Read(c.pre.b[:])
+		if n > 0 || err != nil {
+			c.pre.n = n
+			break
+		}
+	}
+	c.br = readerPool.Get().(*bufio.Reader)
+	c.br.Reset(&c.pre)
+	if c.pre.n > 0 {
+		return nil
+	}
+	return err
+}
+
+// prefixReader gives the byte waitRequest read, then reads the connection.
+type prefixReader struct {
+	c *conn
+	b [1]byte
+	n int
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if p.n > 0 && len(b) > 0 {
+		b[0] = p.b[0]
+		p.n = 0
+		return 1, nil
+	}
+	return p.c.rwc.Read(b)
 }
 
 func (c *conn) acquireWriter() {

@@ -26,6 +26,17 @@ type reqCtx struct {
 	done  chan struct{}
 	err   error
 	ended bool
+	// Functions registered with AfterFunc: the first (a proxied or
+	// FastCGI request has one) inline, so that it allocates nothing but
+	// its stop function, any others in more.
+	after0 afterFunc
+	more   []*afterFunc
+}
+
+// afterFunc is one function registered with reqCtx.AfterFunc.
+type afterFunc struct {
+	f    func()
+	done bool // ran or stopped
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -61,7 +72,40 @@ func (x *reqCtx) Done() <-chan struct{} {
 	return x.done
 }
 
-// cancel ends the context with err (once).
+// AfterFunc arranges for f to run (in its own goroutine) once the context
+// is done, and like Done starts watching for the client leaving; stop
+// prevents f if it has not run yet. It spares context.AfterFunc's own
+// cancelCtx, Done channel and goroutine (see wire.AfterFunc).
+func (x *reqCtx) AfterFunc(f func()) (stop func() bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.err != nil {
+		go f()
+		return notStopped
+	}
+	a := &x.after0
+	if a.f != nil {
+		a = &afterFunc{}
+		x.more = append(x.more, a)
+	}
+	a.f = f
+	if !x.ended {
+		x.c.startWatch(x)
+	}
+	return func() bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if a.done {
+			return false
+		}
+		a.done = true
+		return true
+	}
+}
+
+func notStopped() bool { return false }
+
+// cancel ends the context with err (once), running the AfterFunc functions.
 func (x *reqCtx) cancel(err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -72,6 +116,17 @@ func (x *reqCtx) cancel(err error) {
 	if x.done != nil && x.done != closedChan {
 		close(x.done)
 	}
+	if a := &x.after0; a.f != nil && !a.done {
+		a.done = true
+		go a.f()
+	}
+	for _, a := range x.more {
+		if !a.done {
+			a.done = true
+			go a.f()
+		}
+	}
+	x.more = nil
 }
 
 func (x *reqCtx) String() string { return "h1.requestContext" }
@@ -101,7 +156,25 @@ func (c *conn) startWatch(x *reqCtx) {
 	if c.watch != nil || x.timer != nil {
 		return
 	}
-	x.timer = time.AfterFunc(watchDelay, func() {
+	// One timer per connection, re-armed for each request that asks: a
+	// late firing for an earlier request finds that request ended (or
+	// starts the next one's watcher a little early, which is harmless).
+	c.watchX.Store(x)
+	if c.watchTimer == nil {
+		c.watchTimer = time.AfterFunc(watchDelay, c.watchFire)
+	} else {
+		c.watchTimer.Reset(watchDelay)
+	}
+	x.timer = c.watchTimer
+}
+
+// watchFire starts the watcher of the request that armed the timer.
+func (c *conn) watchFire() {
+	x := c.watchX.Load()
+	if x == nil {
+		return
+	}
+	func() {
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		if x.ended || x.err != nil || c.watch != nil {
@@ -115,6 +188,9 @@ func (c *conn) startWatch(x *reqCtx) {
 		// (body.Read calls startWatchNow), and meanwhile let the end of
 		// the connection cancel the request.
 		c.body.wantWatch.Store(x)
+		if x.done == nil {
+			x.done = make(chan struct{}) // AfterFunc asked, not Done
+		}
 		go func() {
 			select {
 			case <-c.ctx.Done():
@@ -125,7 +201,7 @@ func (c *conn) startWatch(x *reqCtx) {
 		if c.body.done.Load() { // the body ended while we were deciding
 			c.startWatchLocked(x)
 		}
-	})
+	}()
 }
 
 func (c *conn) startWatchNow(x *reqCtx) {
@@ -180,6 +256,7 @@ func (c *conn) stopWatch() {
 		c.body.wantWatch.Store(nil)
 		if x.timer != nil {
 			x.timer.Stop()
+			c.watchX.CompareAndSwap(x, nil)
 		}
 		w := c.watch
 		x.mu.Unlock()

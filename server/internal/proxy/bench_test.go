@@ -87,7 +87,7 @@ func benchRequest() *http.Request {
 func BenchmarkHandler(b *testing.B) {
 	addr := cannedUpstream(b)
 	b.Run("arka", func(b *testing.B) {
-		h, err := New("/proxy/", &config.Proxy{Upstreams: []string{addr}, StripPrefix: true, ForwardHeaders: ptr(false)}, Options{})
+		h, err := New("/proxy/", complete(b, &config.Proxy{Upstreams: []string{addr}, StripPrefix: true, ForwardHeaders: ptr(false)}), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func BenchmarkHandler(b *testing.B) {
 		runHandler(b, h)
 	})
 	b.Run("arka_forward_headers", func(b *testing.B) {
-		h, err := New("/proxy/", &config.Proxy{Upstreams: []string{addr}, StripPrefix: true}, Options{})
+		h, err := New("/proxy/", complete(b, &config.Proxy{Upstreams: []string{addr}, StripPrefix: true}), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

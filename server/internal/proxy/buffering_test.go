@@ -130,7 +130,7 @@ func TestResponseBuffering(t *testing.T) {
 			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 			}}
-			slow, err := d.Dial("tcp", f.srv.Listener.Addr().String())
+			slow, err := d.Dial("tcp", f.addr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -16,17 +15,20 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/enginetest"
 )
 
-// front is the client side of a test: a Go server in front of the proxy,
-// reached over HTTP/1.1, HTTP/1.1 with TLS or HTTP/2.
+// front is the client side of a test: the proxy on Arka's own engines
+// (package enginetest), reached over HTTP/1.1, HTTP/1.1 with TLS or
+// HTTP/2.
 type front struct {
-	name   string
-	srv    *httptest.Server
+	name   string // "h1", "h1tls" or "h2"
+	addr   string // "127.0.0.1:port" the client connects to
+	base   string // "http://addr" or "https://addr"
 	client *http.Client
 }
 
-func (f front) url(p string) string { return f.srv.URL + p }
+func (f front) url(p string) string { return f.base + p }
 
 // unwrapWriter stands in for the server's recorder: a ResponseWriter that
 // exposes only Unwrap, so Flush and Hijack must go through
@@ -44,33 +46,26 @@ func wrapped(h http.Handler) http.Handler {
 	})
 }
 
-// startFront serves h over one protocol: "h1", "h1tls" or "h2".
+// startFront serves h over one protocol: "h1", "h1tls" or "h2". When the
+// test ends the engines shut down and no goroutine of Arka's may be left
+// (h itself is closed by newProxy's cleanup, after its subtests).
 func startFront(t testing.TB, proto string, h http.Handler) front {
 	t.Helper()
-	s := httptest.NewUnstartedServer(wrapped(h))
-	s.Config.ErrorLog = nil
-	f := front{name: proto, srv: s}
-	switch proto {
-	case "h1":
-		s.Start()
-		f.client = s.Client()
-	case "h1tls":
-		s.StartTLS()
-		f.client = s.Client()
-		tr := f.client.Transport.(*http.Transport)
-		tr.ForceAttemptHTTP2 = false
-		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetHTTP1(true)
-	case "h2":
-		s.EnableHTTP2 = true
-		s.StartTLS()
-		f.client = s.Client()
-	default:
+	name, ok := map[string]string{"h1": "h1", "h1tls": "h1+tls", "h2": "h2"}[proto]
+	if !ok {
 		t.Fatalf("unknown front %q", proto)
 	}
-	t.Cleanup(s.Close)
-	return f
+	e := enginetest.Serve(t, wrapped(h))
+	for _, c := range e.Clients() {
+		if c.Name == name {
+			addr := e.HTTPS
+			if proto == "h1" {
+				addr = e.HTTP
+			}
+			return front{name: proto, addr: addr, base: c.Base, client: c.HTTP}
+		}
+	}
+	panic("enginetest has no client " + name)
 }
 
 var protos = []string{"h1", "h1tls", "h2"}
@@ -182,7 +177,7 @@ func (l *logBuf) String() string {
 func newProxy(t testing.TB, cfg config.Proxy) (*Handler, *logBuf) {
 	t.Helper()
 	lb := &logBuf{}
-	h, err := New("/proxy/", &cfg, Options{Logger: slog.New(slog.NewTextHandler(lb, nil)), Site: "test.toml"})
+	h, err := New("/proxy/", complete(t, &cfg), Options{Logger: slog.New(slog.NewTextHandler(lb, nil)), Site: "test.toml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +185,17 @@ func newProxy(t testing.TB, cfg config.Proxy) (*Handler, *logBuf) {
 	return h, lb
 }
 
-func dur(d time.Duration) *config.Duration { v := config.Duration(d); return &v }
+func dur(d time.Duration) config.Duration { return config.Duration(d) }
+
+// complete normalizes a handler configuration built in the test, as
+// config.Load does for one read from a site file.
+func complete[T config.Handler](t testing.TB, h T) T {
+	t.Helper()
+	if err := config.Complete(h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 func ptr[T any](v T) *T { return &v }
 

@@ -47,7 +47,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -121,11 +120,12 @@ type Handler struct {
 }
 
 // New builds the handler for route (the route's path prefix, such as
-// "/proxy/") from a validated config.Proxy. It starts the health checkers
-// when cfg.Health is set. Errors name the offending value.
+// "/proxy/") from a config.Proxy that config.Load (or config.Complete)
+// normalized and validated: New checks none of it again. It starts the
+// health checkers when cfg.Health is set.
 func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
-	if cfg == nil || len(cfg.Upstreams) == 0 {
-		return nil, errors.New("proxy needs at least one upstream")
+	if cfg == nil || len(cfg.Targets) == 0 {
+		return nil, errors.New("proxy has no upstream (a config.Proxy that config.Load or config.Complete did not parse)")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -141,11 +141,11 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		leastConn:     cfg.LB == "least_conn",
 		tempDir:       o.TempDir,
 		keepalive:     cfg.Keepalive.Or(o.Keepalive),
-		headerTimeout: cfg.ResponseHeaderTimeout.Or(config.DefaultProxyResponseHeader),
-		idleTimeout:   cfg.IdleTimeout.Or(config.DefaultProxyIdle),
-		failTimeout:   cfg.FailTimeout.Or(config.DefaultProxyFail),
+		headerTimeout: cfg.ResponseHeaderTimeout.D(),
+		idleTimeout:   cfg.IdleTimeout.D(),
+		failTimeout:   cfg.FailTimeout.D(),
 		dialer: net.Dialer{
-			Timeout:   cfg.ConnectTimeout.Or(config.DefaultProxyConnect),
+			Timeout:   cfg.ConnectTimeout.D(),
 			KeepAlive: 30 * time.Second,
 		},
 		log:        o.Logger,
@@ -154,46 +154,27 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		respBuffer: cfg.ResponseBufferingEnabled(),
 	}
 	h.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
-	switch cfg.LB {
-	case "", "round_robin", "least_conn":
-	default:
-		return nil, fmt.Errorf("lb %q: use \"round_robin\" or \"least_conn\"", cfg.LB)
-	}
-	for _, s := range cfg.TrustedProxies {
-		p, err := config.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("trusted_proxies: %v", err)
-		}
-		h.trusted = append(h.trusted, p)
-	}
-	if len(cfg.TrustedProxies) == 0 {
+	h.trusted = cfg.TrustedNets
+	if len(h.trusted) == 0 {
 		h.trusted = o.Trusted
 	}
 	base, err := tlsConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range cfg.Upstreams {
-		u, err := newUpstream(h, s, base)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %q: %v", s, err)
-		}
-		h.ups = append(h.ups, u)
+	for _, a := range cfg.Targets {
+		h.ups = append(h.ups, newUpstream(h, a, base))
 	}
 	h.self = selfAuthorities(h.ups, h.hostHeader)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if hc := cfg.Health; hc != nil {
-		if !strings.HasPrefix(hc.Path, "/") {
-			cancel()
-			return nil, fmt.Errorf("health path %q must start with \"/\"", hc.Path)
-		}
 		for _, u := range h.ups {
 			c := &healthCheck{
 				path:     hc.Path,
 				host:     h.hostHeader,
-				interval: hc.Interval.Or(config.DefaultHealthInterval),
-				timeout:  hc.Timeout.Or(config.DefaultHealthTimeout),
+				interval: hc.Interval.D(),
+				timeout:  hc.Timeout.D(),
 			}
 			if c.host == "" {
 				c.host = u.address
@@ -471,7 +452,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	}
 	// The client may leave at any time: unblock every read and write on
 	// the upstream connection when it does.
-	stop := context.AfterFunc(r.Context(), c.abort)
+	stop := wire.AfterFunc(r.Context(), c.abort)
 	var rest relayed
 	reusable, f := h.roundTrip(w, r, c, upgrade, &rest)
 	if !stop() {

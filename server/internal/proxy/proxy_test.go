@@ -198,8 +198,7 @@ func TestRequestHeaderHardening(t *testing.T) {
 func TestForwardedChainConsistent(t *testing.T) {
 	up := startUpstream(t, dumpHeaders)
 	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []string{"127.0.0.0/8", "::1/128"}})
-	f := startFront(t, "h1", trusting)
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		sent []string
 		want map[string]string
@@ -229,15 +228,26 @@ func TestForwardedChainConsistent(t *testing.T) {
 			"X-Forwarded-Host":  "app.internal",
 			"Forwarded":         `for=127.0.0.1;host=app.internal;proto=http`,
 		}},
-	} {
-		_, body := get(t, f.client, f.url("/proxy/"), c.sent...)
-		h := headerLines(body)
-		for k, v := range c.want {
-			if h[k] != v {
-				t.Errorf("%s: %s = %q, want %q", c.name, k, h[k], v)
+	}
+	forEachFront(t, trusting, func(t *testing.T, f front) {
+		scheme := "http" // how Arka was reached: this hop's proto
+		if f.name != "h1" {
+			scheme = "https"
+		}
+		for _, c := range cases {
+			_, body := get(t, f.client, f.url("/proxy/"), c.sent...)
+			h := headerLines(body)
+			for k, v := range c.want {
+				v = strings.ReplaceAll(v, "host=app.internal;proto=http", "host=app.internal;proto="+scheme)
+				if c.name == "nothing" && k == "X-Forwarded-Proto" {
+					v = scheme
+				}
+				if h[k] != v {
+					t.Errorf("%s: %s = %q, want %q", c.name, k, h[k], v)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestHopByHopRemovedBothWays(t *testing.T) {
@@ -253,7 +263,7 @@ func TestHopByHopRemovedBothWays(t *testing.T) {
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
 	f := startFront(t, "h1", h)
 	// A raw request, so the client library adds and removes nothing.
-	c, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+	c, err := net.Dial("tcp", f.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,30 +542,34 @@ func TestUpstreamSlowIs504(t *testing.T) {
 }
 
 func TestClientGoneReleasesUpstream(t *testing.T) {
-	upGone := make(chan struct{})
-	entered := make(chan struct{})
-	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		close(entered)
-		<-r.Context().Done() // the proxy closed its connection
-		close(upGone)
-	}))
-	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
-	f := startFront(t, "h1", h)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.url("/proxy/poll"), nil)
-	resp, err := f.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-entered
-	cancel()
-	resp.Body.Close()
-	select {
-	case <-upGone:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the upstream request was not cancelled after the client left")
+	for _, p := range protos { // an HTTP/2 client leaves with RST_STREAM, not by closing
+		t.Run(p, func(t *testing.T) {
+			upGone := make(chan struct{})
+			entered := make(chan struct{})
+			up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(200)
+				w.(http.Flusher).Flush()
+				close(entered)
+				<-r.Context().Done() // the proxy closed its connection
+				close(upGone)
+			}))
+			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+			f := startFront(t, p, h)
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", f.url("/proxy/poll"), nil)
+			resp, err := f.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-entered
+			cancel()
+			resp.Body.Close()
+			select {
+			case <-upGone:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the upstream request was not cancelled after the client left")
+			}
+		})
 	}
 }
 
@@ -951,7 +965,7 @@ func TestCloseStopsHealthChecksAndIdleConns(t *testing.T) {
 			checks.Add(1)
 		}
 	}))
-	h, err := New("/p/", &config.Proxy{Upstreams: []string{up.addr}, Health: &config.Health{Path: "/healthz", Interval: dur(10 * time.Millisecond)}}, Options{})
+	h, err := New("/p/", complete(t, &config.Proxy{Upstreams: []string{up.addr}, Health: &config.Health{Path: "/healthz", Interval: dur(10 * time.Millisecond)}}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -973,6 +987,9 @@ func TestCloseStopsHealthChecksAndIdleConns(t *testing.T) {
 	}
 }
 
+// TestNewErrors: the configuration is checked once, by config (Load, or
+// Complete for one built in Go); New refuses only a configuration that
+// was never checked, and a tls_ca that CheckEnvironment did not read.
 func TestNewErrors(t *testing.T) {
 	for _, c := range []config.Proxy{
 		{},
@@ -980,9 +997,19 @@ func TestNewErrors(t *testing.T) {
 		{Upstreams: []string{"127.0.0.1:1"}, LB: "random"},
 		{Upstreams: []string{"127.0.0.1:1"}, TrustedProxies: []string{"x"}},
 	} {
-		if h, err := New("/", &c, Options{}); err == nil {
-			h.Close()
-			t.Errorf("%+v: no error", c)
+		if err := config.Complete(&c); err == nil {
+			t.Errorf("%+v: config.Complete found no error", c)
 		}
+	}
+	if h, err := New("/", &config.Proxy{Upstreams: []string{"127.0.0.1:1"}}, Options{}); err == nil {
+		h.Close()
+		t.Error("New took a configuration config did not parse")
+	}
+	c := complete(t, &config.Proxy{Upstreams: []string{"https://127.0.0.1:1"}, TLSCA: "/nonexistent/ca.pem"})
+	if h, err := New("/", c, Options{}); err == nil || !strings.Contains(err.Error(), "tls_ca") {
+		if h != nil {
+			h.Close()
+		}
+		t.Errorf("tls_ca not read: err %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // switchProtocols completes an HTTP/1.1 upgrade (WebSocket, RFC 6455): the
@@ -108,7 +108,7 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.nc.Close()
-	stop := context.AfterFunc(r.Context(), c.abort)
+	stop := wire.AfterFunc(r.Context(), c.abort)
 	defer stop()
 
 	h.writeHead(c.bw, r, "websocket", bodyNone, 0, wsKey)

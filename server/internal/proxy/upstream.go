@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -56,12 +57,8 @@ type UpstreamStats struct {
 	Dials    uint64 // new connections made
 }
 
-func newUpstream(h *Handler, s string, base *tls.Config) (*upstream, error) {
-	a, err := config.ParseUpstream(s)
-	if err != nil {
-		return nil, err
-	}
-	u := &upstream{name: s, network: a.Network, address: a.Address, h: h}
+func newUpstream(h *Handler, a config.Upstream, base *tls.Config) *upstream {
+	u := &upstream{name: a.Name, network: a.Network, address: a.Address, h: h}
 	if a.TLS {
 		u.tls = base.Clone()
 		if u.tls.ServerName == "" {
@@ -70,26 +67,23 @@ func newUpstream(h *Handler, s string, base *tls.Config) (*upstream, error) {
 		}
 		u.tls.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	}
-	return u, nil
+	return u
 }
 
 // tlsConfig is the base TLS configuration of a route's https:// upstreams
-// (config.Proxy's tls_* keys); nil when it has none.
+// (config.Proxy's tls_* keys). The tls_ca certificates were read by
+// config.CheckEnvironment (cfg.TLSRoots).
 func tlsConfig(cfg *config.Proxy) (*tls.Config, error) {
-	c := &tls.Config{
+	if cfg.TLSCA != "" && cfg.TLSRoots == nil {
+		return nil, fmt.Errorf("tls_ca %s was not read (config.CheckEnvironment reads it)", cfg.TLSCA)
+	}
+	return &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		NextProtos:         []string{"http/1.1"},
 		ServerName:         cfg.TLSServerName,
 		InsecureSkipVerify: cfg.TLSInsecureSkipVerify,
-	}
-	if cfg.TLSCA != "" {
-		pool, err := config.LoadCAFile(cfg.TLSCA)
-		if err != nil {
-			return nil, err
-		}
-		c.RootCAs = pool
-	}
-	return c, nil
+		RootCAs:            cfg.TLSRoots,
+	}, nil
 }
 
 // scheme is the URL scheme the upstream is spoken to with.

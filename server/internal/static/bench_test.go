@@ -25,7 +25,7 @@ func benchHandler(b *testing.B) *static.Handler {
 	b.Helper()
 	dir := b.TempDir()
 	tree(b, dir)
-	h, err := static.New(&config.Static{Root: filepath.Join(dir, "www")},
+	h, err := static.New(complete(b, &config.Static{Root: filepath.Join(dir, "www")}),
 		static.Options{Cache: static.NewCache(static.CacheOptions{}), Compress: true, MinSize: 512})
 	if err != nil {
 		b.Fatal(err)

@@ -40,7 +40,7 @@ func TestSendTimeoutSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	const timeout = 400 * time.Millisecond
-	h, err := static.New(&config.Static{Root: dir}, static.Options{
+	h, err := static.New(complete(t, &config.Static{Root: dir}), static.Options{
 		Cache:       static.NewCache(static.CacheOptions{}),
 		SendTimeout: timeout,
 	})

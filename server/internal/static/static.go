@@ -108,7 +108,7 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 	}
 	h := &Handler{
 		root: root, rootPath: cfg.Root, o: o,
-		index:    cfg.IndexNames(),
+		index:    cfg.Index,
 		dotfiles: cfg.AllowDotfiles,
 		siblings: cfg.PrecompressedEnabled(),
 		fallback: strings.TrimPrefix(cfg.Fallback, "/"),

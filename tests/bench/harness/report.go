@@ -164,7 +164,7 @@ func coding(c Check) string {
 }
 
 // Markdown renders the summary tables of a run.
-func Markdown(env *Env, o Options, servers []Server, tests []*Test, sums []*Summary, notes []string) []byte {
+func Markdown(env *Env, o Options, servers []Server, tests []*Test, sums []*Summary, visits []Visit, notes []string) []byte {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# Arka benchmark, %s\n\n", env.Date.Format("2006-01-02 15:04 UTC"))
@@ -193,6 +193,13 @@ func Markdown(env *Env, o Options, servers []Server, tests []*Test, sums []*Summ
 		}
 		w("\n")
 	}
+
+	if slices.Contains(servers, Arka) && slices.Contains(servers, Nginx) {
+		b.WriteString(claimsMarkdown(tests, sums))
+		b.WriteString("\n")
+	}
+	b.WriteString(visitorMarkdown(servers, visits))
+	b.WriteString("\n")
 
 	w("## Arka against nginx\n\n")
 	w("Ratios above 1× mean more requests per second or more CPU per request than nginx.\n\n")
@@ -270,6 +277,8 @@ func Markdown(env *Env, o Options, servers []Server, tests []*Test, sums []*Summ
 		w("\n")
 	}
 
+	w("\n")
+	b.WriteString(rssMarkdown(servers, tests, sums))
 	w("\n## Figures\n\n")
 	w("CPU is the server's whole process tree (nginx and Apache workers; the php-fpm pool for PHP tests) from /proc, over the load generator's whole run. ")
 	w("Peak RSS is the sum of each process's peak (VmHWM, reset before the run). ")
@@ -324,7 +333,7 @@ func (r *Run) report(ctx context.Context) error {
 	sums := Summarize(r.rows, r.tests, r.servers, r.skips)
 	files := map[string][]byte{
 		"results.tsv": TSV(r.rows),
-		"results.md":  Markdown(r.env, r.o, r.servers, r.tests, sums, r.notes),
+		"results.md":  Markdown(r.env, r.o, r.servers, r.tests, sums, r.visits, r.notes),
 		"chart.svg":   Chart(r.servers, r.tests, sums, r.env),
 	}
 	for name, data := range files {

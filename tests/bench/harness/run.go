@@ -52,6 +52,7 @@ type Run struct {
 	notes    []string // said in the output and in results.md
 	checks   map[string]Check
 	rows     []*Row
+	visits   []Visit // the one-visitor latencies (visitor.go)
 	env      *Env
 }
 
@@ -78,6 +79,7 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		{"starting servers", r.startAll},
 		{"verifying every URL", r.verify},
 		{"measuring", r.measure},
+		{"one visitor: requests one after another over HTTPS", r.visitors},
 		{"writing results", r.report},
 	}
 	for _, s := range steps {
@@ -86,9 +88,9 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		}
 		r.say("== %s", s.name)
 		if err := s.f(ctx); err != nil {
-			if s.name == "measuring" && len(r.rows) > 0 {
+			if len(r.rows) > 0 && s.name != "writing results" {
 				// Keep what was measured: the report says it is partial.
-				r.note("INCOMPLETE RUN: measuring stopped early: %s", oneLine(err.Error()))
+				r.note("INCOMPLETE RUN: %s stopped early: %s", s.name, oneLine(err.Error()))
 				if rerr := r.report(context.WithoutCancel(ctx)); rerr != nil {
 					r.say("  writing the partial results: %v", rerr)
 				}

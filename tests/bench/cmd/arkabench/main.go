@@ -35,7 +35,7 @@ func run() int {
 	servers := fl.String("servers", "all", "comma-separated servers: arka, nginx, apache, caddy, lighttpd (or all)")
 	tests := fl.String("tests", "all", "comma-separated tests or groups: all, static, proxy, php, a name, or a prefix* (see -list)")
 	duration := fl.Duration("duration", 10*time.Second, "duration of each timed run (whole seconds)")
-	rounds := fl.Int("rounds", 2, "rounds per test; each round runs every server once, in rotating order")
+	rounds := fl.Int("rounds", 3, "rounds per test (the median is reported); each round runs every server once, in rotating order")
 	conns := fl.Int("connections", 64, "concurrent connections")
 	threads := fl.Int("threads", min(runtime.NumCPU(), 8), "load generator threads (h2load -t, wrk -t); default: the number of cores, at most 8")
 	warmup := fl.Duration("warmup", time.Second, "untimed run per test and server before the first round (0 for none)")

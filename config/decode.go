@@ -1,0 +1,323 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Stage 1 of loading a site file: decoding the TOML into the schema's
+// types, with every mistake located at file:line:col (positions.go finds
+// the keys).
+
+// rawSite is what a file decodes into before routes are typed.
+type rawSite struct {
+	Site
+	Routes []rawRoute `toml:"routes"`
+}
+
+type rawRoute struct {
+	Path    string         `toml:"path"`
+	Handler toml.Primitive `toml:"handler"`
+	RouteOptions
+}
+
+var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
+
+// typeMsgRE matches the library's messages for a value of the wrong type.
+var typeMsgRE = regexp.MustCompile(`(?:incompatible types: TOML value has type ([^;]+); destination has type (\S+)|type mismatch for [\w.]+: expected (\w+) but found (\w+))`)
+
+// friendlyType rewrites a wrong-type message in the words of the file:
+// "expected an array, got a string".
+func friendlyType(msg string) (string, bool) {
+	m := typeMsgRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg, false
+	}
+	got, want := m[1], m[2]
+	if got == "" {
+		want, got = m[3], m[4]
+	}
+	words := func(t string) string {
+		switch {
+		case strings.HasPrefix(t, "[]"):
+			return "an array"
+		case strings.HasPrefix(t, "map["):
+			return "a table"
+		}
+		switch t {
+		case "slice", "array", "[]interface {}":
+			return "an array"
+		case "string":
+			return "a string"
+		case "bool", "boolean":
+			return "true or false"
+		case "int", "int64", "integer", "uint", "uint32", "uint64", "int32":
+			return "an integer"
+		case "float64", "float":
+			return "a number"
+		case "map", "table", "struct":
+			return "a table"
+		}
+		return t
+	}
+	return fmt.Sprintf("expected %s, got %s", words(want), words(got)), true
+}
+
+// valueCol returns the column of the value after "key =" on line (1-based)
+// of data, or col if there is none.
+func valueCol(data []byte, line, col int) int {
+	lines := strings.Split(string(data), "\n")
+	if line < 1 || line > len(lines) || col < 1 || col > len(lines[line-1]) {
+		return col
+	}
+	l := lines[line-1]
+	i := strings.IndexByte(l[col-1:], '=')
+	if i < 0 {
+		return col
+	}
+	j := col - 1 + i + 1
+	for j < len(l) && (l[j] == ' ' || l[j] == '\t') {
+		j++
+	}
+	if j >= len(l) {
+		return col
+	}
+	return j + 1
+}
+
+// decodeError turns a BurntSushi/toml error into a located Error.
+func decodeError(name string, data []byte, err error) *Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.LastKey != "" {
+			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
+		}
+		line, col := pe.Position.Line, pe.Position.Col
+		// At the end of the input the library may point past the last line;
+		// point at the end of the last written line instead.
+		lines := strings.Split(string(data), "\n")
+		for line > 1 && (line > len(lines) || strings.TrimSpace(lines[line-1]) == "") {
+			line--
+			col = len(lines[line-1]) + 1
+		}
+		return &Error{File: name, Line: line, Col: col, Msg: msg}
+	}
+	e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		key := strings.ReplaceAll(m[2], `\"`, `"`)
+		msg, typed := friendlyType(m[3])
+		e.Msg = fmt.Sprintf("%s: %s", key, msg)
+		// The library knows the line; find the key on it for the column.
+		idx := newPosIndex(data)
+		plain := strings.ReplaceAll(key, `"`, "")
+		defer func() {
+			if typed && e.Line > 0 {
+				e.Col = valueCol(data, e.Line, e.Col)
+			}
+		}()
+		for n := 0; ; n++ {
+			offs := idx.plain[plain]
+			if n >= len(offs) {
+				break
+			}
+			if l, c := idx.lineCol(offs[n]); e.Line == 0 || l == e.Line {
+				e.Line, e.Col = l, c
+				break
+			}
+		}
+	}
+	return e
+}
+
+// suggest offers the known key closest to an unknown one.
+func suggest(plain string) string {
+	last := plain[strings.LastIndex(plain, ".")+1:]
+	best, bestD := "", 3
+	for _, k := range knownKeys {
+		if d := editDistance(last, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" || best == last {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+var knownKeys = []string{
+	"default", "server_names", "listen", "request_id", "tls", "cert", "key", "log", "enabled", "path",
+	"format", "compression", "min_size", "zstd_level", "brotli_level", "gzip_level", "limits",
+	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
+	"fan", "pin", "on", "off", "led", // [global] fan (config/fan.go) and led
+	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
+	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
+	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
+	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
+	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
+	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
+	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
+	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "acme", "email", "ca", "ca_root",
+	"redirect_https", "hsts",
+	"set", "add", "remove", "basic_auth", "realm", "users", "deny", "to", "status", "body", "content_type",
+	"errors", "pages", "intercept_errors", "tls_ca", "tls_server_name", "tls_insecure_skip_verify", "min_version", "browse",
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// inFailedRoute reports whether a line lies within a route whose handler
+// failed to decode (from its [[routes]] header to the next one).
+func (v *validator) inFailedRoute(line int) bool {
+	for _, i := range v.failed {
+		start, _ := v.pos.at(fmt.Sprintf("routes[%d]", i))
+		end := 1 << 30
+		if l, _ := v.pos.at(fmt.Sprintf("routes[%d]", i+1)); l > 0 {
+			end = l
+		}
+		if line >= start && line < end {
+			return true
+		}
+	}
+	return false
+}
+
+// decodedRoute is one [[routes]] entry after decoding: its Route, or the
+// errors that kept its handler from being decoded.
+type decodedRoute struct {
+	raw  rawRoute
+	ri   int    // index in Site.Routes; -1 when the handler could not be decoded
+	errs Errors // why not
+}
+
+// decode decodes a site file: the site's keys into the schema, each
+// route's handler into its type. A syntax error or a value of the wrong
+// type is returned at once; errors of one route's handler are kept with
+// it (v.routes) and keys the schema does not know are in v.unknown, both
+// for validate to report in file order.
+func (v *validator) decode(data []byte) (*Site, error) {
+	var raw rawSite
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		return nil, Errors{decodeError(v.file, data, err)}
+	}
+	site := &raw.Site
+	site.File = v.file
+	site.pos = v.pos
+	for i, rr := range raw.Routes {
+		d := decodedRoute{raw: rr, ri: -1}
+		saved := v.errs
+		v.errs = nil
+		if h := v.decodeHandler(&md, i, rr); h != nil {
+			at := fmt.Sprintf("routes[%d]", i)
+			line, col := v.pos.at(at)
+			d.ri = len(site.Routes)
+			site.Routes = append(site.Routes, Route{Path: rr.Path, Handler: h, Line: line, Col: col, Options: rr.RouteOptions, index: i})
+		}
+		d.errs, v.errs = v.errs, saved
+		v.routes = append(v.routes, d)
+	}
+	// Keys the schema does not know: every one is an error. Report only the
+	// outermost unknown key, not each key inside an unknown table.
+	for _, k := range unknownKeys(v.pos, md.Undecoded()) {
+		if v.inFailedRoute(k.line) {
+			continue // its handler was already reported; its keys were never decoded
+		}
+		v.unknown = append(v.unknown, &Error{File: v.file, Line: k.line, Col: k.col,
+			Msg: fmt.Sprintf("unknown key %q%s", k.path, suggest(k.path))})
+	}
+	return site, nil
+}
+
+// decodeHandler decodes the handler table of route i into its type, or
+// records why it cannot and returns nil.
+func (v *validator) decodeHandler(md *toml.MetaData, i int, rr rawRoute) Handler {
+	at := fmt.Sprintf("routes[%d]", i)
+	if !v.has(at + ".handler") {
+		v.errAt(at, "route %q has no handler (for example handler = { type = \"static\", root = \"/srv/www\" })", rr.Path)
+		return nil
+	}
+	var head struct {
+		Type string `toml:"type"`
+	}
+	hp := at + ".handler"
+	if err := md.PrimitiveDecode(rr.Handler, &head); err != nil {
+		v.errAt(hp, "handler must be a table, as in handler = { type = \"static\", root = \"/srv/www\" }")
+		v.failed = append(v.failed, i)
+		return nil
+	}
+	h := newHandler(head.Type)
+	switch {
+	case head.Type == "":
+		v.errAt(hp, "handler has no type (one of %s)", strings.Join(HandlerTypes, ", "))
+		v.failed = append(v.failed, i)
+		return nil
+	case h == nil:
+		v.errAt(hp+".type", "unknown handler type %q (one of %s)", head.Type, strings.Join(HandlerTypes, ", "))
+		v.failed = append(v.failed, i)
+		return nil
+	}
+	if err := md.PrimitiveDecode(rr.Handler, h); err != nil {
+		v.typeErr(hp, err)
+		v.failed = append(v.failed, i)
+		return nil
+	}
+	return h
+}
+
+// typeErr reports a decoding error inside a table, at the key it names.
+func (v *validator) typeErr(table string, err error) {
+	msg := stripTOML(err)
+	key := ""
+	if m := lastKeyRE.FindStringSubmatch(err.Error()); m != nil {
+		key, msg = m[2], m[3]
+	} else {
+		var pe toml.ParseError
+		if errors.As(err, &pe) && pe.LastKey != "" {
+			key, msg = pe.LastKey, pe.Message
+		}
+	}
+	msg, _ = friendlyType(msg)
+	if key == "" {
+		v.errAt(table, "%s", msg)
+		return
+	}
+	// The library names keys without array indices ("routes.handler.queue.size");
+	// the table path has them ("routes[2].handler").
+	rest := key
+	if i := strings.Index(key, "handler."); i >= 0 {
+		rest = key[i+len("handler."):]
+	}
+	v.errAt(table+"."+rest, "%s: %s", rest, msg)
+}
+
+func stripTOML(err error) string {
+	s := err.Error()
+	if m := lastKeyRE.FindStringSubmatch(s); m != nil {
+		return m[2] + ": " + m[3]
+	}
+	return strings.TrimPrefix(s, "toml: ")
+}
