@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // Response buffering, as nginx's fastcgi_buffering and proxy_buffering:
@@ -17,11 +18,20 @@ import (
 // from the buffer. What the client has not taken is held in memory up to
 // ResponseMem bytes, beyond that in an unlinked temporary file up to
 // ResponseFileMax bytes; past both, Write waits for the client (the
-// backend is then held, as without buffering).
+// backend is then held, as without buffering). All responses together
+// hold at most ResponseMemTotal bytes in memory (so many stalled clients
+// cost disk, not the board's memory): past it, bytes go to the file
+// sooner.
 const (
-	ResponseMem     = 64 << 10
-	ResponseFileMax = 1 << 30 // as nginx's fastcgi_max_temp_file_size
-	chunkSize       = 16 << 10
+	ResponseMem      = 64 << 10
+	ResponseMemTotal = 16 << 20
+	ResponseFileMax  = 1 << 30 // as nginx's fastcgi_max_temp_file_size
+	chunkSize        = 16 << 10
+)
+
+var (
+	memInUse atomic.Int64              // the memory all Responses hold, in bytes
+	memTotal = int64(ResponseMemTotal) // its bound (tests lower it)
 )
 
 var (
@@ -98,7 +108,7 @@ func (b *Response) Write(p []byte) (int, error) {
 			return 0, b.err
 		}
 		switch {
-		case b.fw == b.fr && b.memN < b.mem:
+		case b.fw == b.fr && b.memN < b.mem && b.memRoom():
 			k := b.toMem(p[:min(len(p), b.mem-b.memN)])
 			p = p[k:]
 		case !b.noFile && b.fw-b.fr < b.max && (b.running || b.fw > b.fr):
@@ -120,12 +130,24 @@ func (b *Response) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// memRoom reports (b.mu held) whether memory can take more bytes: the
+// last chunk has room, or all Responses together may hold another (or
+// the file failed: then memory, within the Response's own bound, is all
+// there is).
+func (b *Response) memRoom() bool {
+	return len(b.chunks) > 0 && b.tail < chunkSize || memInUse.Load()+chunkSize <= memTotal || b.noFile
+}
+
 // toMem appends p to the memory chunks (b.mu held) and returns how much
 // it took.
 func (b *Response) toMem(p []byte) int {
 	n := 0
 	for len(p) > 0 {
 		if len(b.chunks) == 0 || b.tail == chunkSize {
+			if !b.memRoom() {
+				break
+			}
+			memInUse.Add(chunkSize)
 			b.chunks = append(b.chunks, chunks.Get().(*[chunkSize]byte))
 			b.tail = 0
 		}
@@ -206,6 +228,7 @@ func (b *Response) Finish() error {
 func (b *Response) drop() {
 	for i, c := range b.chunks {
 		chunks.Put(c)
+		memInUse.Add(-chunkSize)
 		b.chunks[i] = nil
 	}
 	b.chunks, b.head, b.tail, b.memN = b.chunks[:0], 0, 0, 0
@@ -262,6 +285,7 @@ func (b *Response) drain() {
 			b.memN -= len(p)
 			if b.head == chunkSize || len(b.chunks) == 1 && b.head == b.tail {
 				chunks.Put(b.chunks[0])
+				memInUse.Add(-chunkSize)
 				n := copy(b.chunks, b.chunks[1:])
 				b.chunks[n] = nil
 				b.chunks = b.chunks[:n]

@@ -146,3 +146,43 @@ func TestResponseClientFails(t *testing.T) {
 		t.Errorf("Finish: %v", err)
 	}
 }
+
+// TestResponseMemoryShared: all Responses together hold at most their
+// shared bound in memory; the others' bytes go to their files.
+func TestResponseMemoryShared(t *testing.T) {
+	old := memTotal
+	memTotal = 64 << 10
+	defer func() { memTotal = old }()
+	base := memInUse.Load()
+	var rs []*Response
+	var gates []*gate
+	want := pattern(60 << 10)
+	for range 4 {
+		g := &gate{open: make(chan struct{})}
+		b := NewResponse(g, t.TempDir())
+		b.Write(want)
+		b.Flush()
+		rs, gates = append(rs, b), append(gates, g)
+	}
+	if n := memInUse.Load() - base; n > memTotal {
+		t.Errorf("%d bytes in memory, shared bound %d", n, memTotal)
+	}
+	spilled := 0
+	for _, b := range rs {
+		if b.Spilled() {
+			spilled++
+		}
+	}
+	if spilled < 2 {
+		t.Errorf("%d of 4 Responses of 60 KiB spilled with 64 KiB between them", spilled)
+	}
+	for i, b := range rs {
+		close(gates[i].open)
+		if err := b.Finish(); err != nil || !bytes.Equal(gates[i].got.Bytes(), want) {
+			t.Errorf("response %d: %v, %d bytes", i, err, gates[i].got.Len())
+		}
+	}
+	if n := memInUse.Load(); n != base {
+		t.Errorf("%d bytes still counted after Finish", n-base)
+	}
+}
