@@ -25,8 +25,8 @@ import (
 const (
 	ResponseMem      = 64 << 10
 	ResponseMemTotal = 16 << 20
-	ResponseFileMax  = 1 << 30 // as nginx's fastcgi_max_temp_file_size
-	chunkSize        = 16 << 10
+	ResponseFileMax  = 1 << 30  // as nginx's fastcgi_max_temp_file_size
+	chunkSize        = 32 << 10 // one read of the proxy, one write of the FastCGI handler
 )
 
 var (
