@@ -36,10 +36,10 @@ func TestSeedSiteFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sites[0]
-	if !s.Default || s.ServerNames[0] != "bench.local" || s.Listen[0] != "127.0.0.1:18892" {
+	if !s.Default || s.ServerNames[0] != "bench.local" || s.Listen[0].String() != "127.0.0.1:18892" {
 		t.Errorf("site header: %+v", s)
 	}
-	if s.TLS.Listen[0] != "127.0.0.1:18445" || s.TLS.Cert != filepath.Join(root, "tls/cert.pem") {
+	if s.TLS.Listen[0].String() != "127.0.0.1:18445" || s.TLS.Cert != filepath.Join(root, "tls/cert.pem") {
 		t.Errorf("tls: %+v", s.TLS)
 	}
 	if !s.Compression.Enabled || s.Compression.MinSize != 512 {
@@ -176,7 +176,7 @@ handler = { type = "fastcgi", root = "/nonexistent/app" }
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if got := sites[0].Listen[0]; got != "arka-test-name.invalid:8080" {
+	if got := sites[0].Listen[0]; got != (ListenAddr{"arka-test-name.invalid", 8080}) {
 		t.Errorf("listen %q", got)
 	}
 	err = CheckEnvironment(sites)

@@ -39,9 +39,9 @@ func crossCheck(sites []*Site) Errors {
 	for _, s := range sites {
 		addrs := func(tlsSide bool) []string {
 			if tlsSide {
-				return s.TLS.Listen
+				return ListenStrings(s.TLS.Listen)
 			}
-			return s.Listen
+			return ListenStrings(s.Listen)
 		}
 		for _, tlsSide := range []bool{false, true} {
 			prefix := "listen"

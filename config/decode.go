@@ -14,10 +14,18 @@ import (
 // types, with every mistake located at file:line:col (positions.go finds
 // the keys).
 
-// rawSite is what a file decodes into before routes are typed.
+// rawSite is what a file decodes into: the Site, with the keys whose
+// typed form validate parses (routes, listen addresses) as written.
 type rawSite struct {
 	Site
+	Listen []string   `toml:"listen"`
+	TLS    rawTLS     `toml:"tls"`
 	Routes []rawRoute `toml:"routes"`
+}
+
+type rawTLS struct {
+	TLS
+	Listen []string `toml:"listen"`
 }
 
 type rawRoute struct {
@@ -29,7 +37,9 @@ type rawRoute struct {
 var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
 
 // typeMsgRE matches the library's messages for a value of the wrong type.
-var typeMsgRE = regexp.MustCompile(`(?:incompatible types: TOML value has type ([^;]+); destination has type (\S+)|type mismatch for [\w.]+: expected (\w+) but found (\w+))`)
+// The library names types in Go's terms ("time.Time", "[]any",
+// "config.Fan"); the message says them in TOML's (typeWords).
+var typeMsgRE = regexp.MustCompile(`(?:incompatible types: TOML value has type ([^;]+); destination has type (.+)$|type mismatch for \S+: expected (\w+) but found (\S+))`)
 
 // friendlyType rewrites a wrong-type message in the words of the file:
 // "expected an array, got a string".
@@ -42,30 +52,39 @@ func friendlyType(msg string) (string, bool) {
 	if got == "" {
 		want, got = m[3], m[4]
 	}
-	words := func(t string) string {
-		switch {
-		case strings.HasPrefix(t, "[]"):
-			return "an array"
-		case strings.HasPrefix(t, "map["):
-			return "a table"
-		}
-		switch t {
-		case "slice", "array", "[]interface {}":
-			return "an array"
-		case "string":
-			return "a string"
-		case "bool", "boolean":
-			return "true or false"
-		case "int", "int64", "integer", "uint", "uint32", "uint64", "int32":
-			return "an integer"
-		case "float64", "float":
-			return "a number"
-		case "map", "table", "struct":
-			return "a table"
-		}
-		return t
+	return fmt.Sprintf("expected %s, got %s", typeWords(want), typeWords(got)), true
+}
+
+// typeWords names a type of the library's messages the way a TOML file
+// writes it: the value's Go type (int64, float64, time.Time, []any,
+// map[string]any) or the kind the destination wants ("integer", "float",
+// "slice", "primitive (string-like)", "table").
+func typeWords(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	case strings.HasPrefix(t, "map["):
+		return "a table"
+	case strings.HasPrefix(t, "primitive"):
+		return "a string"
 	}
-	return fmt.Sprintf("expected %s, got %s", words(want), words(got)), true
+	switch t {
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool", "boolean":
+		return "true or false"
+	case "int", "int64", "integer", "uint", "uint32", "uint64", "int32":
+		return "an integer"
+	case "float64", "float":
+		return "a number"
+	case "map", "table", "struct":
+		return "a table"
+	case "time.Time":
+		return "a date or time" // offset or local date-time, local date, local time
+	}
+	return "a value of another type" // not a TOML type: never a Go type name in a message
 }
 
 // valueCol returns the column of the value after "key =" on line (1-based)
@@ -227,6 +246,8 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	site := &raw.Site
 	site.File = v.file
 	site.pos = v.pos
+	site.TLS = raw.TLS.TLS
+	v.written.listen, v.written.tlsListen = raw.Listen, raw.TLS.Listen
 	for i, rr := range raw.Routes {
 		d := decodedRoute{raw: rr, ri: -1}
 		saved := v.errs

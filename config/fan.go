@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/arkaweb/arka/board"
 )
 
 // Fan defaults, °C: the fan switches on at DefaultFanOn and off again at
@@ -47,7 +50,19 @@ func (f *Fan) PinError(msg string) error {
 	return Errors{{File: f.file, Line: f.line, Col: f.col, Msg: msg}}
 }
 
-// fan validates and defaults [global] fan (at is its key path).
+// normalizeFan applies the defaults of [global] fan (at is its key path).
+// A key written with 0 is not a key left out: 0 stays, and validation
+// reports it like any other temperature out of range.
+func (v *validator) normalizeFan(at string, f *Fan) {
+	if !v.has(at + ".on") {
+		f.On = DefaultFanOn
+	}
+	if !v.has(at + ".off") {
+		f.Off = f.On - DefaultFanHysteresis
+	}
+}
+
+// fan validates [global] fan (at is its key path), reporting each mistake.
 func (v *validator) fan(at string, f *Fan) {
 	f.file = v.file
 	f.line, f.col = v.pos.at(at + ".pin")
@@ -57,18 +72,43 @@ func (v *validator) fan(at string, f *Fan) {
 	case strings.IndexFunc(f.Pin, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		v.errAt(at+".pin", "fan pin %q: a pin name has no spaces (for example \"GPIO14\" or \"P1_8\")", f.Pin)
 	}
-	if f.On == 0 {
-		f.On = DefaultFanOn
+	onOK := v.celsius(at+".on", "fan on", f.On, func(c float64) bool { return c >= 20 && c <= 110 },
+		"use 20..110 °C (the temperature at which the fan starts)")
+	if !onOK && !v.has(at+".off") {
+		return // off is on - 10: its mistake is on's
 	}
-	if f.Off == 0 {
-		f.Off = f.On - DefaultFanHysteresis
+	below := "below on"
+	if onOK {
+		below = fmt.Sprintf("below on (%s)", celsiusText(f.On))
 	}
-	switch {
-	case f.On < 20 || f.On > 110:
-		v.errAt(at+".on", "fan on = %g °C: use 20..110 (the temperature at which the fan starts)", f.On)
-	case f.Off >= f.On:
-		v.errAt(at+".off", "fan off = %g °C must be below on = %g °C (the fan stops when the board has cooled to off)", f.Off, f.On)
-	case f.Off < 0:
-		v.errAt(at+".off", "fan off = %g °C: use a temperature below on and above 0", f.Off)
+	offOK := v.celsius(at+".off", "fan off", f.Off, func(c float64) bool { return c > 0 },
+		"use a temperature above 0 and "+below+", where the fan stops")
+	if onOK && offOK && f.Off >= f.On {
+		v.errAt(at+".off", "fan off = %s must be below on = %s (the fan stops when the board has cooled to off)", celsiusText(f.Off), celsiusText(f.On))
 	}
+}
+
+// fanWarnings are the warnings of arka -t about [global] fan: a fan that
+// starts above the thermal limit (Arka sheds work first, and the fan
+// starts only once the board is already throttling work).
+func fanWarnings(sites []*Site) []string {
+	g := GlobalOf(sites)
+	if g.Fan == nil {
+		return nil
+	}
+	limit := g.Thermal.Limit
+	if limit == 0 {
+		limit = board.DefaultHotC
+	}
+	if !(g.Fan.On > limit) {
+		return nil
+	}
+	for _, s := range sites {
+		if s.Global != nil {
+			line, col := s.Position("global.fan.on")
+			return []string{fmt.Sprintf("%s:%d:%d: warning: fan on = %s is above the thermal limit (%s): Arka sheds work before the fan starts; set on below the limit",
+				s.File, line, col, celsiusText(g.Fan.On), celsiusText(limit))}
+		}
+	}
+	return nil
 }

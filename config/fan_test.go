@@ -73,3 +73,80 @@ func TestFan(t *testing.T) {
 		})
 	}
 }
+
+// TestFanBadNumbers: every temperature TOML can write that is not one Arka
+// can use is a located mistake, each reported (not only the first): nan
+// and inf (numbers to TOML, never temperatures), a written 0 (not "unset"),
+// values of another TOML type named in TOML's words.
+func TestFanBadNumbers(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "www"), 0o755)
+	const routes = "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\" }\n[global]\n"
+	for _, c := range []struct {
+		name, global string
+		want         []string // every error, in order, after the file name
+	}{
+		{"on_nan", `fan = { pin = "GPIO14", on = nan }`, []string{":5:25: fan on = nan: use 20..110 °C (the temperature at which the fan starts)"}},
+		{"on_inf", `fan = { pin = "GPIO14", on = inf, off = 50 }`, []string{":5:25: fan on = inf: use 20..110 °C (the temperature at which the fan starts)"}},
+		{"off_nan", `fan = { pin = "GPIO14", off = nan }`, []string{":5:25: fan off = nan: use a temperature above 0 and below on (65 °C), where the fan stops"}},
+		{"off_minus_inf", `fan = { pin = "GPIO14", off = -inf }`, []string{":5:25: fan off = -inf: use a temperature above 0 and below on (65 °C), where the fan stops"}},
+		{"on_zero", `fan = { pin = "GPIO14", on = 0 }`, []string{":5:25: fan on = 0 °C: use 20..110 °C (the temperature at which the fan starts)"}},
+		{"off_zero", `fan = { pin = "GPIO14", off = 0 }`, []string{":5:25: fan off = 0 °C: use a temperature above 0 and below on (65 °C), where the fan stops"}},
+		{"both_wrong", `fan = { pin = "GPIO14", on = 5, off = -3 }`, []string{
+			":5:25: fan on = 5 °C: use 20..110 °C (the temperature at which the fan starts)",
+			":5:33: fan off = -3 °C: use a temperature above 0 and below on, where the fan stops"}},
+		{"thermal_nan", `thermal = { limit = nan, hysteresis = nan }`, []string{
+			":5:13: thermal limit = nan: use 1..150 °C (above it Arka sheds work)",
+			":5:26: thermal hysteresis = nan: use more than 0 and less than the limit; work resumes at limit - hysteresis"}},
+		{"thermal_zero", `thermal = { limit = 0, hysteresis = 0 }`, []string{
+			":5:13: thermal limit = 0 °C: use 1..150 °C (above it Arka sheds work)",
+			":5:24: thermal hysteresis = 0 °C: use more than 0 and less than the limit; work resumes at limit - hysteresis"}},
+		{"thermal_hysteresis_inf", `thermal = { limit = 70, hysteresis = -inf }`, []string{
+			":5:25: thermal hysteresis = -inf: use more than 0 and less than the limit (70 °C); work resumes at limit - hysteresis"}},
+		{"thermal_hysteresis_too_big", `thermal = { hysteresis = 85 }`, []string{
+			":5:13: thermal hysteresis = 85 °C: use more than 0 and less than the limit (80 °C); work resumes at limit - hysteresis"}},
+		{"date", `fan = { pin = "GPIO14", off = 1979-05-27 }`, []string{":5:31: global.fan.off: expected a number, got a date or time"}},
+		{"array", `fan = [1, 2]`, []string{":5:7: global.fan: expected a table, got an array"}},
+		{"string_for_table", `thermal = "hot"`, []string{":5:11: global.thermal: expected a table, got a string"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(root, c.name+".toml")
+			os.WriteFile(f, []byte(routes+c.global+"\n"), 0o644)
+			_, err := Load(f)
+			var want []string
+			for _, w := range c.want {
+				want = append(want, f+w)
+			}
+			if err == nil || err.Error() != strings.Join(want, "\n") {
+				t.Errorf("error:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// TestFanAboveThermalLimit: a fan that starts above the thermal limit is a
+// warning of arka -t (Arka sheds work before the fan helps), not an error.
+func TestFanAboveThermalLimit(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "www"), 0o755)
+	const routes = "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\" }\n[global]\n"
+	for _, c := range []struct{ name, global, want string }{
+		{"default_limit", `fan = { pin = "GPIO14", on = 85 }`, ":5:25: warning: fan on = 85 °C is above the thermal limit (80 °C): Arka sheds work before the fan starts; set on below the limit"},
+		{"own_limit", "thermal = { limit = 60 }\nfan = { pin = \"GPIO14\", on = 65 }", ":6:25: warning: fan on = 65 °C is above the thermal limit (60 °C): Arka sheds work before the fan starts; set on below the limit"},
+		{"default_on", "thermal = { limit = 60 }\nfan = { pin = \"GPIO14\" }", ":6:1: warning: fan on = 65 °C is above the thermal limit (60 °C): Arka sheds work before the fan starts; set on below the limit"},
+		{"below", `fan = { pin = "GPIO14", on = 70 }`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(root, c.name+".toml")
+			os.WriteFile(f, []byte(routes+c.global+"\n"), 0o644)
+			sites, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(Warnings(sites), "\n")
+			if want := f + c.want; c.want == "" && got != "" || c.want != "" && got != want {
+				t.Errorf("warnings:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}

@@ -130,3 +130,28 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
+
+// TestComplete: a handler built in Go gets the defaults and checks of a
+// site file's.
+func TestComplete(t *testing.T) {
+	p := &Proxy{Upstreams: []string{"http://127.0.0.1", "unix:/run/a.sock"}, TrustedProxies: []string{"10.0.0.1"}}
+	if err := Complete(p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ConnectTimeout.D() != DefaultProxyConnect || p.LB != DefaultProxyLB || !p.ForwardHeadersEnabled() ||
+		len(p.Targets) != 2 || p.Targets[0].Address != "127.0.0.1:80" || p.Targets[1].Network != "unix" ||
+		len(p.TrustedNets) != 1 || p.TrustedNets[0].Bits() != 32 {
+		t.Errorf("proxy not completed: %+v", p)
+	}
+	f := &FastCGI{Root: "/srv/app"}
+	if err := Complete(f); err != nil {
+		t.Fatal(err)
+	}
+	if !f.UsesPHP() || f.Index[0] != DefaultFastCGIIndex || f.SplitPath[0] != DefaultSplitPath || f.ReadTimeout.D() != DefaultFastCGIRead {
+		t.Errorf("fastcgi not completed: %+v", f)
+	}
+	err := Complete(&FastCGI{Address: "unix:rel.sock", Root: "/srv/app"})
+	if err == nil || err.Error() != `fastcgi: address "unix:rel.sock": unix socket path must be absolute` {
+		t.Errorf("bad address: %v", err)
+	}
+}

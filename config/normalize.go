@@ -22,8 +22,8 @@ func (v *validator) normalize(s *Site) {
 	// listen = [] and a [tls] table without an address are mistakes that
 	// validation reports; only a site that names no address at all gets
 	// the default one.
-	if !v.has("listen") && len(s.TLS.Listen) == 0 && (!v.has("tls") || s.TLS.Cert != "") {
-		s.Listen = []string{DefaultListen}
+	if !v.has("listen") && len(v.written.tlsListen) == 0 && (!v.has("tls") || s.TLS.Cert != "") {
+		v.written.listen = []string{DefaultListen}
 	}
 	t := &s.TLS
 	t.Cert, t.Key, t.CARoot = v.abs(t.Cert), v.abs(t.Key), v.abs(t.CARoot)
@@ -57,6 +57,9 @@ func (v *validator) normalize(s *Site) {
 	}
 	if g := s.Global; g != nil && g.ACME != nil {
 		g.ACME.CARoot = v.abs(g.ACME.CARoot)
+	}
+	if g := s.Global; g != nil && g.Fan != nil {
+		v.normalizeFan("global.fan", g.Fan)
 	}
 	if g := s.Global; g != nil {
 		normalizeClientBody(g)

@@ -53,7 +53,7 @@ func Warnings(sites []*Site) []string {
 			}
 		}
 	}
-	return out
+	return append(out, fanWarnings(sites)...)
 }
 
 // cutScheme removes "http://" or "https://" from an upstream.

@@ -98,7 +98,7 @@ func TestTwoLineRedirectSite(t *testing.T) {
 routes = [{ path = "/", handler = { type = "redirect", to = "https://example.org{uri}", status = 301 } }]
 `)
 	r, _ := s.Routes[0].Handler.(*Redirect)
-	if r == nil || r.Status != 301 || len(r.Parts) != 2 || r.Parts[1].Kind != PhURI || s.Listen[0] != ":80" {
+	if r == nil || r.Status != 301 || len(r.Parts) != 2 || r.Parts[1].Kind != PhURI || s.Listen[0] != (ListenAddr{Port: 80}) {
 		t.Errorf("%+v %+v", s, r)
 	}
 }

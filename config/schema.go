@@ -39,10 +39,10 @@ type Site struct {
 	// messages that refer back to the file.
 	File string `toml:"-"`
 
-	Default     bool     `toml:"default"`
-	ServerNames []string `toml:"server_names"` // lower-cased; "*.example.org" wildcards; empty = any host
-	Listen      []string `toml:"listen"`       // plain HTTP addresses, "host:port" or ":port"
-	RequestID   bool     `toml:"request_id"`   // set and forward X-Request-Id
+	Default     bool         `toml:"default"`
+	ServerNames []string     `toml:"server_names"` // lower-cased; "*.example.org" wildcards; empty = any host
+	Listen      []ListenAddr `toml:"-"`            // plain HTTP addresses; the key listen, "host:port" or ":port"
+	RequestID   bool         `toml:"request_id"`   // set and forward X-Request-Id
 	// TrustedProxies are client networks (CIDR or addresses) whose
 	// forwarding fields (X-Real-IP, X-Forwarded-For, X-Forwarded-Proto) are
 	// believed: route allow/deny and the access log then name the client
@@ -95,7 +95,7 @@ func (s *Site) Position(path string) (line, col int) {
 // TLS configures the HTTPS listeners of a site (TLS 1.2 and 1.3, ALPN h2 and
 // http/1.1).
 type TLS struct {
-	Listen []string `toml:"listen"`
+	Listen []ListenAddr `toml:"-"` // the key listen, as the site's
 	// Cert and Key are PEM files. When both are empty and Listen is not,
 	// Arka generates a self-signed certificate for ServerNames into its
 	// state directory (see cmd/arka -state).

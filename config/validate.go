@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/arkaweb/arka/board"
 	"golang.org/x/net/idna"
 )
 
@@ -25,6 +24,11 @@ type validator struct {
 	failed  []int          // routes whose handler table could not be decoded
 	routes  []decodedRoute // every [[routes]] entry, in file order
 	unknown Errors         // keys the schema does not know
+	// written holds values as the file writes them, where the Site has a
+	// typed form that validate parses them into.
+	written struct {
+		listen, tlsListen []string
+	}
 }
 
 // validate checks a decoded and normalized site, parsing what has a typed
@@ -122,25 +126,13 @@ func (v *validator) site(s *Site) {
 		s.ServerNames[i] = norm
 	}
 	switch {
-	case v.has("listen") && len(s.Listen) == 0:
+	case v.has("listen") && len(v.written.listen) == 0:
 		v.errAt("listen", "listen is empty: name at least one address, as in listen = [\":80\"], or leave the key out for the default %s", DefaultListen)
-	case v.has("tls") && len(s.TLS.Listen) == 0 && s.TLS.Cert == "":
+	case v.has("tls") && len(v.written.tlsListen) == 0 && s.TLS.Cert == "":
 		v.errAt("tls", "tls has no listen address (for example listen = [\":443\"])")
 	}
-	for i, a := range s.Listen {
-		if norm, err := normalizeListen(a); err != nil {
-			v.errAt(fmt.Sprintf("listen[%d]", i), "listen %q: %v", a, err)
-		} else {
-			s.Listen[i] = norm
-		}
-	}
-	for i, a := range s.TLS.Listen {
-		if norm, err := normalizeListen(a); err != nil {
-			v.errAt(fmt.Sprintf("tls.listen[%d]", i), "tls listen %q: %v", a, err)
-		} else {
-			s.TLS.Listen[i] = norm
-		}
-	}
+	s.Listen = v.listen("listen", "listen", v.written.listen)
+	s.TLS.Listen = v.listen("tls.listen", "tls listen", v.written.tlsListen)
 	switch {
 	case (s.TLS.Cert == "") != (s.TLS.Key == ""):
 		v.errAt("tls", "tls needs both cert and key (or neither, for a generated self-signed certificate)")
@@ -166,17 +158,7 @@ func (v *validator) site(s *Site) {
 			v.fan("global.fan", g.Fan)
 		}
 		v.clientBody(g)
-		t := g.Thermal
-		limit, hyst := t.Limit, t.Hysteresis
-		if limit == 0 {
-			limit = board.DefaultHotC
-		}
-		if hyst == 0 {
-			hyst = board.DefaultHysteresisC
-		}
-		if t.Limit < 0 || t.Limit > 150 || t.Hysteresis < 0 || hyst >= limit {
-			v.errAt("global.thermal", "thermal limit must be 1..150 °C and hysteresis smaller than it (work resumes at limit - hysteresis)")
-		}
+		v.thermal("global.thermal", g.Thermal)
 	}
 	if s.PHP != nil {
 		v.php("php", s.PHP)
@@ -252,30 +234,6 @@ func checkHostName(host string) error {
 		}
 	}
 	return nil
-}
-
-// normalizeListen checks "host:port" and returns it in canonical form. A
-// host name is checked for its form only: it is resolved when it is bound
-// (a name that does not resolve yet, as on a board whose network comes up
-// after Arka, is no configuration error).
-func normalizeListen(a string) (string, error) {
-	host, port, err := net.SplitHostPort(strings.TrimSpace(a))
-	if err != nil {
-		return "", errors.New("expected host:port, :port or [v6]:port")
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return "", fmt.Errorf("port %q is not a number from 1 to 65535", port)
-	}
-	host = strings.ToLower(host)
-	if host != "" {
-		if _, err := netip.ParseAddr(host); err != nil {
-			if _, err := normalizeName(host); err != nil {
-				return "", fmt.Errorf("host %q is not an IP address or host name", host)
-			}
-		}
-	}
-	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }
 
 // dirGiven checks that a directory key is set; that it is a directory is

@@ -100,10 +100,10 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			}
 		}
 		for _, a := range cs.Listen {
-			add(a, false)
+			add(a.String(), false)
 		}
 		for _, a := range cs.TLS.Listen {
-			add(a, true)
+			add(a.String(), true)
 		}
 	}
 	for _, v := range t.vhosts {

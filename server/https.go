@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/arkaweb/arka/config"
@@ -18,8 +19,7 @@ func httpsOptions(st *site, cs *config.Site) {
 		st.hsts = []string{cs.HSTS}
 	}
 	if cs.RedirectHTTPSEnabled() && len(cs.TLS.Listen) > 0 {
-		_, port, _ := net.SplitHostPort(cs.TLS.Listen[0])
-		st.httpsPort = port
+		st.httpsPort = strconv.Itoa(int(cs.TLS.Listen[0].Port))
 		st.trusted = cs.TrustedNets
 	}
 }
@@ -133,11 +133,11 @@ func (s *Server) applyACME(sites []*config.Site, t *table) {
 		}
 		as := acme.Site{Names: a.Names, Email: a.Email, CA: a.CA, CARoot: a.CARoot}
 		if len(cs.Listen) > 0 {
-			if l := s.listeners[cs.Listen[0]]; l != nil {
+			if l := s.listeners[cs.Listen[0].String()]; l != nil {
 				as.HTTPAddr = l.ln.Addr().String()
 			}
 		}
-		if l := s.listeners[cs.TLS.Listen[0]]; l != nil {
+		if l := s.listeners[cs.TLS.Listen[0].String()]; l != nil {
 			as.TLSAddr = l.ln.Addr().String()
 		}
 		list = append(list, as)

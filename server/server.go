@@ -395,7 +395,7 @@ func listenError(sites []*config.Site, addr string, isTLS bool, err error) error
 			list, key = cs.TLS.Listen, "tls.listen"
 		}
 		for i, a := range list {
-			if a == addr {
+			if a.String() == addr {
 				line, col := cs.Position(fmt.Sprintf("%s[%d]", key, i))
 				return config.Errors{{File: cs.File, Line: line, Col: col, Msg: msg}}
 			}

@@ -202,35 +202,61 @@ func (f *Fan) Pin() string { return f.pin.Name() }
 // line so that another user, or the next fan, can have it. It returns the
 // error of the low write; the fan is released either way. Update and
 // NoReading do nothing afterwards.
-func (f *Fan) Close() error {
+func (f *Fan) Close() error { return f.release(gpio.Low) }
+
+// Leave is Close for Arka stopping: it drives the pin high (the fan runs,
+// the safe side for a board nobody watches the temperature of any more)
+// before it gives the pin back. Whether the level outlives the release is
+// the pin driver's: set in the SoC's registers (periph.io's /dev/gpiomem
+// access on a Raspberry Pi) it stays; a GPIO character device line the
+// kernel may reset when it is released.
+func (f *Fan) Leave() error { return f.release(gpio.High) }
+
+// release drives the pin to l, then gives it back (see Close).
+func (f *Fan) release(l gpio.Level) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return nil
 	}
-	err := f.pin.Out(gpio.Low)
+	err := f.pin.Out(l)
 	if err != nil {
-		f.log.Warn("fan: cannot stop the fan before releasing its pin", "pin", f.pin.Name(), "err", err)
+		f.log.Warn("fan: cannot drive the pin before releasing it", "pin", f.pin.Name(), "level", l, "err", err)
 	}
 	f.pin.Halt()
-	var p any = f.pin // an alias ("P1_8") stands for the real pin
-	for {
-		r, ok := p.(gpio.RealPin)
-		if !ok {
-			break
-		}
-		p = r.Real()
-	}
-	if c, ok := p.(interface{ Close() }); ok {
+	if c, ok := realPin(f.pin).(interface{ Close() }); ok {
 		c.Close()
 	}
 	f.closed = true
-	if f.running && err == nil {
-		f.running = false
+	if run := l == gpio.High; f.running != run && err == nil {
+		f.running = run
 		f.since = time.Now()
 		f.transitions++
 	}
 	return err
+}
+
+// realPin is the pin an alias ("P1_8") stands for, or p.
+func realPin(p any) any {
+	for {
+		r, ok := p.(gpio.RealPin)
+		if !ok {
+			return p
+		}
+		p = r.Real()
+	}
+}
+
+// Uses reports whether p is the fan's pin, under its name or an alias
+// ("P1_8" and "GPIO14" are one pin on a Raspberry Pi).
+func (f *Fan) Uses(p gpio.PinIO) bool {
+	name := func(p any) string {
+		if n, ok := realPin(p).(interface{ Name() string }); ok {
+			return n.Name()
+		}
+		return ""
+	}
+	return name(f.pin) == name(p)
 }
 
 // State is a snapshot of the fan for the status page.

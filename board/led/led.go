@@ -187,6 +187,21 @@ func (l *LED) Release() error {
 	return write(filepath.Join(l.Dir, "trigger"), l.defaultTrigger)
 }
 
+// Restore gives the LED back to the kernel's default trigger when its
+// trigger is one only Arka sets ("none": an Arka that was killed while it
+// drove the LED left it dark), for a start that does not drive the LED
+// ([global] led = false). It reports whether it wrote the trigger; a
+// trigger anything else chose is left alone.
+func (l *LED) Restore() (bool, error) {
+	cur, err := l.Trigger()
+	if err != nil || !ownTriggers[cur] {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return true, write(filepath.Join(l.Dir, "trigger"), l.defaultTrigger)
+}
+
 // dtDefaultTrigger finds the device-tree node of the LED labelled name under
 // ROOT/proc/device-tree/leds and returns its linux,default-trigger, or "".
 // A node without a label is matched by its name ("led-act" or "act" for ACT).

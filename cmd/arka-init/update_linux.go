@@ -191,7 +191,7 @@ func healthTargets(dir string) ([]ota.Target, error) {
 				break
 			}
 		}
-		for _, t := range ota.Targets(host, s.HealthPath, s.Listen, s.TLS.Listen) {
+		for _, t := range ota.Targets(host, s.HealthPath, config.ListenStrings(s.Listen), config.ListenStrings(s.TLS.Listen)) {
 			if !slices.Contains(out, t) {
 				out = append(out, t)
 			}

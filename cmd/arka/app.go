@@ -58,7 +58,7 @@ func newApp(log *slog.Logger, state, root string, load func() ([]*config.Site, e
 	a.thermal = board.NewThermal(a.global.Thermal.Limit, a.global.Thermal.Hysteresis, log)
 	a.php = &phpRunner{log: log, budget: a.budget, state: state}
 	a.conds = led.NewConditions()
-	a.fan = &fanControl{log: log, conds: a.conds}
+	a.fan = &fanControl{log: log, conds: a.conds, gpioHeader: brd.IsRaspberryPi()}
 	a.led = &ledControl{root: root, conds: a.conds, log: log}
 	a.opts = server.Options{StateDir: state, Logger: log, Board: brd, Budget: a.budget,
 		Thermal: a.thermal, PHP: a.php, MaxConns: maxConns(a.budget), Conditions: a.conds, BoardRoot: root,
@@ -74,6 +74,15 @@ func (a *app) startBoard() {
 	a.led.activity = a.server().Requests
 	a.boardTaken = true
 	a.applyBoard(a.global)
+}
+
+// stopBoard hands the board back when Arka stops or fails to start: the
+// fan left running with its pin released, the LED given back to the
+// kernel's default trigger. Later applies do nothing; it may be called
+// more than once.
+func (a *app) stopBoard() {
+	a.fan.close()
+	a.led.close()
 }
 
 // applyBoard applies [global] fan and led (boardctl.go).

@@ -16,12 +16,17 @@ import (
 // start and at every reload (the issue 13 rule: a [global] change on reload
 // is applied or refused with a message, never silently ignored):
 //
-//   - a fan added, removed, or moved to another pin: the old pin is driven
-//     low and released (fan.Fan.Close), the new one looked up and driven;
-//     new thresholds on the same pin apply at the next reading. A new pin
-//     this board does not have is refused: logged, the "fan" condition
-//     (Degraded) says so with the key's file:line:col, and the fan that ran
-//     keeps running;
+//   - a fan added, removed, or moved to another pin: the new one is looked
+//     up and driven first, then the old pin is driven low and released
+//     (fan.Fan.Close); new thresholds on the same pin apply at the next
+//     reading. A new pin this board does not have, or whose first write
+//     fails, is refused: logged, the "fan" condition (Degraded) says so
+//     with the key's file:line:col, and the fan that ran keeps running;
+//   - on a Raspberry Pi that shows no GPIO at all, the configured fan is a
+//     Degraded "fan" condition (on a PC, a log line: the configuration is
+//     meant for another board);
+//   - when Arka stops, the fan is left running and its pin released
+//     (fanControl.close);
 //   - led = false gives the LED back to the kernel's default trigger at
 //     once; led = true (or the key removed) takes it again.
 //
@@ -34,10 +39,13 @@ type fanControl struct {
 	log   *slog.Logger
 	conds *led.Conditions // the "fan" condition is this type's
 
+	gpioHeader bool // the board has a GPIO header (a Raspberry Pi)
+
 	mu      sync.Mutex
 	cfg     *config.Fan // the settings the fan runs with; nil: none
 	f       *fan.Fan    // nil when no fan is driven
 	refused string      // why the configured fan is not the one driven ("": it is)
+	closed  bool        // close was called: Arka stops, the fan is left running
 }
 
 // sameFan reports whether a and b configure the same fan (pin and
@@ -54,6 +62,9 @@ func sameFan(a, b *config.Fan) bool {
 func (c *fanControl) apply(fc *config.Fan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	defer c.syncLocked()
 	if sameFan(fc, c.cfg) {
 		c.refused = ""
@@ -75,26 +86,73 @@ func (c *fanControl) apply(fc *config.Fan) {
 	where := fmt.Sprintf("%s:%d:%d", file, line, col)
 	pin, err := fan.Lookup(fc.Pin)
 	switch {
-	case errors.Is(err, fan.ErrNoGPIO):
-		// The configuration is meant for another board: nothing to drive.
+	case errors.Is(err, fan.ErrNoGPIO) && !c.gpioHeader:
+		// A PC or VM: the configuration is meant for another board.
 		c.closeLocked("[global] fan changed")
 		c.cfg = fc
 		c.log.Warn("fan not driven: this machine has no GPIO", "pin", fc.Pin, "config", where)
 		return
+	case errors.Is(err, fan.ErrNoGPIO):
+		// A Raspberry Pi has the header: the fan is wired and does not run.
+		c.closeLocked("[global] fan changed")
+		c.cfg = fc
+		c.refused = fmt.Sprintf("%s: fan pin %q not driven: this Raspberry Pi shows Arka no GPIO (periph.io found no pins, and there is no /dev/gpiochip*): the fan does not run", where, fc.Pin)
+		c.log.Error("fan not driven: this Raspberry Pi shows no GPIO", "pin", fc.Pin, "config", where)
+		return
 	case err != nil:
-		c.refused = fmt.Sprintf("%s: %v", where, err)
-		if c.f != nil {
-			c.refused += fmt.Sprintf("; the fan on %s keeps running (on %g °C, off %g °C)", c.f.Pin(), c.cfg.On, c.cfg.Off)
-			c.log.Error("[global] fan refused; the fan that runs keeps running", "err", err, "config", where, "running", c.f.Pin())
-		} else {
-			c.log.Error("fan not driven", "err", err, "config", where)
-		}
+		c.refuseLocked(where, err)
+		return
+	}
+	if c.f != nil && c.f.Uses(pin) {
+		// Another name of the pin driven ("P1_8" for "GPIO14"): releasing
+		// the old would release the new.
+		c.f = fan.New(pin, fc.On, fc.Off, c.log)
+		c.cfg = fc
+		c.log.Info("fan driven", "pin", fc.Pin, "on_c", fc.On, "off_c", fc.Off)
+		return
+	}
+	// The new pin is set up and written before the old one is let go: a
+	// pin that exists but cannot be written must not stop the cooling.
+	nf := fan.New(pin, fc.On, fc.Off, c.log)
+	if e := nf.State().Error; e != "" && c.f != nil {
+		nf.Close()
+		c.refuseLocked(where, fmt.Errorf("fan pin %s cannot be driven: %s", fc.Pin, e))
 		return
 	}
 	c.closeLocked("[global] fan moved to " + fc.Pin)
-	c.f = fan.New(pin, fc.On, fc.Off, c.log)
+	c.f = nf
 	c.cfg = fc
 	c.log.Info("fan driven", "pin", fc.Pin, "on_c", fc.On, "off_c", fc.Off)
+}
+
+// refuseLocked records why the configured fan at where is not driven; the
+// fan that runs, if any, keeps running.
+func (c *fanControl) refuseLocked(where string, err error) {
+	c.refused = fmt.Sprintf("%s: %v", where, err)
+	if c.f != nil {
+		c.refused += fmt.Sprintf("; the fan on %s keeps running (on %g °C, off %g °C)", c.f.Pin(), c.cfg.On, c.cfg.Off)
+		c.log.Error("[global] fan refused; the fan that runs keeps running", "err", err, "config", where, "running", c.f.Pin())
+	} else {
+		c.log.Error("fan not driven", "err", err, "config", where)
+	}
+}
+
+// close is for Arka stopping (or failing to start): the fan is left
+// running, the safe side for a board whose temperature nobody follows any
+// more, and its pin released (fan.Fan.Leave); later calls do nothing.
+func (c *fanControl) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.f == nil {
+		return
+	}
+	if err := c.f.Leave(); err != nil {
+		c.log.Warn("fan: its pin was released without starting the fan", "pin", c.f.Pin(), "err", err)
+	} else {
+		c.log.Info("fan left running, its pin released", "pin", c.f.Pin())
+	}
+	c.f = nil
 }
 
 // closeLocked stops and releases the fan driven, if any.
@@ -181,6 +239,9 @@ func (c *ledControl) apply(on bool) {
 	}
 	first := !c.applied
 	c.applied, c.off = true, !on
+	if !on && first {
+		restoreLED(c.root, c.log)
+	}
 	if !on {
 		if c.l != nil {
 			c.stop()
@@ -232,4 +293,20 @@ func (c *ledControl) close() {
 		c.l, c.stop = nil, nil
 	}
 	c.closed = true
+}
+
+// restoreLED gives the activity LED back to the kernel's default trigger
+// if an Arka that did not stop cleanly left it at "none" (dark), for a
+// start with [global] led = false.
+func restoreLED(root string, log *slog.Logger) {
+	l, err := led.Find(root)
+	if err != nil {
+		return
+	}
+	switch ok, err := l.Restore(); {
+	case err != nil:
+		log.Warn("activity LED: cannot give it back to the kernel", "led", l.Name, "err", err)
+	case ok:
+		log.Info("activity LED given back to the kernel: an earlier Arka left it dark ([global] led = false)", "led", l.Name, "trigger", l.DefaultTrigger())
+	}
 }

@@ -406,3 +406,161 @@ func TestApplianceFeedsFan(t *testing.T) {
 		t.Errorf("status page fan: %+v", st)
 	}
 }
+
+// TestFanMoveToBrokenPin: a reload moving the fan to a pin that exists but
+// cannot be written keeps the old fan running (and following the
+// temperature) with a Degraded "fan" condition; the new pin is released.
+// Once the pin works, the same move goes through. A move to another name
+// of the same pin does not release it.
+func TestFanMoveToBrokenPin(t *testing.T) {
+	pins := registerPins(t, "GPIO950", "GPIO951")
+	p50, p51 := pins[0], pins[1]
+	if err := gpioreg.RegisterAlias("P9_50", "GPIO950"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gpioreg.Unregister("P9_50") })
+	conds := led.NewConditions()
+	conds.Started()
+	c := &fanControl{log: quietLog, conds: conds}
+	f := func(v float64) *float64 { return &v }
+
+	c.apply(fanConfig(t, `fan = { pin = "GPIO950" }`))
+	c.feed(f(40))
+	p51.setBroken(true)
+	c.apply(fanConfig(t, `fan = { pin = "GPIO951", on = 60, off = 50 }`))
+	if p50.closes() != 0 || c.state() == nil || c.state().Pin != "GPIO950" || p51.closes() != 1 {
+		t.Fatalf("move to a broken pin: old closed %d, new closed %d, state %+v", p50.closes(), p51.closes(), c.state())
+	}
+	cd := fanCondition(conds)
+	want := "/etc/arka/site.toml:6:9: fan pin GPIO951 cannot be driven: gpio: write /dev/gpiochip0: input/output error; the fan on GPIO950 keeps running (on 65 °C, off 55 °C)"
+	if cd == nil || cd.State != led.Degraded || cd.Message != want {
+		t.Fatalf("condition %+v\nwant %s", cd, want)
+	}
+	c.feed(f(80))
+	if p50.level() != gpio.High {
+		t.Error("the old fan no longer follows the temperature")
+	}
+
+	p51.setBroken(false)
+	c.apply(fanConfig(t, `fan = { pin = "GPIO951", on = 60, off = 50 }`))
+	if p50.closes() != 1 || p50.level() != gpio.Low || p51.level() != gpio.High || c.state().Pin != "GPIO951" || fanCondition(conds) != nil {
+		t.Errorf("move once the pin works: old %v closed %d, new %v, state %+v, conditions %+v", p50.level(), p50.closes(), p51.level(), c.state(), conds.List())
+	}
+
+	c.apply(fanConfig(t, `fan = { pin = "GPIO950" }`))
+	c.apply(fanConfig(t, `fan = { pin = "P9_50" }`))
+	if p50.closes() != 1 || p50.level() != gpio.High || c.state().Pin != "P9_50" {
+		t.Errorf("move to an alias of the same pin: level %v, closed %d, state %+v", p50.level(), p50.closes(), c.state())
+	}
+}
+
+// TestStopBoardLeavesFanRunning: when Arka stops (or fails to start), the
+// fan is left running, its pin released, and nothing drives it afterwards;
+// the LED goes back to the kernel.
+func TestStopBoardLeavesFanRunning(t *testing.T) {
+	pin := registerPins(t, "GPIO955")[0]
+	root := ledFixture(t)
+	dir := t.TempDir()
+	src := "listen = [\"" + testkit.FreeAddr(t) + "\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"status\" }\n[global]\nfan = { pin = \"GPIO955\" }\n"
+	file := filepath.Join(dir, "site.toml")
+	os.WriteFile(file, []byte(src), 0o644)
+	load := func() ([]*config.Site, error) { return config.Load(file) }
+	sites, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(quietLog, filepath.Join(dir, "state"), root, load, sites)
+	a.startBoard()
+	cool := 30.0
+	a.fan.feed(&cool)
+	if pin.level() != gpio.Low || trigger(t, root) != "none" {
+		t.Fatalf("30 °C: level %v, trigger %q", pin.level(), trigger(t, root))
+	}
+	a.stopBoard()
+	if pin.level() != gpio.High || pin.closes() != 1 || trigger(t, root) != "mmc0" {
+		t.Errorf("stopped: level %v, closed %d, trigger %q", pin.level(), pin.closes(), trigger(t, root))
+	}
+	a.fan.feed(&cool)
+	a.applyBoard(config.GlobalOf(sites))
+	a.stopBoard()
+	if pin.level() != gpio.High || pin.closes() != 1 {
+		t.Errorf("after stop: level %v, closed %d", pin.level(), pin.closes())
+	}
+}
+
+// TestFanNoGPIOOnPi: a configured fan on a board detected as a Raspberry
+// Pi that shows no GPIO is a Degraded "fan" condition with the reason; on a
+// PC (no GPIO header) the same configuration is only a log line.
+func TestFanNoGPIOOnPi(t *testing.T) {
+	if len(gpioreg.All()) > 0 {
+		t.Skip("this machine has GPIO pins")
+	}
+	for _, c := range []struct {
+		name     string
+		pi       bool
+		degraded bool
+	}{{"pi", true, true}, {"pc", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			conds := led.NewConditions()
+			conds.Started()
+			var logs testkit.LogBuffer
+			fc := &fanControl{log: slog.New(slog.NewTextHandler(&logs, nil)), conds: conds, gpioHeader: c.pi}
+			fc.apply(fanConfig(t, `fan = { pin = "GPIO14" }`))
+			cd := fanCondition(conds)
+			if !c.degraded {
+				if cd != nil || !strings.Contains(logs.String(), "fan not driven: this machine has no GPIO") {
+					t.Errorf("PC: condition %+v, logs %s", cd, logs.String())
+				}
+				return
+			}
+			want := "/etc/arka/site.toml:6:9: fan pin \"GPIO14\" not driven: this Raspberry Pi shows Arka no GPIO (periph.io found no pins, and there is no /dev/gpiochip*): the fan does not run"
+			if cd == nil || cd.State != led.Degraded || cd.Message != want || conds.LEDState() != led.Degraded {
+				t.Errorf("Pi: condition %+v\nwant %s", cd, want)
+			}
+		})
+	}
+}
+
+// TestLEDOffAfterCrash: an Arka killed while driving the LED leaves its
+// trigger at "none" (the LED dark); the next start with led = false gives
+// it back to the kernel's default trigger rather than leave it dark.
+func TestLEDOffAfterCrash(t *testing.T) {
+	for _, c := range []struct{ name, before, want string }{
+		{"left by a crash", "[none] timer heartbeat mmc0\n", "mmc0"},
+		{"the kernel's own", "none timer [heartbeat] mmc0\n", "none timer [heartbeat] mmc0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := ledFixture(t)
+			os.WriteFile(filepath.Join(root, "sys/class/leds/ACT/trigger"), []byte(c.before), 0o644)
+			lc := &ledControl{root: root, conds: led.NewConditions(), log: quietLog, activity: func() uint64 { return 0 }}
+			lc.apply(false)
+			defer lc.close()
+			if got := trigger(t, root); got != c.want || lc.name() != "" {
+				t.Errorf("led = false at start: trigger %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestFanNoGPIOBoardKind: newApp tells a Raspberry Pi (a GPIO header: a
+// configured fan that cannot be driven is degraded) from a PC by the
+// detected board.
+func TestFanNoGPIOBoardKind(t *testing.T) {
+	if len(gpioreg.All()) > 0 {
+		t.Skip("this machine has GPIO pins")
+	}
+	for _, c := range []struct {
+		fixture  string
+		degraded bool
+	}{{"rpi3-b", true}, {"qemu-x86-64", false}} {
+		t.Run(c.fixture, func(t *testing.T) {
+			sites := []*config.Site{}
+			a := newApp(quietLog, t.TempDir(), filepath.Join("..", "..", "board", "testdata", c.fixture), nil, sites)
+			a.conds.Started()
+			a.fan.apply(fanConfig(t, `fan = { pin = "GPIO14" }`))
+			if got := fanCondition(a.conds) != nil; got != c.degraded {
+				t.Errorf("board %s: degraded %v, want %v (%+v)", a.board.Model, got, c.degraded, a.conds.List())
+			}
+		})
+	}
+}

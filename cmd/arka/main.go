@@ -134,7 +134,7 @@ func run(args []string) int {
 	// state lock, never by arka -t.
 	srv := a.server()
 	a.startBoard()
-	defer a.led.close() // every return below gives the LED back to the kernel
+	defer a.stopBoard() // every return below leaves the fan running and gives the LED back
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go watchUpdateStatus(watchCtx, root, conds, logger)
@@ -199,7 +199,7 @@ func run(args []string) int {
 		default:
 			logger.Info("shutting down", "signal", s.String())
 			a.shutdown()
-			a.led.close()
+			a.stopBoard()
 			logger.Info("stopped")
 			return 0
 		}

@@ -347,3 +347,33 @@ func TestRestoreBootWritesOnlyWhatDiffers(t *testing.T) {
 		t.Errorf("a truncated copy: %v, %d bytes written", err, c.written)
 	}
 }
+
+// TestPreflightKeepsBootFiles: the preflight keeps the running build's
+// boot files and drops the copy of the partition the update overwrites;
+// boot files of another build (an update interrupted after it wrote the
+// boot partition) do not replace the copy taken before.
+func TestPreflightKeepsBootFiles(t *testing.T) {
+	d, a, _ := bootDevice(t)
+	dir := a.bootDir()
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(KeptBootFile(dir, 3), []byte("stale"), 0o600)
+	if err := a.Preflight(PreflightRequest{To: v2Build, RootSize: 40000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(KeptBootFile(dir, 3)); !os.IsNotExist(err) {
+		t.Errorf("the copy for partition 3, which the update overwrites, is still there (%v)", err)
+	}
+	if kept, err := readKept(KeptBootFile(dir, 2)); err != nil || kept.Build != v1Build {
+		t.Fatalf("kept for partition 2: %+v %v", kept, err)
+	}
+	writeBootFS(t, d, bootFS(t, v2Build, 0x22, "arka.test=v2")) // then the client died
+	if err := a.Preflight(PreflightRequest{To: v2Build, RootSize: 40000}); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := readKept(KeptBootFile(dir, 2)); err != nil || kept.Build != v1Build {
+		t.Errorf("after a second preflight over v2's boot files, kept for partition 2: %+v %v", kept, err)
+	}
+	if st := a.Status(); st.Boot == nil || st.Boot.Build != v2Build || len(st.Kept) != 1 || st.Kept[0].Partition != 2 || st.Kept[0].Build != v1Build {
+		t.Errorf("status: boot %+v, kept %+v", st.Boot, st.Kept)
+	}
+}

@@ -67,7 +67,7 @@ func (a *Agent) Preflight(req PreflightRequest) error {
 	// running must not return to it.
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if at := a.last; at != nil && !at.ProbationEnds.IsZero() {
+	if at := a.last; at != nil && at.State == Confirmed && !at.ProbationEnds.IsZero() {
 		at.ProbationEnds = time.Time{}
 		if err := a.save(at); err != nil {
 			return err

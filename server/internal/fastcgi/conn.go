@@ -2,6 +2,7 @@ package fastcgi
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/arkaweb/arka/internal/fcgi"
 	"github.com/arkaweb/arka/server/internal/monotime"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // readBufferSize is the receive buffer of one connection. php-fpm writes
@@ -52,15 +54,32 @@ type conn struct {
 	closeOnce sync.Once
 	abortFn   func() // c.abort, made once
 	peek      peeker // checks a kept connection before use
+	// send writes req (a request whose body is all in it) and waits for
+	// the answer without a failing read first (wire.Sender).
+	send   wire.Sender
+	req    []byte
+	reqCtx context.Context // the client's request context, for stop
+	stop   func() bool     // wire.AfterFunc(reqCtx, abortFn)'s, once req is sent
 }
 
 func newConn(nc net.Conn, timeout time.Duration) *conn {
 	c := &conn{nc: nc, timeout: timeout}
 	c.abortFn = c.abort
 	c.peek.init(nc)
+	c.send.Init(nc, c.writeReq)
 	c.br = bufio.NewReaderSize(c, readBufferSize)
 	c.rd.Reset(c.br)
 	return c
+}
+
+// writeReq sends c.req, then has the connection aborted if the client
+// leaves (c.stop), as exchange.attempt does for other requests.
+func (c *conn) writeReq() error {
+	if _, err := c.nc.Write(c.req); err != nil {
+		return err
+	}
+	c.stop = wire.AfterFunc(c.reqCtx, c.abortFn)
+	return nil
 }
 
 // Read implements io.Reader for the bufio.Reader. It keeps the read

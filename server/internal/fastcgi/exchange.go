@@ -188,14 +188,28 @@ func (x *exchange) attempt() (sent bool, err error) {
 	} else {
 		c.armed.Store(monotime.Now())
 	}
-	if _, err := c.nc.Write(x.rb.w); err != nil {
-		return false, fmt.Errorf("send request: %w", err)
+	var stop func() bool
+	if streaming || c.br.Buffered() > 0 {
+		if _, err := c.nc.Write(x.rb.w); err != nil {
+			return false, fmt.Errorf("send request: %w", err)
+		}
+		if streaming {
+			x.stdinDone = make(chan struct{})
+			go x.sendStdin()
+		}
+		stop = wire.AfterFunc(x.r.Context(), c.abortFn)
+	} else {
+		// The whole request is in rb.w: send it and wait for the answer
+		// without the failing read Go's net package would make first
+		// (writeReq watches for the client leaving once it is sent).
+		c.req, c.reqCtx = x.rb.w, x.r.Context()
+		werr := c.send.Send()
+		stop = c.stop
+		c.req, c.reqCtx, c.stop = nil, nil, nil
+		if werr != nil {
+			return false, fmt.Errorf("send request: %w", werr)
+		}
 	}
-	if streaming {
-		x.stdinDone = make(chan struct{})
-		go x.sendStdin()
-	}
-	stop := wire.AfterFunc(x.r.Context(), c.abortFn)
 	err = x.readResponse()
 	if !stop() {
 		// The client left: ABORT_REQUEST is sent or being sent, after

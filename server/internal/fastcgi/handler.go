@@ -18,6 +18,20 @@
 //
 // Responses are not compressed here: the server's content-coding
 // middleware wraps the handler.
+//
+// # Where the time goes
+//
+// A perf profile of arka (php-fpm apart) running a tiny script for wrk over
+// HTTP/1.1: write system calls 25% of its CPU (the request to php-fpm, the
+// answer to the client), reads 18%, the scheduler and netpoll 24%, sysmon
+// 13%, resolving the script (one stat) 4%, parsing and allocation a few
+// percent. Per request (perf stat): 2 writes, 2.8 reads (the request and
+// the client's next-request wait each fail one read first in Go's net
+// package; after sending to php-fpm the wait comes first, see
+// wire.Sender), one MSG_PEEK recvfrom checking a kept connection, one
+// stat. make bench-go: 5 allocations per request, 3 of them the engine's
+// request; records are read through one 32 KiB buffer per connection
+// and body bytes copied once, into the response's write buffer.
 package fastcgi
 
 import (

@@ -234,6 +234,7 @@ func (c *conn) waitRequest() error {
 	}
 	c.br.Reset(nil)
 	readerPool.Put(c.br)
+	c.br = nil // no longer ours until the wait ends
 	var err error
 	for {
 		var n int

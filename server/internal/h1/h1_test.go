@@ -657,28 +657,6 @@ func TestBodyReadTimeout(t *testing.T) {
 	}
 }
 
-// TestNilContentTypeNotSniffed: as in net/http, a handler that sets
-// Content-Type to nil sends none; one that leaves it unset gets a sniffed
-// one.
-func TestNilContentTypeNotSniffed(t *testing.T) {
-	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/none" {
-			w.Header()["Content-Type"] = nil
-		}
-		io.WriteString(w, "<html><p>hello</p></html>")
-	}))
-	for path, want := range map[string]string{"/none": "", "/sniff": "text/html; charset=utf-8"} {
-		out := exchange(t, addr, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-		rs := responses(t, out, "GET")
-		if len(rs) != 1 {
-			t.Fatalf("%s: %q", path, out)
-		}
-		if got, ok := rs[0].Header["Content-Type"]; want == "" && ok || want != "" && (len(got) != 1 || got[0] != want) {
-			t.Errorf("%s: Content-Type %q, want %q", path, got, want)
-		}
-	}
-}
-
 // TestRejectedHook: every answer the engine makes itself reaches
 // Server.Rejected with its status, body size and as much of the request
 // line as was read, so that the access log and counters have it; requests

@@ -38,6 +38,7 @@ type conn struct {
 	br  *bufio.Reader
 	pre prefixReader
 	fr  *http2.Framer
+	hd  blockDecoder // header blocks (hdecode.go)
 
 	// Reader-goroutine state.
 	maxStreamID  uint32       // highest client-initiated stream id seen
@@ -228,7 +229,7 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	// single string longer than MaxHeaderListSize. onHeaders applies the
 	// real limit.
 	c.fr.MaxHeaderListSize = 8 * s.maxHeaderBytes()
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.hd.init(c.fr.MaxHeaderListSize)
 	c.fw = http2.NewFramer(outWriter{c}, nil)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	return c
@@ -278,6 +279,9 @@ func (c *conn) serve() {
 			return
 		}
 		f, err := c.fr.ReadFrame()
+		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
+			f, err = c.readHeaderBlock(hf)
+		}
 		if err != nil {
 			c.readError(err)
 			return

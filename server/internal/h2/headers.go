@@ -85,7 +85,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.active++
 	c.smu.Unlock()
 	st.running.Store(true)
-	c.srv.pool.run(st.run)
+	c.srv.pool.run(st)
 	return nil
 }
 

@@ -254,17 +254,3 @@ func TestContinuationFlood(t *testing.T) {
 		}
 	})
 }
-
-// TestResponseLengthSpelling: a handler's Content-Length that is not
-// digits ("+5") is not a declared length, on this engine as on HTTP/1.1
-// (one rule, server/internal/core): the engine frames the answer itself.
-func TestResponseLengthSpelling(t *testing.T) {
-	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "+5")
-		io.WriteString(w, "hello")
-	}))
-	resp, body := get(t, client(), "https://"+addr+"/")
-	if body != "hello" || resp.Header.Get("Content-Length") == "+5" {
-		t.Errorf("body %q, Content-Length %q", body, resp.Header.Get("Content-Length"))
-	}
-}

@@ -160,23 +160,6 @@ func TestLargeHeaderField(t *testing.T) {
 	}
 }
 
-// TestNilContentTypeNotSniffed: as in net/http, a handler that sets
-// Content-Type to nil sends none.
-func TestNilContentTypeNotSniffed(t *testing.T) {
-	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Content-Type"] = nil
-		w.Write([]byte("<html><p>hello</p></html>"))
-	}))
-	res, err := client().Get("https://" + addr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if ct, ok := res.Header["Content-Type"]; ok {
-		t.Errorf("Content-Type %q", ct)
-	}
-}
-
 // TestFramesAfterOurResetIgnored: DATA the client sent before it saw our
 // RST_STREAM (a 431 refused while the upload was on its way) is ignored,
 // not answered with STREAM_CLOSED for every frame (RFC 9113 section 5.1,

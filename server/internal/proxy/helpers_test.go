@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/enginetest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // front is the client side of a test: the proxy on Arka's own engines
@@ -143,40 +143,10 @@ func startUnixUpstream(t testing.TB, h http.Handler) string {
 	return "unix:" + p
 }
 
-// deadAddr returns a loopback address where nothing listens.
-func deadAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().String()
-	ln.Close()
-	return a
-}
-
-// logBuf collects the proxy's error log.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newProxy builds a handler for route "/proxy/" with cfg's upstreams.
-func newProxy(t testing.TB, cfg config.Proxy) (*Handler, *logBuf) {
+func newProxy(t testing.TB, cfg config.Proxy) (*Handler, *testkit.LogBuffer) {
 	t.Helper()
-	lb := &logBuf{}
+	lb := &testkit.LogBuffer{}
 	h, err := New("/proxy/", complete(t, &cfg), Options{Logger: slog.New(slog.NewTextHandler(lb, nil)), Site: "test.toml"})
 	if err != nil {
 		t.Fatal(err)

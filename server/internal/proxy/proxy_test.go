@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // echoURI answers with the request target the upstream received.
@@ -496,7 +497,7 @@ func TestServerSentEventsFlush(t *testing.T) {
 }
 
 func TestUpstreamDownIs502(t *testing.T) {
-	dead := deadAddr(t)
+	dead := testkit.FreeAddr(t) // nothing listens there
 	h, logs := newProxy(t, config.Proxy{Upstreams: []string{dead}})
 	forEachFront(t, h, func(t *testing.T, f front) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -635,7 +636,7 @@ func TestLeastConn(t *testing.T) {
 }
 
 func TestDeadUpstreamSkipped(t *testing.T) {
-	dead := deadAddr(t)
+	dead := testkit.FreeAddr(t) // nothing listens there
 	live := startUpstream(t, whoAmI("live"))
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{dead, live.addr}, FailTimeout: dur(time.Minute)})
 	forEachFront(t, h, func(t *testing.T, f front) {

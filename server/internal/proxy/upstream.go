@@ -15,6 +15,7 @@ import (
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/monotime"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // maxResponseHeaderBytes bounds an upstream's response head (status line and
@@ -130,6 +131,9 @@ type conn struct {
 	idleSince time.Time
 	reused    bool   // served a request before
 	abort     func() // unblocks every read and write: the client left
+	// send flushes bw (a request without a body to stream) and waits for
+	// the answer without a failing read first (wire.Sender).
+	send wire.Sender
 }
 
 // limitReader bounds the bytes read while a response head is parsed.
@@ -221,6 +225,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
+	c.send.Init(raw, c.bw.Flush)
 	return c, nil
 }
 
