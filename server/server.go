@@ -6,13 +6,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -102,9 +100,6 @@ type Options struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	WriteTimeout      time.Duration
-	// Engine selects the HTTP engines: "" or "arka" (packages h1 and h2),
-	// or "net/http" (the standard library's, for comparison and debugging).
-	Engine string
 	// MaxConns bounds the connections open at once per listen address; 0
 	// means no bound. cmd/arka derives it from the board's memory.
 	MaxConns int
@@ -579,7 +574,7 @@ func (s *Server) CacheStats() static.CacheStats { return s.cache.Stats() }
 
 // listener is one bound address with its engines: Arka's HTTP/1.1 engine
 // (package h1) and, for TLS connections that negotiate "h2", its HTTP/2
-// engine (package h2). With Options.Engine "net/http", net/http serves both.
+// engine (package h2).
 type listener struct {
 	addr string
 	tls  bool
@@ -587,9 +582,8 @@ type listener struct {
 	ln   net.Listener // sock, bounded by Options.MaxConns
 	// stopped is closed when the accept loop has returned.
 	stopped chan struct{}
-	srv     *http.Server // everything with the net/http engine
-	h1      *h1.Server   // nil with the net/http engine
-	h2      *h2.Server   // nil with the net/http engine
+	h1      *h1.Server
+	h2      *h2.Server // nil on a plain HTTP listener
 	tlsc    *tls.Config
 	// tlsc13 is tlsc with TLS 1.3 as the minimum, for the handshakes of
 	// sites that ask for it.
@@ -649,13 +643,6 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 		limited = newLimitListener(sock, s.o.MaxConns)
 		l.ln = limited
 	}
-	l.srv = &http.Server{
-		Handler:           l,
-		ReadHeaderTimeout: s.limits.ReadHeaderTimeout(),
-		IdleTimeout:       s.limits.IdleTimeout(),
-		MaxHeaderBytes:    s.limits.MaxHeaderBytes(),
-		ErrorLog:          log.New(&engineLog{log: s.log}, "", 0),
-	}
 	if isTLS {
 		l.tlsc = &tls.Config{
 			MinVersion: tls.VersionTLS12,
@@ -666,24 +653,18 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 			NextProtos:     []string{"h2", "http/1.1", "http/1.0", acme.ALPNProto},
 			GetCertificate: l.certificate,
 		}
-		l.srv.TLSConfig = l.tlsc
-		l.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
-			acme.ALPNProto: func(_ *http.Server, c *tls.Conn, _ http.Handler) { c.Close() },
-		}
 		l.tlsc.CipherSuites = tls12CipherSuites
 		// Sites with [tls] min_version = "1.3" get this one, by SNI.
 		l.tlsc13 = l.tlsc.Clone()
 		l.tlsc13.MinVersion = tls.VersionTLS13
 		l.tlsc.GetConfigForClient = l.configForClient
 	}
-	if s.o.Engine != "net/http" {
-		l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
-		if limited != nil {
-			limited.makeRoom = l.makeRoom
-		}
-		if isTLS {
-			l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
-		}
+	l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
+	if limited != nil {
+		limited.makeRoom = l.makeRoom
+	}
+	if isTLS {
+		l.h2 = &h2.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
 	}
 	return l
 }
@@ -737,15 +718,10 @@ func (s *socket) Addr() net.Addr { return s.raw.Addr() }
 
 func (l *listener) serve(log *slog.Logger) {
 	var err error
-	switch {
-	case l.h1 == nil && l.tls:
-		err = l.srv.ServeTLS(l.ln, "", "")
-	case l.h1 == nil:
-		err = l.srv.Serve(l.ln)
-	case !l.tls:
-		err = l.h1.Serve(l.ln)
-	default:
+	if l.tls {
 		err = l.acceptTLS()
+	} else {
+		err = l.h1.Serve(l.ln)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		log.Error("listener stopped", "addr", l.addr, "err", err)
@@ -822,22 +798,17 @@ func (l *listener) shutdown(timeout time.Duration) {
 	defer cancel()
 	l.ln.Close()
 	var wg sync.WaitGroup
-	if l.h1 != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.h1.Shutdown(ctx)
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.h1.Shutdown(ctx)
+	}()
 	if l.h2 != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			l.h2.Shutdown(ctx)
 		}()
-	}
-	if err := l.srv.Shutdown(ctx); err != nil {
-		l.srv.Close()
 	}
 	wg.Wait()
 }
@@ -1070,18 +1041,6 @@ func (l *listener) rejected(r *http.Request, status int, n int64) {
 	if st.log != nil {
 		st.log.log(r, status, n, now, 0, "")
 	}
-}
-
-// engineLog routes net/http's own messages to the error log, dropping the
-// TLS handshake failures every internet-facing server sees all day.
-type engineLog struct{ log *slog.Logger }
-
-func (e *engineLog) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("TLS handshake error")) {
-		return len(p), nil
-	}
-	e.log.Warn(string(bytes.TrimSpace(p)))
-	return len(p), nil
 }
 
 // looksLikeHTTP reports whether the first bytes of a TLS record header are

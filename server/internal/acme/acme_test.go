@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/arkaweb/arka/server/servertest"
 	"github.com/arkaweb/arka/server/status"
 	"github.com/arkaweb/arka/tests/pebbletest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 // Names the tests get certificates for: public-looking (so Arka manages
@@ -45,7 +45,7 @@ type env struct {
 	http   string // plain listener, "" for none
 	https  string
 	file   string
-	logs   *syncBuffer
+	logs   *testkit.LogBuffer
 	clock  *atomic.Bool
 	closed bool
 	email  string
@@ -78,7 +78,7 @@ func port(t testing.TB, addr string) int {
 
 func start(t *testing.T, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), logs: &syncBuffer{}, clock: &atomic.Bool{}}
+	e := &env{t: t, dir: t.TempDir(), logs: &testkit.LogBuffer{}, clock: &atomic.Bool{}}
 	e.clock.Store(!o.clockNotSynced)
 	if !o.noEmail {
 		e.email = "admin@arka-pebble.net"
@@ -578,21 +578,4 @@ func TestNoEmailNoPrompt(t *testing.T) {
 	if len(out) > 0 {
 		t.Errorf("written to standard output: %q", out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

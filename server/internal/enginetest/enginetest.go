@@ -263,6 +263,9 @@ func runsArka(stack string) bool {
 	return false
 }
 
+// grace is how long CheckLeaks waits for stragglers.
+var grace = 5 * time.Second
+
 // CheckLeaks reports goroutines running Arka's code that were not running
 // before (a Goroutines result): the server's own must have ended with its
 // shutdown. Stragglers get five seconds (a connection closing, an old
@@ -273,7 +276,7 @@ func CheckLeaks(t testing.TB, before map[string]string) {
 	if t.Failed() {
 		return
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(grace)
 	for {
 		var leaked []string
 		for id, g := range Goroutines() {

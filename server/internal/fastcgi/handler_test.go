@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -604,9 +603,7 @@ func TestErrorPages(t *testing.T) {
 		})
 	}
 
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	down := l.Addr().String()
-	l.Close()
+	down := testkit.FreeAddr(t) // nothing listens there
 	dh, err := New("/app/", complete(t, &config.FastCGI{Address: down, Root: e.root}), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -696,9 +693,7 @@ func TestNewErrors(t *testing.T) {
 func TestFastCGIServerDown(t *testing.T) {
 	root := t.TempDir()
 	fpmtest.WriteFiles(t, root, scripts)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
+	addr := testkit.FreeAddr(t) // nothing listens there
 	log := &testkit.LogBuffer{}
 	h, err := New("/app/", complete(t, &config.FastCGI{Address: addr, Root: root}), Options{Logger: newTestLogger(log)})
 	if err != nil {

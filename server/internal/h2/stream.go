@@ -160,7 +160,8 @@ type body struct {
 	st      *stream
 	mu      sync.Mutex
 	cond    sync.Cond
-	buf     []byte
+	buf     []byte  // received, not yet read; from bodyBufs (bp) while not empty
+	bp      *[]byte // the pool's box of buf
 	off     int
 	eof     bool
 	err     error
@@ -199,6 +200,10 @@ func (b *body) push(p []byte, end bool) bool {
 		b.last = time.Now()
 		if b.off > 0 && b.off == len(b.buf) {
 			b.buf, b.off = b.buf[:0], 0
+		}
+		if b.bp == nil {
+			b.bp = bodyBufs.Get().(*[]byte)
+			b.buf = (*b.bp)[:0]
 		}
 		b.buf = append(b.buf, p...)
 	}
@@ -241,8 +246,24 @@ func (b *body) close() int {
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	b.buf, b.off = nil, 0
+	b.releaseLocked()
 	return left
+}
+
+// bodyBufs hold request body bytes between their arrival and the
+// handler's read. A stream gives its buffer back as soon as the handler
+// has read everything, so one waiting for more (a slow upload, a handler
+// busy elsewhere) holds none.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// releaseLocked returns the body buffer to bodyBufs (b.mu held); one that
+// grew past 64 KiB is left to the collector.
+func (b *body) releaseLocked() {
+	if b.bp != nil && cap(b.buf) <= 64<<10 {
+		*b.bp = b.buf[:0]
+		bodyBufs.Put(b.bp)
+	}
+	b.buf, b.bp, b.off = nil, nil, 0
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -267,6 +288,9 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	n := copy(p, b.buf[b.off:])
 	b.off += n
+	if b.off == len(b.buf) {
+		b.releaseLocked()
+	}
 	b.unacked += int32(n)
 	var credit int32
 	if b.unacked >= streamWindow/8 || b.off == len(b.buf) && !b.eof {
@@ -621,7 +645,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			st.localClosed.Store(true)
 			end = false
 		}
-		if len(c.out) > 256<<10 {
+		if len(c.out) >= maxQueued {
 			c.kickWriter()
 		}
 	}
@@ -648,8 +672,12 @@ func (c *conn) stallReset(st *stream) {
 
 var errWriteTimeout = errors.New("h2: write deadline exceeded")
 
-// maxQueued bounds a connection's unsent output, in bytes.
-const maxQueued = 256 << 10
+// maxQueued bounds a connection's unsent output, in bytes. The writer
+// holds two such buffers while a connection streams (one being sent, one
+// being filled). 64 KiB rather than 256: 64 clients downloading a 1 MiB
+// file peaked at 41 MB RSS instead of 85-89 MB, for no more CPU per
+// request (TLS sends a record, 16 KiB, per write system call either way).
+const maxQueued = 64 << 10
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 

@@ -100,7 +100,8 @@ func rssMarkdown(servers []Server, tests []*Test, sums []*Summary) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("## Peak memory\n\n")
 	w("Peak RSS in MB per test: the sum of each process's peak (VmHWM, reset before each run), the largest over the rounds; PHP tests include the php-fpm pool. ")
-	w("The aim for Arka on static and proxy tests: at most 1.5 × nginx's.\n\n| test |")
+	w("The aim for Arka on static and proxy tests: at most 1.5 × nginx's. ")
+	w("The servers run through all tests, so a peak can include memory a server freed in the test before and has not yet returned to the system (Go returns it over some seconds).\n\n| test |")
 	for _, s := range servers {
 		w(" %s |", s)
 	}
