@@ -160,7 +160,8 @@ type body struct {
 	st      *stream
 	mu      sync.Mutex
 	cond    sync.Cond
-	buf     []byte
+	buf     []byte  // received, not yet read; from bodyBufs (bp) while not empty
+	bp      *[]byte // the pool's box of buf
 	off     int
 	eof     bool
 	err     error
@@ -199,6 +200,10 @@ func (b *body) push(p []byte, end bool) bool {
 		b.last = time.Now()
 		if b.off > 0 && b.off == len(b.buf) {
 			b.buf, b.off = b.buf[:0], 0
+		}
+		if b.bp == nil {
+			b.bp = bodyBufs.Get().(*[]byte)
+			b.buf = (*b.bp)[:0]
 		}
 		b.buf = append(b.buf, p...)
 	}
@@ -241,8 +246,24 @@ func (b *body) close() int {
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	b.buf, b.off = nil, 0
+	b.releaseLocked()
 	return left
+}
+
+// bodyBufs hold request body bytes between their arrival and the
+// handler's read. A stream gives its buffer back as soon as the handler
+// has read everything, so one waiting for more (a slow upload, a handler
+// busy elsewhere) holds none.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// releaseLocked returns the body buffer to bodyBufs (b.mu held); one that
+// grew past 64 KiB is left to the collector.
+func (b *body) releaseLocked() {
+	if b.bp != nil && cap(b.buf) <= 64<<10 {
+		*b.bp = b.buf[:0]
+		bodyBufs.Put(b.bp)
+	}
+	b.buf, b.bp, b.off = nil, nil, 0
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -267,6 +288,9 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	n := copy(p, b.buf[b.off:])
 	b.off += n
+	if b.off == len(b.buf) {
+		b.releaseLocked()
+	}
 	b.unacked += int32(n)
 	var credit int32
 	if b.unacked >= streamWindow/8 || b.off == len(b.buf) && !b.eof {
