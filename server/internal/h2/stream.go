@@ -441,8 +441,6 @@ type responseWriter struct {
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
 
-const pendingLimit = 4096
-
 var errAborted = errors.New("h2: stream closed")
 
 func (w *responseWriter) Header() http.Header { return w.header }
@@ -461,8 +459,7 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = core.BodyAllowed(code)
-	w.cl = core.DeclaredLength(w.header)
+	w.bodyOK, w.cl = core.Final(code, w.header)
 }
 
 func (w *responseWriter) writeInformational(code int) {
@@ -492,7 +489,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.head {
 		return len(p), nil
 	}
-	if !w.headerSent && w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(p)) {
 		w.pending = append(w.pending, p...)
 		return len(p), nil
 	}
@@ -506,7 +503,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 }
 
 func (w *responseWriter) WriteString(s string) (int, error) {
-	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit {
+	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && core.Hold(w.cl, len(w.pending), len(s)) {
 		w.written += int64(len(s))
 		w.pending = append(w.pending, s...)
 		return len(s), nil
@@ -525,23 +522,9 @@ func (w *responseWriter) sendHeader(final bool) error {
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.header
-	if t := h["Trailer"]; len(t) > 0 {
-		w.trailers = wire.AppendTrailerNames(w.trailers, t)
-	}
-	// A handler that sets the field to nil (as net/http allows) wants none.
-	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {
-		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
-	}
-	switch {
-	case !w.bodyOK:
-		if w.status != http.StatusNotModified {
-			delete(h, "Content-Length")
-		}
-	case w.cl < 0 && final && len(w.trailers) == 0 && !w.head:
-		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
-	case w.cl < 0 && final && w.head && w.written > 0:
-		h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
-	}
+	// Length, Content-Type and trailers as both engines decide them; the
+	// body goes in DATA frames, its end in END_STREAM.
+	_, w.trailers = core.PrepareHead(h, w.coreHead(final), w.trailers)
 	end := final && len(w.trailers) == 0 && (len(w.pending) == 0 || w.head || !w.bodyOK)
 	c := w.st.c
 	c.wmu.Lock()
@@ -727,20 +710,11 @@ func (w *responseWriter) finish() {
 		}
 	}
 	c := w.st.c
-	if len(w.trailers) > 0 || w.hasPrefixTrailers() {
+	if core.HasTrailers(w.header, w.trailers) {
 		c.wmu.Lock()
 		if !w.aborted && !c.dead {
 			tr := http.Header{}
-			for _, k := range w.trailers {
-				if v, ok := w.header[k]; ok {
-					tr[k] = v
-				}
-			}
-			for k, v := range w.header {
-				if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-					tr[http.CanonicalHeaderKey(name)] = v
-				}
-			}
+			core.EachTrailer(w.header, w.trailers, func(name string, v []string) { tr[name] = v })
 			c.writeTrailers(w.st.id, tr)
 			w.st.localClosed.Store(true)
 		}
@@ -748,7 +722,7 @@ func (w *responseWriter) finish() {
 		c.kickWriter()
 		return
 	}
-	if w.cl >= 0 && w.written < w.cl && !w.head && w.bodyOK {
+	if core.Short(w.coreHead(true)) {
 		// Promised more than written: the client must not take this as
 		// complete (RFC 9113 section 8.1.1).
 		w.st.resetLocal(http2.ErrCodeProtocol)
@@ -757,13 +731,9 @@ func (w *responseWriter) finish() {
 	w.writeData(nil, true)
 }
 
-func (w *responseWriter) hasPrefixTrailers() bool {
-	for k := range w.header {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			return true
-		}
-	}
-	return false
+// coreHead is the response as package core's rules see it.
+func (w *responseWriter) coreHead(final bool) core.Head {
+	return core.Head{Status: w.status, BodyOK: w.bodyOK, HEAD: w.head, Final: final, CL: w.cl, Written: w.written, Pending: w.pending}
 }
 
 func (w *responseWriter) Flush() { w.FlushError() }
