@@ -54,7 +54,9 @@ func TestResponseLengthSpelling(t *testing.T) {
 // declared and set with http.TrailerPrefix arrive after the body, not in
 // the head; a finished handler's body gets its length; HEAD gets the
 // GET's length; 204 loses a Content-Length and 304 keeps it; a body short
-// of its declared length is not delivered as complete.
+// of its declared length is not delivered as complete; field names that
+// are not tokens are dropped and control characters in values become
+// spaces (ValidFieldName, CleanValue).
 func TestEnginesFollowCore(t *testing.T) {
 	e := enginetest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -76,6 +78,10 @@ func TestEnginesFollowCore(t *testing.T) {
 		case "/short":
 			w.Header().Set("Content-Length", "10")
 			io.WriteString(w, "abc")
+		case "/fields":
+			w.Header()["Bad Name"] = []string{"x"}
+			w.Header()["X-Paren(1)"] = []string{"x"}
+			w.Header()["X-Ctl"] = []string{"a\x01b\x7fc\rd\ne"}
 		}
 	}))
 	e.Each(t, func(t *testing.T, c *enginetest.Client) {
@@ -100,6 +106,10 @@ func TestEnginesFollowCore(t *testing.T) {
 			if resp.Header.Get("Content-Length") != want {
 				t.Errorf("%s: Content-Length %q, want %q", path, resp.Header.Get("Content-Length"), want)
 			}
+		}
+		resp, _ = c.Get(t, "/fields")
+		if resp.Header.Get("X-Ctl") != "a b c d e" || len(resp.Header["Bad Name"]) > 0 || len(resp.Header["X-Paren(1)"]) > 0 {
+			t.Errorf("fields: %q", resp.Header)
 		}
 		resp, err := c.HTTP.Get(c.Base + "/short")
 		if err == nil {

@@ -183,3 +183,52 @@ const PendingLimit = 4096
 func Hold(cl int64, pending, n int) bool {
 	return cl < 0 && pending+n <= PendingLimit
 }
+
+// ValidFieldName reports whether a handler's header or trailer field name
+// may be sent: a token (RFC 9110 section 5.1). Both engines drop the
+// others rather than send a field a client would misparse.
+func ValidFieldName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !tchar[name[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// tchar is RFC 9110 section 5.6.2's tchar.
+var tchar = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return
+}()
+
+// CleanValue returns a handler's field value as both engines send it:
+// every control character but HTAB (CR, LF and NUL among them, which RFC
+// 9110 section 5.5 forbids, and DEL) replaced by a space, so that no value
+// can start a field of its own or break a header block. A clean value is
+// returned as it is, without allocating.
+func CleanValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			b := []byte(v)
+			for j, c := range b[i:] {
+				if c < 0x20 && c != '\t' || c == 0x7f {
+					b[i+j] = ' '
+				}
+			}
+			return string(b)
+		}
+	}
+	return v
+}

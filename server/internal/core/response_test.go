@@ -96,3 +96,19 @@ func TestHold(t *testing.T) {
 		t.Errorf("Final(204): %v %d", ok, cl)
 	}
 }
+
+func TestFieldChecks(t *testing.T) {
+	for name, want := range map[string]bool{"X-Ok": true, "x_ok~": true, "": false, "Bad Name": false, "X:y": false, "X(y)": false, "X\xffy": false} {
+		if ValidFieldName(name) != want {
+			t.Errorf("ValidFieldName(%q) = %v", name, !want)
+		}
+	}
+	for v, want := range map[string]string{"plain\tvalue": "plain\tvalue", "a\r\nb": "a  b", "\x00x\x7f": " x ", "caf\xc3\xa9": "caf\xc3\xa9"} {
+		if got := CleanValue(v); got != want {
+			t.Errorf("CleanValue(%q) = %q, want %q", v, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { CleanValue("clean value") }); n != 0 {
+		t.Errorf("CleanValue of a clean value allocates %v times", n)
+	}
+}

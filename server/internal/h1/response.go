@@ -198,8 +198,8 @@ func (w *response) coreHead(final bool) core.Head {
 
 // writeFields writes header fields in name order (stable output from one
 // response to the next), skipping declared trailers and keys with
-// http.TrailerPrefix. CR and LF in values become spaces, so no value can
-// start a field of its own.
+// http.TrailerPrefix, and names that are not tokens; control characters
+// in values become spaces (core.CleanValue).
 func writeFields(bw *bufio.Writer, h http.Header, trailers []string) {
 	var arr [24]string
 	keys := arr[:0]
@@ -230,38 +230,9 @@ outer:
 	}
 }
 
-func writeValue(bw *bufio.Writer, v string) {
-	clean := true
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 && c != '\t' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		bw.WriteString(v)
-		return
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c < 0x20 && c != '\t' {
-			c = ' '
-		}
-		bw.WriteByte(c)
-	}
-}
+func writeValue(bw *bufio.Writer, v string) { bw.WriteString(core.CleanValue(v)) }
 
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !tokenChar[k[i]] {
-			return false
-		}
-	}
-	return true
-}
+func validFieldName(k string) bool { return core.ValidFieldName(k) }
 
 // Flush sends what the handler wrote so far.
 func (w *response) Flush() { w.FlushError() }

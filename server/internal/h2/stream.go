@@ -784,7 +784,7 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 	c.hbuf.Reset()
 	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
 	for k, vs := range h {
-		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !validName(k) {
+		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !core.ValidFieldName(k) {
 			continue
 		}
 		skip := false
@@ -799,7 +799,7 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 		}
 		lk := wire.Lower(k)
 		for _, v := range vs {
-			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cleanValue(v)})
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: core.CleanValue(v)})
 		}
 	}
 	if _, ok := h["Date"]; !ok {
@@ -811,12 +811,12 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 func (c *conn) writeTrailers(id uint32, tr http.Header) {
 	c.hbuf.Reset()
 	for k, vs := range tr {
-		if connectionSpecific[k] || !validName(k) {
+		if connectionSpecific[k] || !core.ValidFieldName(k) {
 			continue
 		}
 		lk := wire.Lower(k)
 		for _, v := range vs {
-			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cleanValue(v)})
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: core.CleanValue(v)})
 		}
 	}
 	c.writeBlock(id, true)
@@ -842,35 +842,6 @@ func (c *conn) writeBlock(id uint32, end bool) {
 // peerMaxFrameLocked reads the peer's frame size limit; it changes only
 // on the reader goroutine, under wmu for writers.
 func (c *conn) peerMaxFrameLocked() uint32 { return c.peerMaxFrame }
-
-func validName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || c == ':' {
-			return false
-		}
-	}
-	return true
-}
-
-// cleanValue drops bytes HTTP/2 forbids in field values (CR, LF, NUL).
-func cleanValue(v string) string {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c == '\r' || c == '\n' || c == 0 {
-			b := []byte(v)
-			for j := range b {
-				if b[j] == '\r' || b[j] == '\n' || b[j] == 0 {
-					b[j] = ' '
-				}
-			}
-			return string(b)
-		}
-	}
-	return v
-}
 
 var statusTexts = func() (t [1000]string) {
 	for i := range t {
