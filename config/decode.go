@@ -18,9 +18,10 @@ import (
 // typed form validate parses (routes, listen addresses) as written.
 type rawSite struct {
 	Site
-	Listen []string   `toml:"listen"`
-	TLS    rawTLS     `toml:"tls"`
-	Routes []rawRoute `toml:"routes"`
+	TrustedProxies []string   `toml:"trusted_proxies"`
+	Listen         []string   `toml:"listen"`
+	TLS            rawTLS     `toml:"tls"`
+	Routes         []rawRoute `toml:"routes"`
 }
 
 type rawTLS struct {
@@ -32,6 +33,8 @@ type rawRoute struct {
 	Path    string         `toml:"path"`
 	Handler toml.Primitive `toml:"handler"`
 	RouteOptions
+	Allow []string `toml:"allow"` // RouteOptions.Allow as written
+	Deny  []string `toml:"deny"`
 }
 
 var lastKeyRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
@@ -228,8 +231,9 @@ func (v *validator) inFailedRoute(line int) bool {
 // errors that kept its handler from being decoded.
 type decodedRoute struct {
 	raw  rawRoute
-	ri   int    // index in Site.Routes; -1 when the handler could not be decoded
-	errs Errors // why not
+	ri   int      // index in Site.Routes; -1 when the handler could not be decoded
+	nets []string // the handler's networks as written (see validator.handler)
+	errs Errors   // why not
 }
 
 // decode decodes a site file: the site's keys into the schema, each
@@ -248,11 +252,12 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	site.pos = v.pos
 	site.TLS = raw.TLS.TLS
 	v.written.listen, v.written.tlsListen = raw.Listen, raw.TLS.Listen
+	v.written.trusted = raw.TrustedProxies
 	for i, rr := range raw.Routes {
 		d := decodedRoute{raw: rr, ri: -1}
 		saved := v.errs
 		v.errs = nil
-		if h := v.decodeHandler(&md, i, rr); h != nil {
+		if h := v.decodeHandler(&md, i, rr, &d.nets); h != nil {
 			at := fmt.Sprintf("routes[%d]", i)
 			line, col := v.pos.at(at)
 			d.ri = len(site.Routes)
@@ -273,9 +278,10 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	return site, nil
 }
 
-// decodeHandler decodes the handler table of route i into its type, or
-// records why it cannot and returns nil.
-func (v *validator) decodeHandler(md *toml.MetaData, i int, rr rawRoute) Handler {
+// decodeHandler decodes the handler table of route i into its type, and
+// its networks as written into nets, or records why it cannot and
+// returns nil.
+func (v *validator) decodeHandler(md *toml.MetaData, i int, rr rawRoute, nets *[]string) Handler {
 	at := fmt.Sprintf("routes[%d]", i)
 	if !v.has(at + ".handler") {
 		v.errAt(at, "route %q has no handler (for example handler = { type = \"static\", root = \"/srv/www\" })", rr.Path)
@@ -301,7 +307,26 @@ func (v *validator) decodeHandler(md *toml.MetaData, i int, rr rawRoute) Handler
 		v.failed = append(v.failed, i)
 		return nil
 	}
-	if err := md.PrimitiveDecode(rr.Handler, h); err != nil {
+	err := md.PrimitiveDecode(rr.Handler, h)
+	if err == nil {
+		// The networks' typed fields are not decoded; their written form
+		// is, for validate to parse.
+		switch h.(type) {
+		case *Proxy:
+			var w struct {
+				Nets []string `toml:"trusted_proxies"`
+			}
+			err = md.PrimitiveDecode(rr.Handler, &w)
+			*nets = w.Nets
+		case *Status:
+			var w struct {
+				Nets []string `toml:"allow"`
+			}
+			err = md.PrimitiveDecode(rr.Handler, &w)
+			*nets = w.Nets
+		}
+	}
+	if err != nil {
 		v.typeErr(hp, err)
 		v.failed = append(v.failed, i)
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -134,13 +135,13 @@ func lineDiff(want, got string) string {
 // TestComplete: a handler built in Go gets the defaults and checks of a
 // site file's.
 func TestComplete(t *testing.T) {
-	p := &Proxy{Upstreams: []string{"http://127.0.0.1", "unix:/run/a.sock"}, TrustedProxies: []string{"10.0.0.1"}}
+	p := &Proxy{Upstreams: []string{"http://127.0.0.1", "unix:/run/a.sock"}, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32")}}
 	if err := Complete(p); err != nil {
 		t.Fatal(err)
 	}
 	if p.ConnectTimeout.D() != DefaultProxyConnect || p.LB != DefaultProxyLB || !p.ForwardHeadersEnabled() ||
 		len(p.Targets) != 2 || p.Targets[0].Address != "127.0.0.1:80" || p.Targets[1].Network != "unix" ||
-		len(p.TrustedNets) != 1 || p.TrustedNets[0].Bits() != 32 {
+		len(p.TrustedProxies) != 1 || p.TrustedProxies[0].Bits() != 32 {
 		t.Errorf("proxy not completed: %+v", p)
 	}
 	f := &FastCGI{Root: "/srv/app"}

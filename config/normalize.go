@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Stage 2 of loading a site file: every default applied, in one place, and
 // every path made absolute. After it a Site says everything explicitly:
@@ -131,7 +134,7 @@ func (v *validator) normalizeHandler(h Handler) {
 		}
 	case *Status:
 		if len(h.Allow) == 0 {
-			h.Allow = append([]string(nil), DefaultStatusAllow...)
+			h.Allow = defaultStatusAllow()
 		}
 	case *Redirect:
 		if h.Status == 0 {
@@ -156,6 +159,15 @@ func orDefault(d *Duration, def time.Duration) {
 
 func ptr[T any](v T) *T { return &v }
 
+// defaultStatusAllow is DefaultStatusAllow parsed (a fresh slice).
+func defaultStatusAllow() []netip.Prefix {
+	out := make([]netip.Prefix, len(DefaultStatusAllow))
+	for i, s := range DefaultStatusAllow {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
 // Complete normalizes and validates a handler configuration built in Go
 // rather than read from a site file (tests, handlers a program sets up
 // itself), as Load does for a route: defaults applied to what is left at
@@ -164,7 +176,7 @@ func ptr[T any](v T) *T { return &v }
 func Complete(h Handler) error {
 	v := &validator{file: h.Type(), pos: newPosIndex(nil)}
 	v.normalizeHandler(h)
-	v.handler("", h)
+	v.handler("", h, nil)
 	if len(v.errs) > 0 {
 		return v.errs
 	}

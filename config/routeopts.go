@@ -31,21 +31,17 @@ type RouteOptions struct {
 	// client in Deny, or not in a non-empty Allow, gets 403. Behind a
 	// trusted proxy (the site's or the proxy route's trusted_proxies) the
 	// forwarded client address is the one checked.
-	Allow []string `toml:"allow"`
-	Deny  []string `toml:"deny"`
+	Allow []netip.Prefix `toml:"-"` // the key allow
+	Deny  []netip.Prefix `toml:"-"` // the key deny
 	// Compression: nil follows the site's [compression] and never codes on
 	// the fly a response that sets a cookie (BREACH); false never codes on
 	// the fly; true codes even responses that set cookies.
 	Compression *bool `toml:"compression"`
-
-	// AllowNets and DenyNets are Allow and Deny parsed by validation.
-	AllowNets []netip.Prefix `toml:"-"`
-	DenyNets  []netip.Prefix `toml:"-"`
 }
 
 // Empty reports whether the route has no options at all.
 func (o *RouteOptions) Empty() bool {
-	return o.Headers == nil && o.BasicAuth == nil && len(o.AllowNets) == 0 && len(o.DenyNets) == 0 && o.Compression == nil
+	return o.Headers == nil && o.BasicAuth == nil && len(o.Allow) == 0 && len(o.Deny) == 0 && o.Compression == nil
 }
 
 // HeaderOps are response field changes, applied when the response head is
@@ -99,7 +95,7 @@ func framingField(name string) bool {
 const framingFieldMsg = "header %s frames the message or manages the connection, which Arka does itself (RFC 9112 section 6, RFC 9110 section 7.6.1); it cannot be set, added or removed"
 
 // routeOptions validates the options of the route at path at ("routes[2]").
-func (v *validator) routeOptions(at string, o *RouteOptions) {
+func (v *validator) routeOptions(at string, o *RouteOptions, allow, deny []string) {
 	if h := o.Headers; h != nil {
 		hp := at + ".headers"
 		check := func(key, name string, vals ...string) {
@@ -149,13 +145,13 @@ func (v *validator) routeOptions(at string, o *RouteOptions) {
 			}
 		}
 	}
-	if o.Allow != nil && len(o.Allow) == 0 {
+	if allow != nil && len(allow) == 0 {
 		// An empty list would admit every client, the opposite of what
 		// it reads as.
 		v.errAt(at+".allow", "allow = [] lists no client: name the networks to let in, or leave allow out to let everyone in (to refuse everyone, use a respond route with status = 403)")
 	}
-	o.AllowNets = v.prefixes(at, "allow", o.Allow)
-	o.DenyNets = v.prefixes(at, "deny", o.Deny)
+	o.Allow = v.prefixes(at, "allow", allow)
+	o.Deny = v.prefixes(at, "deny", deny)
 }
 
 // prefixes parses a list of networks at at.key[i].
@@ -178,7 +174,7 @@ func (v *validator) prefixes(at, key string, list []string) []netip.Prefix {
 
 // siteOptions validates the site-level keys of issue 19's features.
 func (v *validator) siteOptions(s *Site) {
-	s.TrustedNets = v.prefixes("", "trusted_proxies", s.TrustedProxies)
+	s.TrustedProxies = v.prefixes("", "trusted_proxies", v.written.trusted)
 	v.errorPages(&s.Errors)
 	switch s.TLS.MinVersion {
 	case "1.2", "1.3":

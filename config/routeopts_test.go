@@ -51,7 +51,7 @@ headers = { set = { X-Frame-Options = "DENY" }, add = { Link = ["</a>; rel=prelo
 basic_auth = { realm = "family", users = { alice = "`+hashOfSecret+`" } }
 `)
 	o := s.Routes[0].Options
-	if len(o.AllowNets) != 2 || o.AllowNets[1].Bits() != 128 || len(o.DenyNets) != 1 || *o.Compression {
+	if len(o.Allow) != 2 || o.Allow[1].Bits() != 128 || len(o.Deny) != 1 || *o.Compression {
 		t.Errorf("options: %+v", o)
 	}
 	if o.Headers.Set["X-Frame-Options"] != "DENY" || len(o.Headers.Add["Link"]) != 2 || o.Headers.Remove[0] != "Server" {
@@ -60,8 +60,8 @@ basic_auth = { realm = "family", users = { alice = "`+hashOfSecret+`" } }
 	if o.BasicAuth.Realm != "family" || o.BasicAuth.Users["alice"] != hashOfSecret {
 		t.Errorf("basic_auth: %+v", o.BasicAuth)
 	}
-	if len(s.TrustedNets) != 1 || o.Empty() {
-		t.Errorf("trusted: %v", s.TrustedNets)
+	if len(s.TrustedProxies) != 1 || o.Empty() {
+		t.Errorf("trusted: %v", s.TrustedProxies)
 	}
 }
 

@@ -47,8 +47,7 @@ type Site struct {
 	// forwarding fields (X-Real-IP, X-Forwarded-For, X-Forwarded-Proto) are
 	// believed: route allow/deny and the access log then name the client
 	// they forwarded for. A proxy route's own trusted_proxies overrides it.
-	TrustedProxies []string       `toml:"trusted_proxies"`
-	TrustedNets    []netip.Prefix `toml:"-"` // TrustedProxies parsed
+	TrustedProxies []netip.Prefix `toml:"-"` // the key trusted_proxies
 	TLS            TLS            `toml:"tls"`
 	Log            Log            `toml:"log"`
 	Compression    Compression    `toml:"compression"`
@@ -187,8 +186,7 @@ type Proxy struct {
 	// TrustedProxies are client networks whose X-Forwarded-For is kept and
 	// appended to; from anyone else it is replaced. None means the site's
 	// trusted_proxies.
-	TrustedProxies []string       `toml:"trusted_proxies"`
-	TrustedNets    []netip.Prefix `toml:"-"`           // TrustedProxies parsed
+	TrustedProxies []netip.Prefix `toml:"-"`           // the key trusted_proxies
 	HostHeader     string         `toml:"host_header"` // "" = pass the client's Host through
 	LB             string         `toml:"lb"`          // "round_robin" (default) or "least_conn"
 	Keepalive      AutoInt        `toml:"keepalive"`   // idle connections kept per upstream
@@ -268,8 +266,7 @@ type Queue struct {
 type Status struct {
 	// Allow lists client networks (CIDR) that may see the page; others get
 	// 403. Default DefaultStatusAllow: loopback and private networks.
-	Allow     []string       `toml:"allow"`
-	AllowNets []netip.Prefix `toml:"-"` // Allow parsed
+	Allow []netip.Prefix `toml:"-"` // the key allow
 }
 
 // Global is the [global] table: settings of the whole server rather than

@@ -28,6 +28,7 @@ type validator struct {
 	// typed form that validate parses them into.
 	written struct {
 		listen, tlsListen []string
+		trusted           []string // the site's trusted_proxies
 	}
 }
 
@@ -42,11 +43,11 @@ func (v *validator) validate(s *Site) {
 		if d.ri >= 0 {
 			opts = &s.Routes[d.ri].Options
 		}
-		v.routeOptions(at, opts)
+		v.routeOptions(at, opts, d.raw.Allow, d.raw.Deny)
 		v.routePath(at, d.raw.Path)
 		v.errs = append(v.errs, d.errs...)
 		if d.ri >= 0 {
-			v.handler(at+".handler", s.Routes[d.ri].Handler)
+			v.handler(at+".handler", s.Routes[d.ri].Handler, d.nets)
 		}
 	}
 	v.errs = append(v.errs, v.unknown...)
@@ -68,17 +69,19 @@ func (v *validator) routePath(at, path string) {
 	}
 }
 
-// handler validates a route's handler at hp ("routes[2].handler").
-func (v *validator) handler(hp string, h Handler) {
+// handler validates a route's handler at hp ("routes[2].handler"). nets
+// are its networks as written (a proxy's trusted_proxies, a status
+// page's allow), nil for a handler built in Go, whose are typed already.
+func (v *validator) handler(hp string, h Handler, nets []string) {
 	switch h := h.(type) {
 	case *Static:
 		v.static(hp, h)
 	case *Proxy:
-		v.proxy(hp, h)
+		v.proxy(hp, h, nets)
 	case *FastCGI:
 		v.fastcgi(hp, h)
 	case *Status:
-		v.status(hp, h)
+		v.status(hp, h, nets)
 	case *Redirect:
 		v.redirect(hp, h)
 	case *Respond:
@@ -366,7 +369,7 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-func (v *validator) proxy(at string, p *Proxy) {
+func (v *validator) proxy(at string, p *Proxy, trusted []string) {
 	if len(p.Upstreams) == 0 {
 		v.errAt(at+".upstreams", "proxy needs at least one upstream (upstreams = [\"127.0.0.1:8080\"])")
 	}
@@ -386,7 +389,9 @@ func (v *validator) proxy(at string, p *Proxy) {
 	default:
 		v.errAt(at+".lb", "lb %q: use \"round_robin\" or \"least_conn\"", p.LB)
 	}
-	p.TrustedNets = v.prefixes(at, "trusted_proxies", p.TrustedProxies)
+	if trusted != nil {
+		p.TrustedProxies = v.prefixes(at, "trusted_proxies", trusted)
+	}
 	if h := p.HostHeader; h != "" && (strings.ContainsAny(h, " /@?#") || !validHeaderValue(h)) {
 		v.errAt(at+".host_header", "host_header %q must be a host name, optionally with a port", h)
 	}
@@ -473,6 +478,8 @@ func ParseFastCGIAddress(a string) (NetAddr, error) {
 	return NetAddr{Network: "tcp", Address: a}, nil
 }
 
-func (v *validator) status(at string, s *Status) {
-	s.AllowNets = v.prefixes(at, "allow", s.Allow)
+func (v *validator) status(at string, s *Status, allow []string) {
+	if len(allow) > 0 { // else the default (normalize)
+		s.Allow = v.prefixes(at, "allow", allow)
+	}
 }

@@ -145,7 +145,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.closers = append(t.closers, h)
 		return h, nil
 	case *config.Status:
-		h, err := status.New(status.Options{Allow: hc.AllowNets, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
+		h, err := status.New(status.Options{Allow: hc.Allow, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 	case *config.FastCGI:
 		return s.fastcgiHandler(cs, cr, hc, t)
 	case *config.Redirect:
-		return respond.NewRedirect(cr.Path, hc, cs.TrustedNets), nil
+		return respond.NewRedirect(cr.Path, hc, cs.TrustedProxies), nil
 	case *config.Respond:
 		return respond.New(hc), nil
 	case *config.Proxy:
@@ -161,7 +161,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			Logger:    s.log,
 			Site:      cs.File,
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
-			Trusted:   cs.TrustedNets,
+			Trusted:   cs.TrustedProxies,
 			TempDir:   s.o.SpoolDir,
 		})
 		if err != nil {

@@ -20,7 +20,7 @@ func httpsOptions(st *site, cs *config.Site) {
 	}
 	if cs.RedirectHTTPSEnabled() && len(cs.TLS.Listen) > 0 {
 		st.httpsPort = strconv.Itoa(int(cs.TLS.Listen[0].Port))
-		st.trusted = cs.TrustedNets
+		st.trusted = cs.TrustedProxies
 	}
 }
 

@@ -166,10 +166,10 @@ func (g *guard) permits(client string) bool {
 func (s *Server) routeOptions(cs *config.Site, cr *config.Route, h http.Handler, trusted []netip.Prefix) (http.Handler, *headerOps) {
 	o := &cr.Options
 	hdr := compileHeaders(o.Headers)
-	if len(o.AllowNets) == 0 && len(o.DenyNets) == 0 && o.BasicAuth == nil {
+	if len(o.Allow) == 0 && len(o.Deny) == 0 && o.BasicAuth == nil {
 		return h, hdr
 	}
-	g := &guard{next: h, allow: o.AllowNets, deny: o.DenyNets, trusted: trusted}
+	g := &guard{next: h, allow: o.Allow, deny: o.Deny, trusted: trusted}
 	if o.BasicAuth != nil {
 		g.auth = newBasicAuth(o.BasicAuth, s.log.With(slog.String("site", siteName(cs)), slog.String("route", cr.Path)))
 	}
@@ -186,16 +186,16 @@ func siteName(cs *config.Site) string {
 // trustedFor returns the networks whose forwarding fields a route
 // believes: its proxy handler's trusted_proxies, else the site's.
 func trustedFor(cs *config.Site, cr *config.Route) []netip.Prefix {
-	if p, ok := cr.Handler.(*config.Proxy); ok && len(p.TrustedNets) > 0 {
-		return p.TrustedNets
+	if p, ok := cr.Handler.(*config.Proxy); ok && len(p.TrustedProxies) > 0 {
+		return p.TrustedProxies
 	}
-	return cs.TrustedNets
+	return cs.TrustedProxies
 }
 
 // logTrusted are the proxies whose forwarding fields the site's access log
 // believes: the site's trusted_proxies and those of its proxy routes.
 func logTrusted(cs *config.Site) []netip.Prefix {
-	out := cs.TrustedNets
+	out := cs.TrustedProxies
 	for i := range cs.Routes {
 		if cr := &cs.Routes[i]; trustsOwn(cr) {
 			out = append(out[:len(out):len(out)], trustedFor(cs, cr)...)
@@ -208,5 +208,5 @@ func logTrusted(cs *config.Site) []netip.Prefix {
 // route's trusted_proxies).
 func trustsOwn(cr *config.Route) bool {
 	p, ok := cr.Handler.(*config.Proxy)
-	return ok && len(p.TrustedNets) > 0
+	return ok && len(p.TrustedProxies) > 0
 }

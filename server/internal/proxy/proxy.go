@@ -168,7 +168,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		respBuffer: cfg.ResponseBufferingEnabled(),
 	}
 	h.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
-	h.trusted = cfg.TrustedNets
+	h.trusted = cfg.TrustedProxies
 	if len(h.trusted) == 0 {
 		h.trusted = o.Trusted
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/textproto"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func TestForwardedHeaders(t *testing.T) {
 	up := startUpstream(t, dumpHeaders)
 	on, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
 	off, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ForwardHeaders: ptr(false)})
-	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []string{"127.0.0.0/8"}})
+	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	hosted, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ForwardHeaders: ptr(false), HostHeader: "app.internal"})
 	spoof := []string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-Proto", "gopher", "X-Forwarded-Host", "evil.example",
 		"Forwarded", "for=6.6.6.6", "Host", "site.example:8443"}
@@ -150,7 +151,7 @@ func TestRequestHeaderHardening(t *testing.T) {
 	up := startUpstream(t, dumpHeaders)
 	on, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
 	off, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ForwardHeaders: ptr(false)})
-	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []string{"127.0.0.0/8"}})
+	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	sent := []string{"X_Forwarded_For", "6.6.6.6", "X-Forwarded_Proto", "https", "Foo_Bar", "x",
 		"Proxy", "http://evil.example:3128", "X-Real-IP", "6.6.6.6", "X-Normal", "kept"}
 	for _, c := range []struct {
@@ -198,7 +199,7 @@ func TestRequestHeaderHardening(t *testing.T) {
 // reached (RFC 7239 section 4).
 func TestForwardedChainConsistent(t *testing.T) {
 	up := startUpstream(t, dumpHeaders)
-	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []string{"127.0.0.0/8", "::1/128"}})
+	trusting, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
 	cases := []struct {
 		name string
 		sent []string
@@ -996,7 +997,7 @@ func TestNewErrors(t *testing.T) {
 		{},
 		{Upstreams: []string{"nope"}},
 		{Upstreams: []string{"127.0.0.1:1"}, LB: "random"},
-		{Upstreams: []string{"127.0.0.1:1"}, TrustedProxies: []string{"x"}},
+		{Upstreams: []string{"127.0.0.1:1"}, Health: &config.Health{Path: "healthz"}},
 	} {
 		if err := config.Complete(&c); err == nil {
 			t.Errorf("%+v: config.Complete found no error", c)
