@@ -61,6 +61,9 @@ func (v *validator) normalize(s *Site) {
 	if g := s.Global; g != nil && g.Fan != nil {
 		v.normalizeFan("global.fan", g.Fan)
 	}
+	if g := s.Global; g != nil {
+		normalizeClientBody(g)
+	}
 	for i := range s.Routes {
 		r := &s.Routes[i]
 		if b := r.Options.BasicAuth; b != nil && b.Realm == "" {
@@ -103,6 +106,9 @@ func (v *validator) normalizeHandler(h Handler) {
 		if h.RequestBuffering == nil {
 			h.RequestBuffering = ptr(true)
 		}
+		if h.ResponseBuffering == nil {
+			h.ResponseBuffering = ptr(true)
+		}
 	case *FastCGI:
 		if h.Address == "" {
 			h.Address = FastCGIPHP
@@ -119,6 +125,9 @@ func (v *validator) normalizeHandler(h Handler) {
 		orDefault(&h.ReadTimeout, DefaultFastCGIRead)
 		if h.RequestBuffering == nil {
 			h.RequestBuffering = ptr(true)
+		}
+		if h.ResponseBuffering == nil {
+			h.ResponseBuffering = ptr(true)
 		}
 	case *Status:
 		if len(h.Allow) == 0 {

@@ -215,6 +215,8 @@ type Proxy struct {
 	// file) before an upstream connection is taken. Default true; false
 	// streams it (uploads the upstream must see as they come).
 	RequestBuffering *bool `toml:"request_buffering"`
+	// ResponseBuffering: see config/responsebuffering.go.
+	ResponseBuffering *bool `toml:"response_buffering"`
 }
 
 // Health is an active upstream health check.
@@ -252,6 +254,8 @@ type FastCGI struct {
 	// file) before a php-fpm connection is taken. Default true; false
 	// streams bodies of known length while the script runs.
 	RequestBuffering *bool `toml:"request_buffering"`
+	// ResponseBuffering: see config/responsebuffering.go.
+	ResponseBuffering *bool `toml:"response_buffering"`
 }
 
 // Queue is the FIFO of requests waiting for a FastCGI connection.
@@ -280,6 +284,9 @@ type Global struct {
 	// LED: false leaves the board's activity LED to the kernel (default
 	// true: Arka shows its state on it; package board/led).
 	LED *bool `toml:"led"`
+	// Request body limits of both engines (config/clientbody.go).
+	BodyTimeout Duration `toml:"body_timeout"`
+	BodyMinRate *Rate    `toml:"body_min_rate"`
 }
 
 // BudgetConfig overrides the board budget (see board.Budget for what each

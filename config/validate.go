@@ -157,6 +157,7 @@ func (v *validator) site(s *Site) {
 		if g.Fan != nil {
 			v.fan("global.fan", g.Fan)
 		}
+		v.clientBody(g)
 		v.thermal("global.thermal", g.Thermal)
 	}
 	if s.PHP != nil {

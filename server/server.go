@@ -89,20 +89,16 @@ type Options struct {
 	// new connection's first request (default 20 s); IdleTimeout closes
 	// connections with no request in progress (default 75 s, as nginx's
 	// keepalive_timeout); MaxHeaderBytes bounds the request header (default
-	// 32 KiB; larger gets 431, RFC 6585 section 5); BodyReadTimeout is the
-	// longest silence while a handler reads a request body (default 60 s,
-	// nginx's client_body_timeout) and BodyMinRate the lowest average rate
-	// of a body in bytes/s after that grace (default 500); a client too
-	// slow gets 408 from the FastCGI and proxy handlers. WriteTimeout
+	// 32 KiB; larger gets 431, RFC 6585 section 5). WriteTimeout
 	// bounds a send that makes no progress (default 60 s, nginx's
 	// send_timeout): over HTTP/2 a stream without flow-control window for
 	// that long is reset, and a connection none of whose streams
-	// progresses is closed.
+	// progresses is closed. The request body limits are settings
+	// ([global] body_timeout and body_min_rate, config/clientbody.go),
+	// applied by Apply.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
-	BodyReadTimeout   time.Duration
-	BodyMinRate       int64
 	WriteTimeout      time.Duration
 	// MaxConns bounds the connections open at once per listen address; 0
 	// means no bound. cmd/arka derives it from the board's memory.
@@ -216,7 +212,8 @@ func New(o Options) *Server {
 		o: o, log: o.Logger,
 		limits: limits.Limits{
 			ReadHeader: o.ReadHeaderTimeout, Idle: o.IdleTimeout, HeaderBytes: o.MaxHeaderBytes,
-			BodyRead: o.BodyReadTimeout, BodyMinRate: o.BodyMinRate, Write: o.WriteTimeout,
+			Write: o.WriteTimeout,
+			Body:  limits.NewBody(config.DefaultBodyTimeout, config.DefaultBodyMinRate),
 		},
 		started:   time.Now(),
 		history:   status.NewHistory(),
@@ -303,6 +300,8 @@ func (s *Server) Apply(sites []*config.Site) error {
 		}
 	}
 	// Commit: nothing below fails.
+	body := config.GlobalOf(sites).ClientBody()
+	s.limits.Body.Set(body.Timeout, body.MinRate)
 	for addr, l := range next {
 		l.vh.Store(t.vhosts[addr])
 	}

@@ -45,8 +45,9 @@ func startUpdateAgent() *ota.Agent {
 	if build.BuildTimestamp == "" {
 		build.BuildTimestamp = initBuildTimestamp
 	}
+	cmdline, _ := os.ReadFile("/proc/cmdline")
 	a := &ota.Agent{Build: build, BootID: ota.BootID(), Running: running, KernelRoot: kernelRoot, Device: dev, Logf: log.Printf,
-		Arka: arkaState, CrashLoop: crashLoop}
+		Arka: arkaState, CrashLoop: crashLoop, KernelCmdline: strings.TrimSpace(string(cmdline))}
 	a.Start()
 	// gokrazy's listeners serve http.DefaultServeMux behind the UI password.
 	a.Register(http.DefaultServeMux)

@@ -45,7 +45,9 @@ type target struct {
 	upActive *atomic.Int32 // requests the upstream is serving
 }
 
-func start(t *testing.T, o server.Options) *target {
+// start starts the target; global, if any, is the body of its [global]
+// table.
+func start(t *testing.T, o server.Options, global ...string) *target {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("attack suite skipped in -short")
@@ -60,6 +62,7 @@ func start(t *testing.T, o server.Options) *target {
 	fpmtest.WriteFiles(t, filepath.Join(dir, "www"), map[string]string{
 		"php/page.php":   `<?php echo str_repeat("php page ", 2000);`,
 		"php/upload.php": `<?php echo strlen(file_get_contents('php://input'));`,
+		"php/big.php":    `<?php echo str_repeat("0123456789abcde\n", 131072);`,
 	})
 	tg := &target{upConns: new(atomic.Int32), upActive: new(atomic.Int32)}
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +95,9 @@ handler = { type = "proxy", upstreams = ["%s"], strip_prefix = true }
 path = "/"
 handler = { type = "static", root = "%s" }
 `, fpm.Address, filepath.Join(dir, "www"), up.Listener.Addr().String(), filepath.Join(dir, "www"))
+	if len(global) > 0 {
+		site += "[global]\n" + strings.Join(global, "\n") + "\n"
+	}
 	tg.e = servertest.StartWith(t, o, site)
 	return tg
 }
@@ -237,6 +243,77 @@ func TestZeroWindow(t *testing.T) {
 	tg.normal(t, 3*time.Second)
 }
 
+// TestZeroWindowPHP: 8 HTTP/2 clients (twice php-fpm's 4 children) ask
+// for a 2 MiB PHP page and never open their flow-control window (before:
+// each held its php-fpm worker until the write timeout reset the stream,
+// 60 s by default, so PHP answered nobody else meanwhile). Now the
+// response is buffered (memory, then the spool file) and the worker is
+// released when the script has finished: a normal client is served at
+// once while the stalled streams are still open (the write timeout here is
+// 30 s, so it is not what frees the workers), and a stalled client that
+// opens its window gets the whole page.
+func TestZeroWindowPHP(t *testing.T) {
+	tg := start(t, server.Options{WriteTimeout: 30 * time.Second})
+	type held struct {
+		c  *tls.Conn
+		fr *http2.Framer
+	}
+	var all []held
+	for range 8 {
+		c, fr, err := h2conn(t, tg.e.HTTPS, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers(fr, 1, "GET", "/php/big.php", true)
+		all = append(all, held{c, fr})
+	}
+	time.Sleep(time.Second) // every script has run (4 at a time, a few ms each)
+	heapHeld, _ := heap()
+	start := time.Now()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+	defer c.CloseIdleConnections()
+	for _, base := range []string{"http://" + tg.e.HTTP, "https://" + tg.e.HTTPS} {
+		resp, err := c.Get(base + "/php/page.php")
+		if err != nil {
+			t.Fatalf("normal client while 8 streams sit at a zero window: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("normal client: %d", resp.StatusCode)
+		}
+	}
+	took := time.Since(start)
+	t.Logf("8 streams at a zero window on a 2 MiB PHP page (4 php-fpm children): a normal client served twice in %v; heap %d KiB", took.Round(time.Millisecond), heapHeld>>10)
+	if took > 2*time.Second {
+		t.Errorf("a normal PHP client took %v while stalled clients held the page", took)
+	}
+	// A stalled client opens its window and gets every byte.
+	h := all[0]
+	h.fr.WriteWindowUpdate(0, 1<<30)
+	h.fr.WriteWindowUpdate(1, 1<<30)
+	h.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := 0
+	for {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", got, err)
+		}
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
+			got += len(d.Data())
+			if d.StreamEnded() {
+				break
+			}
+		}
+		if r, ok := f.(*http2.RSTStreamFrame); ok {
+			t.Fatalf("stream reset (%v) after %d bytes", r.ErrCode, got)
+		}
+	}
+	if got != 2<<20 {
+		t.Errorf("the stalled client got %d bytes, want %d", got, 2<<20)
+	}
+}
+
 // TestSlowloris: clients that re-open connections and drip header bytes to
 // hold every slot (before: 84% of plain-HTTP requests refused at 4% CPU).
 // Now they are closed first when the limit is reached, and one address gets
@@ -314,7 +391,7 @@ func TestSlowloris(t *testing.T) {
 // bodies are buffered before a worker or upstream connection is taken, and
 // are cut off by the body timeout and rate.
 func TestSlowBodiesToPHP(t *testing.T) {
-	tg := start(t, server.Options{BodyReadTimeout: time.Second, BodyMinRate: 1000})
+	tg := start(t, server.Options{}, `body_timeout = "1s"`, `body_min_rate = "1000B/s"`)
 	var conns []net.Conn
 	for i := range 8 {
 		c, err := net.Dial("tcp", tg.e.HTTP)

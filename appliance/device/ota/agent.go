@@ -48,8 +48,10 @@ type Agent struct {
 	BootID     string
 	Running    int // root partition this system runs from
 	KernelRoot int // root partition root= named at this boot
-	Device     Device
-	Logf       func(format string, args ...any) // default: discard
+	// KernelCmdline is /proc/cmdline, for Status.
+	KernelCmdline string
+	Device        Device
+	Logf          func(format string, args ...any) // default: discard
 	// TrialDeadline bounds a trial boot from Start: if it is neither
 	// confirmed nor failed by then (something hangs), it fails and the
 	// device reboots into the old root. Default 5 minutes.
@@ -162,7 +164,7 @@ func rollbackReason(at *Attempt) string {
 func (a *Agent) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := Status{BootID: a.BootID, Build: a.Build, Running: a.Running, KernelRoot: a.KernelRoot, TrialBoot: a.TrialBoot()}
+	st := Status{BootID: a.BootID, Build: a.Build, Running: a.Running, KernelRoot: a.KernelRoot, TrialBoot: a.TrialBoot(), KernelCmdline: a.KernelCmdline}
 	if a.Arka != nil {
 		st.Arka = a.Arka()
 	}

@@ -136,6 +136,9 @@ type Status struct {
 	// back (see KeptBootFile).
 	Boot *BootInfo  `json:"boot,omitempty"`
 	Kept []KeptBoot `json:"kept_boot,omitempty"`
+	// KernelCmdline is the command line this boot's kernel was started
+	// with (/proc/cmdline): the boot files that actually booted.
+	KernelCmdline string `json:"kernel_cmdline,omitempty"`
 }
 
 // TestbootRequest is the body of POST /arka/update/testboot.

@@ -47,9 +47,9 @@ type conn struct {
 	// once it is fixed (after ABORT_REQUEST).
 	armed atomic.Int64
 
-	// out is the body bytes of the current response held back for one
-	// write to the client (outBufferSize, made at the first response).
-	out []byte
+	// answered is set once the server sent anything on the connection
+	// (see pool.kickUntilAnswered).
+	answered atomic.Bool
 
 	closeOnce sync.Once
 	abortFn   func() // c.abort, made once
@@ -92,7 +92,11 @@ func (c *conn) Read(p []byte) (int, error) {
 			c.nc.SetReadDeadline(time.Now().Add(c.timeout))
 		}
 	}
-	return c.nc.Read(p)
+	n, err := c.nc.Read(p)
+	if n > 0 && !c.answered.Load() {
+		c.answered.Store(true)
+	}
+	return n, err
 }
 
 // armRead starts the read timeout now (once the request body is sent).

@@ -15,6 +15,7 @@ import (
 	"github.com/arkaweb/arka/internal/fcgi"
 	"github.com/arkaweb/arka/server/internal/errpage"
 	"github.com/arkaweb/arka/server/internal/monotime"
+	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -49,9 +50,15 @@ type exchange struct {
 	status      int
 	bodyAllowed bool
 	clientGone  bool // a write to the client failed
-	// out holds body bytes not yet given to the client (see emit), in the
-	// connection's buffer.
+	// out holds body bytes not yet given to the client (see emit), in
+	// rb.out.
 	out []byte
+	// ended is set when END_REQUEST came: the rest of x.out is given to
+	// the client after the connection is released (see finish).
+	ended bool
+	// resp is the response buffer (response_buffering), made when body
+	// bytes must go out before the script has ended.
+	resp *spool.Response
 	// vals is the backing array of the response's single-valued header
 	// fields (see setField).
 	vals []string
@@ -233,18 +240,25 @@ func (x *exchange) attempt() (sent bool, err error) {
 // log.
 func (x *exchange) finish(c *conn, err error, status int) {
 	h := x.h
-	if err != nil && x.headerSent && len(x.out) > 0 {
-		// The response is under way and will be cut off below: pass on
-		// what the script wrote before it failed (x.out is the
-		// connection's buffer, so before the connection goes).
-		x.emit(false, true)
-	}
 	if c != nil {
 		reusable := err == nil && c.clean() && x.stdinErr == nil
 		if reusable {
 			c.reused = true
 		}
 		h.pool.release(c, reusable)
+	}
+	// The worker is free from here on; the client gets the rest of the
+	// response (from the response buffer, however slowly it reads) before
+	// the handler returns, also when it returns by panicking.
+	defer x.endResponse()
+	if err == nil && x.ended && !x.clientBody.Load() {
+		x.emit(true, false)
+		return
+	}
+	if err != nil && x.headerSent && len(x.out) > 0 {
+		// The response is under way and will be cut off below: pass on
+		// what the script wrote before it failed.
+		x.emit(false, true)
 	}
 	ctx := x.r.Context()
 	if x.clientBody.Load() && !x.wroteHeader {
@@ -365,7 +379,7 @@ func (x *exchange) readResponse() error {
 				}
 				return errHeaderNoEnd
 			}
-			x.emit(true, false)
+			x.ended = true // the rest goes out after the release (finish)
 			return nil
 		}
 		// Give the client what came once nothing more is buffered: what
@@ -435,10 +449,10 @@ func (x *exchange) writeHeader(block []byte) error {
 	x.bodyAllowed = x.r.Method != http.MethodHead && status != http.StatusNoContent && status != http.StatusNotModified
 	x.status = status
 	x.wroteHeader = true
-	if x.c.out == nil {
-		x.c.out = make([]byte, 0, outBufferSize) // once per connection
+	if x.rb.out == nil {
+		x.rb.out = make([]byte, 0, outBufferSize) // once per pooled reqBuf
 	}
-	x.out = x.c.out[:0]
+	x.out = x.rb.out[:0]
 	return nil
 }
 
@@ -496,6 +510,22 @@ func (x *exchange) emit(final, flush bool) {
 		}
 		x.w.WriteHeader(x.status)
 	}
+	if x.resp == nil && !final && x.h.respBuffer {
+		// Body bytes must go out before the script has ended: from here
+		// on through the response buffer, so that a client slower than
+		// the script does not hold the worker.
+		x.resp = spool.NewResponse(x.w, x.h.tempDir)
+	}
+	if x.resp != nil {
+		_, err := x.resp.Write(x.out)
+		x.out = x.out[:0]
+		if err != nil {
+			x.clientGone = true
+		} else if flush {
+			x.resp.Flush()
+		}
+		return
+	}
 	if len(x.out) > 0 {
 		_, err := x.w.Write(x.out)
 		x.out = x.out[:0]
@@ -510,6 +540,15 @@ func (x *exchange) emit(final, flush bool) {
 			return
 		}
 		http.NewResponseController(x.w).Flush()
+	}
+}
+
+// endResponse waits until the response buffer, if any, has given the
+// client everything, and frees it.
+func (x *exchange) endResponse() {
+	if x.resp != nil {
+		x.resp.Finish()
+		x.resp = nil
 	}
 }
 

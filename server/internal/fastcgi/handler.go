@@ -130,6 +130,7 @@ type Handler struct {
 	tempDir      string
 	maxSpool     int64
 	buffering    bool // request_buffering: bodies read whole before a connection is taken
+	respBuffer   bool // response_buffering: the worker goes before a slow client has the response
 
 	staticParams []byte // encoded pairs sent with every request
 	envParams    []byte // the route's env, sent last so it can override
@@ -163,6 +164,7 @@ type reqBuf struct {
 	hdr  []byte // the CGI header block as it arrives
 	body []byte // a small request body
 	errb []byte // one STDERR record
+	out  []byte // response body bytes held for one write (outBufferSize, made once)
 	x    exchange
 }
 
@@ -239,6 +241,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 		h.maxSpool = DefaultMaxSpool
 	}
 	h.buffering = cfg.RequestBufferingEnabled()
+	h.respBuffer = cfg.ResponseBufferingEnabled()
 
 	logger := opts.Logger
 	if logger == nil {

@@ -21,10 +21,13 @@ import (
 // So a connection kept idle while a request waits holds a worker that
 // request could use; the pool never does that: a connection that comes
 // back goes straight to the oldest waiting request, and only when nobody
-// waits is it kept idle. When a connection breaks, its slot passes to the
-// oldest waiter, who dials a new one. Requests are served strictly in the
-// order they arrived: a newcomer takes an idle connection or a free slot
-// only when nobody is queued.
+// waits is it kept idle. Requests are served strictly in the order they
+// arrived, in every path: a newcomer takes an idle connection only when
+// nobody is queued, and otherwise waits in the queue. A new connection is
+// opened (and probed) for the queue, not for one request: when it is
+// ready it goes to whoever is then first in line, and when its probe fails
+// the requests stay where they were in the queue. When a connection
+// breaks, its slot is used to open another one for the queue.
 //
 // A connection php-fpm has no worker for waits in its listen backlog, and
 // a request sent on it waits until some other connection closes: with
@@ -50,8 +53,7 @@ var (
 	errClosing      = errors.New("handler closed")
 )
 
-// grant is what a waiter receives: a connection, or the right to dial one
-// (c == nil, err == nil), or an error.
+// grant is what a waiter receives: a connection or an error.
 type grant struct {
 	c   *conn
 	err error
@@ -79,6 +81,7 @@ type pool struct {
 	queueMax int
 	open     int // connections open or being opened (slots in use)
 	busy     int // slots serving a request
+	dialing  int // slots opening a connection for the queue (see grow)
 	idle     []*conn
 	head     *waiter
 	tail     *waiter
@@ -185,25 +188,17 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 		return nil, errClosing
 	}
 	p.hook("arrive", r)
-	if p.head == nil {
-		if n := len(p.idle); n > 0 {
-			c := p.idle[n-1] // the most recently used: its worker is warm
-			p.idle[n-1] = nil
-			p.idle = p.idle[:n-1]
-			p.busy++
-			p.hook("grant", r)
-			p.mu.Unlock()
-			return c, nil
-		}
-		if p.open < p.limit() {
-			p.open++
-			p.busy++
-			p.hook("grant", r)
-			p.mu.Unlock()
-			return p.dialSlot(ctx, r, queueTimeout)
-		}
+	if n := len(p.idle); n > 0 && p.head == nil {
+		c := p.idle[n-1] // the most recently used: its worker is warm
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.busy++
+		p.hook("grant", r)
+		p.mu.Unlock()
+		return c, nil
 	}
-	if p.queued[user] >= queueMax {
+	grow := p.open < p.limit() && p.dialing <= p.waiting
+	if !grow && p.queued[user] >= queueMax {
 		p.mu.Unlock()
 		p.rejected.Add(1)
 		return nil, errQueueFull
@@ -211,12 +206,65 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 	w := p.waiters.Get().(*waiter)
 	w.r, w.user = r, user
 	p.push(w)
+	if grow {
+		p.startGrow()
+	}
 	p.mu.Unlock()
-	return p.wait(ctx, w, r, queueTimeout)
+	return p.wait(ctx, w, queueTimeout)
+}
+
+// startGrow (p.mu held) takes a slot and opens a connection on it for the
+// queue.
+func (p *pool) startGrow() {
+	p.open++
+	p.dialing++
+	go p.grow()
+}
+
+// grow opens and probes a connection on a slot taken by startGrow, off
+// any request's path, and hands it to the oldest waiter then (or keeps it
+// idle). A dial that fails frees the slot; when no connection is open
+// (other than ones being opened) the oldest waiter gets the error (php-fpm is down:
+// 502 at once, not after queue.timeout), and the next waiter's turn opens
+// another. A probe that times out caps the pool (see probeSlot): the
+// waiters keep their places and are served by the connections that have
+// workers.
+func (p *pool) grow() {
+	c, err := p.openConn()
+	p.mu.Lock()
+	p.dialing--
+	if c != nil {
+		p.busy++
+		p.mu.Unlock()
+		p.release(c, true)
+		return
+	}
+	p.open--
+	if err == nil { // capped: the slot went to lateProbe's wait
+		p.checkDrained()
+		p.mu.Unlock()
+		return
+	}
+	var w *waiter
+	if p.open == p.dialing && p.head != nil { // no connection to wait for
+		w = p.head
+		p.unlink(w)
+		p.hook("fail", w.r)
+		w.ch <- grant{err: err}
+		if p.head != nil && p.open < p.limit() && p.dialing < p.waiting {
+			p.startGrow()
+		}
+	}
+	warn := p.warn
+	p.checkDrained()
+	p.mu.Unlock()
+	if w == nil {
+		warn("fastcgi: cannot open another connection: " + err.Error())
+	}
 }
 
 // wait waits in the queue for a grant.
-func (p *pool) wait(ctx context.Context, w *waiter, r *http.Request, queueTimeout time.Duration) (*conn, error) {
+func (p *pool) wait(ctx context.Context, w *waiter, queueTimeout time.Duration) (*conn, error) {
 	start := time.Now()
 	defer func() {
 		d := int64(time.Since(start))
@@ -250,41 +298,35 @@ func (p *pool) wait(ctx context.Context, w *waiter, r *http.Request, queueTimeou
 		g = <-w.ch
 		if g.err == nil {
 			// Granted while the client left: pass the turn on.
-			p.release(g.c, g.c != nil)
+			p.release(g.c, true)
 			g = grant{err: ctx.Err()}
 		}
 	}
 	p.recycle(w)
-	if g.err != nil {
-		return nil, g.err
-	}
-	if g.c != nil {
-		return g.c, nil
-	}
-	return p.dialSlot(ctx, r, queueTimeout)
+	return g.c, g.err
 }
 
-// dialSlot dials and probes on a slot the caller holds. On failure the
-// slot passes on as if a connection had broken. When php-fpm has no
-// worker for the new connection, the pool learns its capacity and the
-// request waits again, first in line.
-func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.Duration) (*conn, error) {
+// openConn dials and probes a connection for the queue (see grow). It
+// returns the connection; or nil and the error; or nil, nil when the
+// probe timed out while the pool's own connections held workers: then the
+// pool has capped itself, this slot is given up, and lateProbe keeps
+// waiting for the answer.
+func (p *pool) openConn() (*conn, error) {
 	p.mu.Lock()
 	dial := p.dial
 	p.mu.Unlock()
+	ctx := context.Background() // the dialer applies connect_timeout
 	c, err := dial(ctx)
 	if err != nil {
-		p.release(nil, false)
 		return nil, err
 	}
 	p.mu.Lock()
-	trusted := p.trusted()
-	p.mu.Unlock()
-	if trusted {
-		err = p.spawnProbe(ctx, c)
-	} else {
-		err = p.probe(c, p.probeTimeout)
+	wait := p.probeTimeout
+	if p.trusted() {
+		wait = spawnWait
 	}
+	p.mu.Unlock()
+	err = p.spawnProbe(ctx, c, wait)
 	if isTimeout(err) {
 		p.mu.Lock()
 		served := len(p.all)
@@ -297,28 +339,13 @@ func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.
 			// Our own connections hold every worker php-fpm gives us.
 			news := p.limit() != served
 			p.capN, p.capUntil = served, time.Now().Add(capPeriod)
-			p.open--
-			p.busy--
 			warn, max := p.warn, p.max
-			// This request was granted its turn: it stays first in line.
-			var idle *conn
-			var w *waiter
-			if n := len(p.idle); n > 0 && p.head == nil {
-				idle = p.idle[n-1]
-				p.idle[n-1] = nil
-				p.idle = p.idle[:n-1]
-				p.busy++
-			} else {
-				w = p.waiters.Get().(*waiter)
-				w.r = r
-				p.pushFront(w)
-			}
 			p.mu.Unlock()
 			// php-fpm may still be spawning a worker (pm = ondemand or
 			// dynamic spawn at most once a second): keep waiting for the
-			// probe's answer off the request path; if it comes, the
-			// connection joins the pool and the cap is lifted, so a pool
-			// never stays shrunk because a spawn was slow.
+			// probe's answer; if it comes, the connection joins the pool
+			// and the cap is lifted, so a pool never stays shrunk because
+			// a spawn was slow.
 			go p.lateProbe(c)
 			p.capped.Add(1)
 			if news {
@@ -326,15 +353,11 @@ func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.
 					"pm.max_children (or what other clients leave of it) is below max_conns %d; using %d connections for %v",
 					p.probeTimeout, served, max, served, capPeriod))
 			}
-			if idle != nil {
-				return idle, nil
-			}
-			return p.wait(ctx, w, r, queueTimeout)
+			return nil, nil
 		}
 	}
 	if err != nil {
 		c.close()
-		p.release(nil, false)
 		return nil, fmt.Errorf("new connection: %w", err)
 	}
 	p.mu.Lock()
@@ -346,20 +369,22 @@ func (p *pool) dialSlot(ctx context.Context, r *http.Request, queueTimeout time.
 	return c, nil
 }
 
-// spawnProbe probes a new connection to Arka's own php-fpm, whose
-// pm.max_children is known to cover max: the question is not whether a
-// worker exists but when php-fpm starts it. With pm = ondemand, php-fpm
-// forks a worker when its listening socket signals a new connection
-// (edge-triggered, so connections arriving together count once) and no
-// worker looks idle (one between two requests on a kept connection does).
-// So while the probe is unanswered, another connection is opened and
-// closed every kickEvery, a new signal for php-fpm to look again; the
-// pool never caps itself here. After spawnWait unanswered, the usual cap
-// applies (php-fpm is not what Arka thinks).
-func (p *pool) spawnProbe(ctx context.Context, c *conn) error {
-	deadline := time.Now().Add(spawnWait)
+// spawnProbe probes a new connection, waiting at most wait for the
+// answer. The question is often not whether php-fpm has a worker for it
+// but when php-fpm starts one. With pm = ondemand, php-fpm forks a worker
+// when its listening socket signals a new connection (edge-triggered, so
+// connections arriving together count once: after a php-fpm restart the
+// pool's new connections would get one worker between them) and no worker
+// looks idle (one between two requests on a kept connection does). So
+// while the probe is unanswered, another connection is opened and closed
+// every kickEvery, a new signal for php-fpm to look again. For Arka's own
+// php-fpm, whose pm.max_children is known to cover max_conns, wait is
+// spawnWait and the pool never caps itself before that (php-fpm is then
+// not what Arka thinks); for another php-fpm it is the probe timeout.
+func (p *pool) spawnProbe(ctx context.Context, c *conn, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
 	for {
-		err := p.probe(c, kickEvery)
+		err := p.probe(c, min(kickEvery, max(time.Until(deadline), time.Millisecond)))
 		if !isTimeout(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
@@ -486,14 +511,44 @@ func (p *pool) redial(ctx context.Context, old *conn) (*conn, error) {
 	p.mu.Lock()
 	p.all[c] = struct{}{}
 	p.mu.Unlock()
+	go p.kickUntilAnswered(c)
 	return c, nil
+}
+
+// kickUntilAnswered opens and closes another connection every kickEvery
+// until php-fpm sends anything on c (or spawnWait passed, or c closed).
+// A redial follows a restart or a worker's exit; with pm = ondemand the
+// replacement worker is forked only on a new-connection signal, and the
+// connections redialed together after a restart share one signal (see
+// spawnProbe): without kicks, all but one would wait in php-fpm's backlog
+// until some other connection arrives. The wait is for the request's own
+// answer, not a probe, so no request of a pm.max_requests worker is spent.
+func (p *pool) kickUntilAnswered(c *conn) {
+	deadline := time.Now().Add(spawnWait)
+	t := time.NewTicker(kickEvery)
+	defer t.Stop()
+	for range t.C {
+		if c.answered.Load() || time.Now().After(deadline) {
+			return
+		}
+		p.mu.Lock()
+		_, open := p.all[c]
+		dial := p.dial
+		p.mu.Unlock()
+		if !open {
+			return
+		}
+		if k, err := dial(context.Background()); err == nil {
+			k.close()
+		}
+	}
 }
 
 // release returns a slot after a request. With reusable set, c is clean
 // (its last request ended with END_REQUEST and nothing else is pending on
 // it) and goes to the oldest waiter, or to the idle list. Otherwise c (if
-// any) is closed and the slot goes to the oldest waiter, who dials, if the
-// pool may still have that many connections.
+// any) is closed and, while requests wait and the pool may still have
+// that many connections, the slot opens a new one for the queue.
 func (p *pool) release(c *conn, reusable bool) {
 	var toClose *conn
 	p.mu.Lock()
@@ -502,18 +557,18 @@ func (p *pool) release(c *conn, reusable bool) {
 		p.forget(c)
 		toClose, c = c, nil
 	}
-	if w := p.head; w != nil && (c != nil || p.open <= p.limit()) {
+	if w := p.head; w != nil && c != nil {
 		p.unlink(w)
 		p.busy++
 		p.hook("grant", w.r)
 		w.ch <- grant{c: c}
 		p.mu.Unlock()
-		if toClose != nil {
-			toClose.close()
-		}
 		return
 	}
 	switch {
+	case c == nil && p.head != nil && p.open <= p.limit() && p.dialing < p.waiting:
+		p.dialing++ // the slot stays taken: see startGrow
+		go p.grow()
 	case c == nil:
 		p.open--
 	case p.closing:
@@ -601,19 +656,6 @@ func (p *pool) countQueued(user any, d int) {
 	} else {
 		delete(p.queued, user)
 	}
-}
-
-func (p *pool) pushFront(w *waiter) {
-	w.queued = true
-	w.prev, w.next = nil, p.head
-	if p.head != nil {
-		p.head.prev = w
-	} else {
-		p.tail = w
-	}
-	p.head = w
-	p.waiting++
-	p.countQueued(w.user, 1)
 }
 
 func (p *pool) pop() *waiter {

@@ -620,7 +620,7 @@ func TestExpectRFC9110(t *testing.T) {
 // and a deadline the handler sets itself wins over it.
 func TestBodyReadTimeout(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	s := &h1.Server{Limits: limits.Limits{BodyRead: 300 * time.Millisecond}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &h1.Server{Limits: limits.Limits{Body: limits.NewBody(300*time.Millisecond, limits.DefaultBodyMinRate)}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/own" {
 			// The handler's own (longer) deadline replaces the timeout.
 			http.NewResponseController(w).SetReadDeadline(time.Now().Add(1500 * time.Millisecond))

@@ -37,8 +37,6 @@ type response struct {
 	fullDuplex  bool
 }
 
-const pendingLimit = 4096
-
 func (w *response) reset(c *conn, req *http.Request) {
 	clear(w.header)
 	pending := w.pending[:0]
@@ -64,8 +62,7 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = core.BodyAllowed(code)
-	w.cl = core.DeclaredLength(w.header)
+	w.bodyOK, w.cl = core.Final(code, w.header)
 }
 
 func (w *response) writeInformational(code int) {
@@ -95,7 +92,7 @@ func (w *response) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if !w.headerSent {
-		if w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+		if core.Hold(w.cl, len(w.pending), len(p)) {
 			w.pending = append(w.pending, p...)
 			return len(p), nil
 		}
@@ -105,7 +102,7 @@ func (w *response) Write(p []byte) (int, error) {
 }
 
 func (w *response) WriteString(s string) (int, error) {
-	if !w.headerSent && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit && w.wroteHeader && w.bodyOK && !w.head {
+	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(s)) && w.wroteHeader && w.bodyOK && !w.head {
 		w.written += int64(len(s))
 		w.pending = append(w.pending, s...)
 		return len(s), nil
@@ -136,9 +133,6 @@ func (w *response) sendHeader(final bool) {
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.header
-	if t := h["Trailer"]; len(t) > 0 {
-		w.trailers = wire.AppendTrailerNames(w.trailers, t)
-	}
 	delete(h, "Transfer-Encoding")
 	if wire.HasToken(h["Connection"], "close") {
 		w.closeAfter = true
@@ -156,25 +150,16 @@ func (w *response) sendHeader(final bool) {
 	if w.c.srv.closing.Load() {
 		w.closeAfter = true
 	}
-	// Content-Type sniffing, as net/http does, when the handler set none.
-	// A handler that sets the field to nil (as net/http allows) wants none.
-	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {
-		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
-	}
+	// Length, Content-Type and trailers as both engines decide them; the
+	// framing of a body of unknown length is HTTP/1.1's own.
+	length, trailers := core.PrepareHead(h, w.coreHead(final), w.trailers)
+	w.trailers = trailers
 	switch {
 	case !w.bodyOK:
-		if w.status != http.StatusNotModified {
-			delete(h, "Content-Length")
-		}
 		w.cl = -1
-	case w.cl >= 0:
-	case final && len(w.trailers) == 0 && !w.head:
-		w.cl = int64(len(w.pending))
-		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
+	case length >= 0:
+		w.cl = length
 	case w.head:
-		if final && w.written > 0 {
-			h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
-		}
 	case w.req.ProtoMinor >= 1:
 		w.chunked = true
 	default:
@@ -206,10 +191,15 @@ func (w *response) sendHeader(final bool) {
 	}
 }
 
+// coreHead is the response as package core's rules see it.
+func (w *response) coreHead(final bool) core.Head {
+	return core.Head{Status: w.status, BodyOK: w.bodyOK, HEAD: w.head, Final: final, CL: w.cl, Written: w.written, Pending: w.pending}
+}
+
 // writeFields writes header fields in name order (stable output from one
 // response to the next), skipping declared trailers and keys with
-// http.TrailerPrefix. CR and LF in values become spaces, so no value can
-// start a field of its own.
+// http.TrailerPrefix, and names that are not tokens; control characters
+// in values become spaces (core.CleanValue).
 func writeFields(bw *bufio.Writer, h http.Header, trailers []string) {
 	var arr [24]string
 	keys := arr[:0]
@@ -240,38 +230,9 @@ outer:
 	}
 }
 
-func writeValue(bw *bufio.Writer, v string) {
-	clean := true
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 && c != '\t' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		bw.WriteString(v)
-		return
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c < 0x20 && c != '\t' {
-			c = ' '
-		}
-		bw.WriteByte(c)
-	}
-}
+func writeValue(bw *bufio.Writer, v string) { bw.WriteString(core.CleanValue(v)) }
 
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !tokenChar[k[i]] {
-			return false
-		}
-	}
-	return true
-}
+func validFieldName(k string) bool { return core.ValidFieldName(k) }
 
 // Flush sends what the handler wrote so far.
 func (w *response) Flush() { w.FlushError() }
@@ -291,25 +252,20 @@ func (w *response) finish() {
 	bw := w.c.bw
 	if w.chunked {
 		bw.WriteString("0\r\n")
-		for _, k := range w.trailers {
-			for _, v := range w.header[k] {
-				bw.WriteString(k + ": ")
+		core.EachTrailer(w.header, w.trailers, func(name string, vs []string) {
+			if !validFieldName(name) {
+				return
+			}
+			for _, v := range vs {
+				bw.WriteString(name)
+				bw.WriteString(": ")
 				writeValue(bw, v)
 				bw.WriteString("\r\n")
 			}
-		}
-		for k, vs := range w.header {
-			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(name) {
-				for _, v := range vs {
-					bw.WriteString(http.CanonicalHeaderKey(name) + ": ")
-					writeValue(bw, v)
-					bw.WriteString("\r\n")
-				}
-			}
-		}
+		})
 		bw.WriteString("\r\n")
 	}
-	if w.cl >= 0 && w.written < w.cl && !w.head && w.bodyOK {
+	if core.Short(w.coreHead(true)) {
 		// The handler promised more than it wrote: the client would wait
 		// for bytes that never come. Close instead.
 		w.closeAfter = true

@@ -157,7 +157,7 @@ func TestIdleWithOpenStream(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	addr, _ := startServer(t, &h2.Server{Handler: h, Limits: limits.Limits{Idle: 400 * time.Millisecond, BodyRead: 300 * time.Millisecond}})
+	addr, _ := startServer(t, &h2.Server{Handler: h, Limits: limits.Limits{Idle: 400 * time.Millisecond, Body: limits.NewBody(300*time.Millisecond, limits.DefaultBodyMinRate)}})
 	c, fr := rawConn(t, addr)
 	writeHeaders(fr, 1, false, reqFields("GET", "/")...)
 	writeHeaders(fr, 3, false, reqFields("POST", "/")...)
@@ -197,7 +197,7 @@ func TestBodyMinRate(t *testing.T) {
 		got <- err
 		w.WriteHeader(http.StatusRequestTimeout)
 	})
-	addr, _ := startServer(t, &h2.Server{Handler: h, Limits: limits.Limits{BodyRead: 300 * time.Millisecond, BodyMinRate: 100}})
+	addr, _ := startServer(t, &h2.Server{Handler: h, Limits: limits.Limits{Body: limits.NewBody(300*time.Millisecond, 100)}})
 	_, fr := rawConn(t, addr)
 	writeHeaders(fr, 1, false, reqFields("POST", "/")...)
 	start := time.Now()

@@ -441,8 +441,6 @@ type responseWriter struct {
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
 
-const pendingLimit = 4096
-
 var errAborted = errors.New("h2: stream closed")
 
 func (w *responseWriter) Header() http.Header { return w.header }
@@ -461,8 +459,7 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.bodyOK = core.BodyAllowed(code)
-	w.cl = core.DeclaredLength(w.header)
+	w.bodyOK, w.cl = core.Final(code, w.header)
 }
 
 func (w *responseWriter) writeInformational(code int) {
@@ -492,7 +489,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.head {
 		return len(p), nil
 	}
-	if !w.headerSent && w.cl < 0 && len(w.pending)+len(p) <= pendingLimit {
+	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(p)) {
 		w.pending = append(w.pending, p...)
 		return len(p), nil
 	}
@@ -506,7 +503,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 }
 
 func (w *responseWriter) WriteString(s string) (int, error) {
-	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && w.cl < 0 && len(w.pending)+len(s) <= pendingLimit {
+	if w.wroteHeader && w.bodyOK && !w.headerSent && !w.head && core.Hold(w.cl, len(w.pending), len(s)) {
 		w.written += int64(len(s))
 		w.pending = append(w.pending, s...)
 		return len(s), nil
@@ -525,23 +522,9 @@ func (w *responseWriter) sendHeader(final bool) error {
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.header
-	if t := h["Trailer"]; len(t) > 0 {
-		w.trailers = wire.AppendTrailerNames(w.trailers, t)
-	}
-	// A handler that sets the field to nil (as net/http allows) wants none.
-	if _, set := h["Content-Type"]; w.bodyOK && len(w.pending) > 0 && !set && h["Content-Encoding"] == nil {
-		h["Content-Type"] = []string{http.DetectContentType(w.pending)}
-	}
-	switch {
-	case !w.bodyOK:
-		if w.status != http.StatusNotModified {
-			delete(h, "Content-Length")
-		}
-	case w.cl < 0 && final && len(w.trailers) == 0 && !w.head:
-		h["Content-Length"] = []string{strconv.Itoa(len(w.pending))}
-	case w.cl < 0 && final && w.head && w.written > 0:
-		h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
-	}
+	// Length, Content-Type and trailers as both engines decide them; the
+	// body goes in DATA frames, its end in END_STREAM.
+	_, w.trailers = core.PrepareHead(h, w.coreHead(final), w.trailers)
 	end := final && len(w.trailers) == 0 && (len(w.pending) == 0 || w.head || !w.bodyOK)
 	c := w.st.c
 	c.wmu.Lock()
@@ -722,20 +705,11 @@ func (w *responseWriter) finish() {
 		}
 	}
 	c := w.st.c
-	if len(w.trailers) > 0 || w.hasPrefixTrailers() {
+	if core.HasTrailers(w.header, w.trailers) {
 		c.wmu.Lock()
 		if !w.aborted && !c.dead {
 			tr := http.Header{}
-			for _, k := range w.trailers {
-				if v, ok := w.header[k]; ok {
-					tr[k] = v
-				}
-			}
-			for k, v := range w.header {
-				if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-					tr[http.CanonicalHeaderKey(name)] = v
-				}
-			}
+			core.EachTrailer(w.header, w.trailers, func(name string, v []string) { tr[name] = v })
 			c.writeTrailers(w.st.id, tr)
 			w.st.localClosed.Store(true)
 		}
@@ -743,7 +717,7 @@ func (w *responseWriter) finish() {
 		c.kickWriter()
 		return
 	}
-	if w.cl >= 0 && w.written < w.cl && !w.head && w.bodyOK {
+	if core.Short(w.coreHead(true)) {
 		// Promised more than written: the client must not take this as
 		// complete (RFC 9113 section 8.1.1).
 		w.st.resetLocal(http2.ErrCodeProtocol)
@@ -752,13 +726,9 @@ func (w *responseWriter) finish() {
 	w.writeData(nil, true)
 }
 
-func (w *responseWriter) hasPrefixTrailers() bool {
-	for k := range w.header {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			return true
-		}
-	}
-	return false
+// coreHead is the response as package core's rules see it.
+func (w *responseWriter) coreHead(final bool) core.Head {
+	return core.Head{Status: w.status, BodyOK: w.bodyOK, HEAD: w.head, Final: final, CL: w.cl, Written: w.written, Pending: w.pending}
 }
 
 func (w *responseWriter) Flush() { w.FlushError() }
@@ -809,7 +779,7 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 	c.hbuf.Reset()
 	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
 	for k, vs := range h {
-		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !validName(k) {
+		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !core.ValidFieldName(k) {
 			continue
 		}
 		skip := false
@@ -824,7 +794,7 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 		}
 		lk := wire.Lower(k)
 		for _, v := range vs {
-			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cleanValue(v)})
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: core.CleanValue(v)})
 		}
 	}
 	if _, ok := h["Date"]; !ok {
@@ -836,12 +806,12 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 func (c *conn) writeTrailers(id uint32, tr http.Header) {
 	c.hbuf.Reset()
 	for k, vs := range tr {
-		if connectionSpecific[k] || !validName(k) {
+		if connectionSpecific[k] || !core.ValidFieldName(k) {
 			continue
 		}
 		lk := wire.Lower(k)
 		for _, v := range vs {
-			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cleanValue(v)})
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: core.CleanValue(v)})
 		}
 	}
 	c.writeBlock(id, true)
@@ -867,35 +837,6 @@ func (c *conn) writeBlock(id uint32, end bool) {
 // peerMaxFrameLocked reads the peer's frame size limit; it changes only
 // on the reader goroutine, under wmu for writers.
 func (c *conn) peerMaxFrameLocked() uint32 { return c.peerMaxFrame }
-
-func validName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || c == ':' {
-			return false
-		}
-	}
-	return true
-}
-
-// cleanValue drops bytes HTTP/2 forbids in field values (CR, LF, NUL).
-func cleanValue(v string) string {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c == '\r' || c == '\n' || c == 0 {
-			b := []byte(v)
-			for j := range b {
-				if b[j] == '\r' || b[j] == '\n' || b[j] == 0 {
-					b[j] = ' '
-				}
-			}
-			return string(b)
-		}
-	}
-	return v
-}
 
 var statusTexts = func() (t [1000]string) {
 	for i := range t {

@@ -8,23 +8,26 @@ package limits
 
 import (
 	"os"
+	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Defaults, as the README states them.
 const (
-	DefaultReadHeader  = 20 * time.Second // request head, and a new connection's first request (HTTP/2: preface)
-	DefaultIdle        = 75 * time.Second // nginx's keepalive_timeout
-	DefaultBodyRead    = 60 * time.Second // nginx's client_body_timeout
-	DefaultBodyMinRate = 500              // bytes/s, as Apache's mod_reqtimeout MinRate
-	DefaultWrite       = 60 * time.Second // nginx's send_timeout
+	DefaultReadHeader  = 20 * time.Second          // request head, and a new connection's first request (HTTP/2: preface)
+	DefaultIdle        = 75 * time.Second          // nginx's keepalive_timeout
+	DefaultBodyRead    = config.DefaultBodyTimeout // [global] body_timeout
+	DefaultBodyMinRate = config.DefaultBodyMinRate // [global] body_min_rate, bytes/s
+	DefaultWrite       = 60 * time.Second          // nginx's send_timeout
 	DefaultHeaderBytes = wire.DefaultMaxHeaderBytes
 )
 
 // Limits bounds what a client may hold. In every duration field zero
-// means the default and a negative value means no limit.
+// means the default and a negative value means no limit. It is copied
+// into each engine; Body, the part a reload may change, is shared.
 type Limits struct {
 	// ReadHeader bounds sending a request head once its first byte came,
 	// and the wait for a new connection's first request (HTTP/2: the
@@ -33,16 +36,8 @@ type Limits struct {
 	// Idle closes a connection with no request in progress after this
 	// long (HTTP/2: no stream whose handler runs).
 	Idle time.Duration
-	// BodyRead is the longest silence while a handler waits for more of a
-	// request body; the read fails with a timeout (os.IsTimeout), which
-	// handlers answer with 408.
-	BodyRead time.Duration
-	// BodyMinRate is the lowest average rate of a request body, in bytes
-	// per second, measured from the handler's first read with BodyRead as
-	// grace: by time t after that read the client must have sent
-	// (t-BodyRead)*BodyMinRate bytes. Zero means the default, negative
-	// none.
-	BodyMinRate int64
+	// Body holds the request body limits (nil: the defaults).
+	Body *Body
 	// Write bounds a send that makes no progress: an HTTP/1.1 write the
 	// client does not read, an HTTP/2 stream that gets no flow-control
 	// window, a connection that takes no bytes (nginx's send_timeout).
@@ -69,22 +64,51 @@ func (l *Limits) ReadHeaderTimeout() time.Duration { return or(l.ReadHeader, Def
 // IdleTimeout is Idle with the default applied; 0 means none.
 func (l *Limits) IdleTimeout() time.Duration { return or(l.Idle, DefaultIdle) }
 
-// BodyReadTimeout is BodyRead with the default applied; 0 means none.
-func (l *Limits) BodyReadTimeout() time.Duration { return or(l.BodyRead, DefaultBodyRead) }
+// Body is the request body limits ([global] body_timeout and
+// body_min_rate, decoded by package config): the server makes one, shares
+// it among the Limits of every engine, and sets it from each configuration
+// it applies, so a reload changes them for running connections too (from
+// a handler's next body read). Its zero value means no limits.
+type Body struct {
+	read, rate atomic.Int64
+}
+
+// NewBody returns a Body with the given limits (see Set).
+func NewBody(read time.Duration, minRate int64) *Body {
+	b := &Body{}
+	b.Set(read, minRate)
+	return b
+}
+
+// Set sets the longest silence while a handler waits for more of a
+// request body (0: none; past it the read fails with a timeout,
+// os.IsTimeout, which handlers answer with 408), and the lowest average
+// rate in bytes per second, measured from the handler's first read with
+// read as grace: by time t after that read the client must have sent
+// (t-read)*minRate bytes (0: none).
+func (b *Body) Set(read time.Duration, minRate int64) {
+	b.read.Store(int64(max(read, 0)))
+	b.rate.Store(max(minRate, 0))
+}
+
+// BodyReadTimeout is the body silence limit in effect; 0 means none.
+func (l *Limits) BodyReadTimeout() time.Duration {
+	if l.Body == nil {
+		return DefaultBodyRead
+	}
+	return time.Duration(l.Body.read.Load())
+}
 
 // WriteTimeout is Write with the default applied; 0 means none.
 func (l *Limits) WriteTimeout() time.Duration { return or(l.Write, DefaultWrite) }
 
-// MinRate is BodyMinRate with the default applied, bytes per second; 0
-// means none.
+// MinRate is the body rate limit in effect, bytes per second; 0 means
+// none.
 func (l *Limits) MinRate() int64 {
-	switch {
-	case l.BodyMinRate < 0:
-		return 0
-	case l.BodyMinRate == 0:
+	if l.Body == nil {
 		return DefaultBodyMinRate
 	}
-	return l.BodyMinRate
+	return l.Body.rate.Load()
 }
 
 // MaxHeaderBytes is HeaderBytes with the default applied.
@@ -96,7 +120,7 @@ func (l *Limits) MaxHeaderBytes() int {
 }
 
 // BodyDeadline is when a handler's wait for more of a request body ends:
-// BodyRead after the last bytes arrived (or the first read, start), and no
+// BodyReadTimeout after the last bytes arrived (or the first read, start), and no
 // later than the minimum rate allows for the received bytes. The zero
 // time means no deadline.
 func (l *Limits) BodyDeadline(start, last time.Time, received int64) time.Time {

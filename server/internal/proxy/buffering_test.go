@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,4 +101,88 @@ func TestRequestBufferingOff(t *testing.T) {
 			t.Errorf("upstream got %q bytes, want 5000", got)
 		}
 	})
+}
+
+// TestResponseBuffering: a client that asks for an 8 MiB answer and does
+// not read it holds no upstream connection with response_buffering (the
+// default): the upstream finishes sending at once and its connection goes
+// back to the pool (the next request reuses it), while the client gets
+// every byte, in order, when it reads. With response_buffering = false
+// the upstream is still sending to the stalled client.
+func TestResponseBuffering(t *testing.T) {
+	const lines = 2 << 20 // 16 bytes each: 32 MiB, more than loopback sockets hold
+	want := numberedLines(lines)
+	for _, buffering := range []bool{true, false} {
+		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
+			var finished atomic.Int32
+			up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/proxy/small" {
+					io.WriteString(w, "small")
+					return
+				}
+				for p := want; len(p) > 0; p = p[min(len(p), 64<<10):] {
+					w.Write(p[:min(len(p), 64<<10)])
+				}
+				finished.Add(1)
+			}))
+			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseBuffering: &buffering})
+			f := startFront(t, "h1", h)
+			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+			}}
+			slow, err := d.Dial("tcp", f.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer slow.Close()
+			io.WriteString(slow, "GET /proxy/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			deadline := time.Now().Add(4 * time.Second)
+			for finished.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if done := finished.Load() == 1; done != buffering {
+				t.Errorf("upstream finished sending to a client that does not read: %v", done)
+			}
+			if buffering {
+				// The connection goes back to the pool (the upstream has
+				// nothing in flight) and the next request reuses it.
+				for time.Now().Before(deadline) && (h.Stats()[0].Idle != 1 || h.Stats()[0].Active != 0) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if _, body := get(t, f.client, f.url("/proxy/small")); body != "small" {
+					t.Errorf("next request: %q", body)
+				}
+				if n := up.conns.Load(); n != 1 {
+					t.Errorf("%d upstream connections, want the first one reused", n)
+				}
+			}
+			slow.SetReadDeadline(time.Now().Add(20 * time.Second))
+			res, err := http.ReadResponse(bufio.NewReader(slow), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			got, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatalf("after %d bytes: %v", len(got), err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, not the %d lines in order", len(got), lines)
+			}
+		})
+	}
+}
+
+// numberedLines is n lines "000000000000042\n" (16 bytes each, 0 to
+// n-1), which show any loss or reordering.
+func numberedLines(n int) []byte {
+	b := make([]byte, 16*n)
+	for i := range n {
+		line := b[16*i : 16*i+16]
+		line[15] = '\n'
+		for j, v := 14, i; j >= 0; j, v = j-1, v/10 {
+			line[j] = byte('0' + v%10)
+		}
+	}
+	return b
 }

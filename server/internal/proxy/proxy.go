@@ -129,7 +129,8 @@ type Handler struct {
 	wg     sync.WaitGroup
 	bufs   sync.Pool // *[]byte, copy buffers
 
-	buffering bool // request_buffering: bodies read whole before an upstream connection is taken
+	buffering  bool // request_buffering: bodies read whole before an upstream connection is taken
+	respBuffer bool // response_buffering: the upstream connection goes before a slow client has the response
 }
 
 // New builds the handler for route (the route's path prefix, such as
@@ -161,9 +162,10 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 			Timeout:   cfg.ConnectTimeout.D(),
 			KeepAlive: 30 * time.Second,
 		},
-		log:       o.Logger,
-		site:      o.Site,
-		buffering: cfg.RequestBufferingEnabled(),
+		log:        o.Logger,
+		site:       o.Site,
+		buffering:  cfg.RequestBufferingEnabled(),
+		respBuffer: cfg.ResponseBufferingEnabled(),
 	}
 	h.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	h.trusted = cfg.TrustedNets
@@ -439,7 +441,12 @@ var aLongTimeAgo = time.Unix(1, 0)
 // left), else why not.
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, upgrade string, fresh, replay bool) *failure {
 	u.active.Add(1)
-	defer u.active.Add(-1)
+	done := false // the upstream's part is over (active counts what it serves)
+	defer func() {
+		if !done {
+			u.active.Add(-1)
+		}
+	}()
 	u.requests.Add(1)
 	var c *conn
 	if !fresh && upgrade == "" {
@@ -460,7 +467,8 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	// The client may leave at any time: unblock every read and write on
 	// the upstream connection when it does.
 	stop := wire.AfterFunc(r.Context(), c.abort)
-	reusable, f := h.roundTrip(w, r, c, upgrade)
+	var rest relayed
+	reusable, f := h.roundTrip(w, r, c, upgrade, &rest)
 	if !stop() {
 		reusable = false
 	}
@@ -472,7 +480,44 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	} else {
 		c.nc.Close()
 	}
+	done = true
+	u.active.Add(-1)
+	// The upstream connection is free; the client gets the rest.
+	rest.finish(w)
 	return f
+}
+
+// relayed is what remains of a relayed response once the upstream has
+// sent all of it (response buffering): the bytes the client has not taken
+// yet, and the trailers, which follow them.
+type relayed struct {
+	out       *spool.Response
+	trailer   http.Header
+	announced []string
+}
+
+// finish gives the client the rest of the response, then the trailers.
+func (rr *relayed) finish(w http.ResponseWriter) {
+	if rr.out != nil {
+		rr.out.Finish()
+		rr.out = nil
+	}
+	setTrailers(w.Header(), rr.trailer, rr.announced)
+}
+
+// setTrailers puts the upstream's trailers into the response header:
+// announced ones under their names, others with http.TrailerPrefix.
+func setTrailers(hdr, trailer http.Header, announced []string) {
+	for k, vv := range trailer {
+		if vv == nil {
+			continue
+		}
+		if contains(announced, k) {
+			hdr[k] = vv
+		} else {
+			hdr[http.TrailerPrefix+k] = vv
+		}
+	}
 }
 
 // statusFor maps a connection error to 504 for timeouts, else 502.
@@ -540,7 +585,7 @@ func requestFraming(r *http.Request) (framing, int64) {
 // roundTrip writes the request, reads the response head and relays the
 // response. reusable reports that the connection is clean and may be
 // pooled.
-func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upgrade string) (reusable bool, f *failure) {
+func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upgrade string, rest *relayed) (reusable bool, f *failure) {
 	mode, cl := requestFraming(r)
 	h.writeHead(c.bw, r, upgrade, mode, cl, "")
 
@@ -622,7 +667,7 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 		return false, nil
 	}
 
-	reusable = h.relay(w, r, c, resp)
+	reusable = h.relay(w, r, c, resp, rest)
 	if bodyDone != nil {
 		// The response is complete; the upload may not be, if the upstream
 		// answered early. Stop it and do not reuse the connection then.
@@ -941,8 +986,11 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 
 // relay copies the response to the client: header fields less hop-by-hop
 // ones, the status, the body as it arrives, then trailers. It reports
-// whether the upstream connection ended cleanly and may be reused.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *http.Response) bool {
+// whether the upstream connection ended cleanly and may be reused. With
+// response buffering the body goes through a spool.Response, and what the
+// client has not taken when the upstream has sent everything is left in
+// rest, with the trailers, for after the connection is released.
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *http.Response, rest *relayed) bool {
 	hdr := w.Header()
 	var tokens connTokens
 	tokens.parse(resp.Header["Connection"])
@@ -985,11 +1033,16 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 	bp := h.bufs.Get().(*[]byte)
 	defer h.bufs.Put(bp)
 	buf := *bp
+	var dst io.Writer = w
+	if h.respBuffer {
+		rest.out = spool.NewResponse(w, h.tempDir)
+		dst = rest.out
+	}
 	var written int64
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return false // the client left
 			}
 			written += int64(n)
@@ -1005,28 +1058,29 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 				"cause", "response body cut short: "+describe(rerr, 0))...)
 			c.up.failures.Add(1)
 			// Make the engine abort the response (close the connection or
-			// reset the stream) rather than end it as if it were complete.
+			// reset the stream) rather than end it as if it were complete,
+			// once the client has what came.
 			c.nc.Close()
+			rest.finish(w)
 			panic(http.ErrAbortHandler)
 		}
 		// Flush when the next read would wait for the upstream: server-sent
 		// events and long polls reach the client as they are written.
 		if c.br.Buffered() == 0 && (resp.ContentLength < 0 || written < resp.ContentLength) {
+			if rest.out != nil {
+				rest.out.Flush()
+				continue
+			}
 			if rc == nil {
 				rc = http.NewResponseController(w)
 			}
 			rc.Flush()
 		}
 	}
-	for k, vv := range resp.Trailer {
-		if vv == nil {
-			continue
-		}
-		if contains(announced, k) {
-			hdr[k] = vv
-		} else {
-			hdr[http.TrailerPrefix+k] = vv
-		}
+	if rest.out != nil {
+		rest.trailer, rest.announced = resp.Trailer, announced
+	} else {
+		setTrailers(hdr, resp.Trailer, announced)
 	}
 	return !resp.Close
 }

@@ -128,7 +128,9 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 	c.nc.SetReadDeadline(time.Time{})
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		// Refused (403, 404, 426...): relay the answer as it is.
-		h.relay(w, r, c, resp)
+		var rest relayed
+		h.relay(w, r, c, resp, &rest)
+		rest.finish(w)
 		return
 	}
 	sum := sha1.Sum([]byte(wsKey + websocketGUID))
