@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -56,6 +57,9 @@ type ACME struct {
 	// CARoot is a PEM file of root certificates trusted, besides the
 	// system's, for the CA's API; "" for the system roots only.
 	CARoot string
+	// CARootCerts are CARoot's certificates, read once by
+	// CheckEnvironment.
+	CARootCerts []*x509.Certificate `json:"-"`
 }
 
 // NamePlan says how one server name of a TLS site gets its certificate.
@@ -231,17 +235,38 @@ func (v *validator) caURL(at, ca string) string {
 
 // acmeEnvironment checks, for CheckEnvironment, that the ca_root files
 // of a site hold certificates.
-func (v *validator) acmeEnvironment(s *Site) {
+func (v *validator) acmeEnvironment(s *Site, ca caFiles) {
 	if s.TLS.CARoot != "" {
-		if _, err := LoadCAFile(s.TLS.CARoot); err != nil {
+		if _, err := ca.load(s.TLS.CARoot); err != nil {
 			v.errAt("tls.ca_root", "ca_root: %v", err)
 		}
 	}
 	if g := s.Global; g != nil && g.ACME != nil && g.ACME.CARoot != "" {
-		if _, err := LoadCAFile(g.ACME.CARoot); err != nil {
+		if _, err := ca.load(g.ACME.CARoot); err != nil {
 			v.errAt("global.acme.ca_root", "ca_root: %v", err)
 		}
 	}
+	if a := s.ACME; a != nil && a.CARoot != "" {
+		a.CARootCerts, _ = ca.load(a.CARoot) // its error is reported above
+	}
+}
+
+// caFiles reads each CA file once for one CheckEnvironment: a site's
+// ca_root may be [global]'s, shared by every site.
+type caFiles map[string]caFile
+
+type caFile struct {
+	certs []*x509.Certificate
+	err   error
+}
+
+func (c caFiles) load(path string) ([]*x509.Certificate, error) {
+	f, ok := c[path]
+	if !ok {
+		f.certs, f.err = loadCACerts(path)
+		c[path] = f
+	}
+	return f.certs, f.err
 }
 
 // checkHSTS checks a Strict-Transport-Security value (RFC 6797 section

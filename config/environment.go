@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,8 @@ import (
 // CheckEnvironment checks what validated sites need from the machine they
 // run on: static, FastCGI and error-page roots are directories, a static
 // fallback file and the error pages exist, a proxy's tls_ca file holds
-// certificates (read once, into Proxy.TLSRoots), access-log files can be opened for appending, and the
+// certificates (read once, into Proxy.TLSRoots and ACME.CARootCerts),
+// access-log files can be opened for appending, and the
 // php-fpm binary is an executable file (fpm = "auto" is looked up here, setting
 // PHP.FPMPath). It returns every problem as Errors located at the key.
 //
@@ -24,6 +26,7 @@ import (
 // certificates are loaded (once) when the server builds the sites.
 func CheckEnvironment(sites []*Site) error {
 	var errs Errors
+	ca := caFiles{}
 	for _, s := range sites {
 		v := &validator{file: s.File, pos: s.pos}
 		for i := range s.Routes {
@@ -40,11 +43,17 @@ func CheckEnvironment(sites []*Site) error {
 				v.dirExists(at, "root", h.Root)
 			case *Proxy:
 				if h.TLSCA != "" {
-					pool, err := LoadCAFile(h.TLSCA)
+					// Read here, once; the proxy uses the pool.
+					h.TLSRoots = nil
+					certs, err := ca.load(h.TLSCA)
 					if err != nil {
 						v.errAt(at+".tls_ca", "tls_ca: %v", err)
+					} else {
+						h.TLSRoots = x509.NewCertPool()
+						for _, c := range certs {
+							h.TLSRoots.AddCert(c)
+						}
 					}
-					h.TLSRoots = pool // read here, once; the proxy uses the pool
 				}
 			}
 		}
@@ -56,7 +65,7 @@ func CheckEnvironment(sites []*Site) error {
 				}
 			}
 		}
-		v.acmeEnvironment(s)
+		v.acmeEnvironment(s, ca)
 		if s.Log.Enabled && s.Log.Path != "" && s.Log.Path != "-" {
 			if err := writable(s.Log.Path); err != nil {
 				v.errAt("log.path", "log path %s: %v", s.Log.Path, err)

@@ -102,6 +102,12 @@ func (p *PHP) UploadMax() int64 {
 	return int64(*p.UploadMaxFilesize)
 }
 
+// Slowlog returns request_slowlog_timeout; 0 means off.
+func (p *PHP) Slowlog() time.Duration { return p.SlowlogTimeout.Or(DefaultPHPSlowlog) }
+
+// Terminate returns request_terminate_timeout; 0 means off.
+func (p *PHP) Terminate() time.Duration { return p.TerminateTimeout.Or(DefaultPHPTerminate) }
+
 // Where returns "file:line" of the php table, for messages.
 func (p *PHP) Where() string {
 	if p.line > 0 {

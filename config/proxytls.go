@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"strings"
@@ -28,17 +29,33 @@ func (v *validator) proxyTLS(at string, p *Proxy, anyTLS bool) {
 	}
 }
 
-// LoadCAFile reads a PEM file of CA certificates into a pool.
-func LoadCAFile(path string) (*x509.CertPool, error) {
+// loadCACerts reads the certificates of a PEM file (other blocks are
+// skipped, as x509.CertPool.AppendCertsFromPEM does).
+func loadCACerts(path string) ([]*x509.Certificate, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %s", path, errText(err))
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
+	var certs []*x509.Certificate
+	for len(b) > 0 {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" || len(block.Headers) != 0 {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			continue
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
 		return nil, fmt.Errorf("%s holds no PEM certificate", path)
 	}
-	return pool, nil
+	return certs, nil
 }
 
 // Warnings lists what is allowed but unsafe in the sites, each located

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkServeStaticH1 measures a whole request through the engine
-// (net/http), the dispatcher and the static handler over loopback
+// (Arka's HTTP/1.1, package h1), the dispatcher and the static handler over loopback
 // HTTP/1.1 keep-alive, with a client that allocates nothing per request.
 // allocs/op is the server's allocations per request.
 func BenchmarkServeStaticH1(b *testing.B) {

@@ -131,7 +131,7 @@ func (s *Server) applyACME(sites []*config.Site, t *table) {
 		if a == nil {
 			continue
 		}
-		as := acme.Site{Names: a.Names, Email: a.Email, CA: a.CA, CARoot: a.CARoot}
+		as := acme.Site{Names: a.Names, Email: a.Email, CA: a.CA, CARoot: a.CARoot, CARootCerts: a.CARootCerts}
 		if len(cs.Listen) > 0 {
 			if l := s.listeners[cs.Listen[0].String()]; l != nil {
 				as.HTTPAddr = l.ln.Addr().String()

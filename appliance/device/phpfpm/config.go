@@ -108,8 +108,8 @@ func FromSettings(p *config.PHP, b board.Budget, stateDir string) (Config, error
 	if c.DataDir == "" {
 		c.DataDir = filepath.Join(c.Dir, "data")
 	}
-	c.SlowlogTimeout = p.SlowlogTimeout.Or(config.DefaultPHPSlowlog)
-	c.TerminateTimeout = p.TerminateTimeout.Or(config.DefaultPHPTerminate)
+	c.SlowlogTimeout = p.Slowlog()
+	c.TerminateTimeout = p.Terminate()
 	uid, gid, root, err := lookupUser(p.User)
 	if err != nil {
 		return c, err

@@ -83,6 +83,9 @@ type Site struct {
 	Email  string   // contact for the CA account, "" for none
 	CA     string   // ACME directory URL
 	CARoot string   // PEM file of extra roots to trust for the CA, or ""
+	// CARootCerts are CARoot's certificates (config.CheckEnvironment
+	// read the file).
+	CARootCerts []*x509.Certificate
 	// HTTPAddr is a bound plain listener of the site (host:port) where the
 	// HTTP-01 challenge is answered, "" for none (HTTP-01 is then off);
 	// TLSAddr a bound TLS listener, for TLS-ALPN-01 ("" turns it off).
@@ -345,16 +348,15 @@ func (m *Manager) newGroup(key string, s Site) (*group, error) {
 		tmpl.AltTLSALPNPort, _ = strconv.Atoi(port)
 	}
 	if s.CARoot != "" {
-		data, err := os.ReadFile(s.CARoot)
-		if err != nil {
-			return nil, fmt.Errorf("acme: ca_root: %w", err)
+		if len(s.CARootCerts) == 0 {
+			return nil, fmt.Errorf("acme: ca_root %s was not read (config.CheckEnvironment reads it)", s.CARoot)
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
-		if !pool.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("acme: ca_root %s: no PEM certificate in it", s.CARoot)
+		for _, c := range s.CARootCerts {
+			pool.AddCert(c)
 		}
 		tmpl.TrustedRoots = pool
 	}

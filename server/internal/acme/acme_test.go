@@ -114,7 +114,12 @@ func start(t *testing.T, o envOptions) *env {
 	os.WriteFile(filepath.Join(e.dir, "www", "index.html"), []byte("hello over https\n"), 0o644)
 	e.file = filepath.Join(e.dir, "site.toml")
 	e.write(names, o.extraSiteConfig)
+	// As arka does: Load, then the environment check (which reads
+	// ca_root, once).
 	sites, err := config.LoadFiles([]string{e.file})
+	if err == nil {
+		err = config.CheckEnvironment(sites)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +172,9 @@ func (e *env) reload(names []string) {
 	e.t.Helper()
 	e.write(names, "")
 	sites, err := config.LoadFiles([]string{e.file})
+	if err == nil {
+		err = config.CheckEnvironment(sites)
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -3,13 +3,10 @@ package proxy
 //lint:file-ignore SA1019 x/net's HTTP/2 Transport is the client that sends extended CONNECT (net/http's refuses ":protocol").
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -78,26 +75,20 @@ func TestWebSocketRefusedIsRelayed(t *testing.T) {
 		http.Error(w, "no sockets here", http.StatusForbidden)
 	}))
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
-	f := startFront(t, "h1", h)
-	_, resp, err := websocket.Dial(context.Background(), strings.Replace(f.url("/proxy/ws"), "http", "ws", 1), nil)
-	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("want the upstream's 403, got %v, %v", resp, err)
+	for _, p := range []string{"h1", "h1tls"} {
+		t.Run(p, func(t *testing.T) {
+			f := startFront(t, p, h)
+			_, resp, err := websocket.Dial(context.Background(), strings.Replace(f.url("/proxy/ws"), "http", "ws", 1), &websocket.DialOptions{HTTPClient: f.client})
+			if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("want the upstream's 403, got %v, %v", resp, err)
+			}
+		})
 	}
 }
 
-// TestWebSocketOverHTTP2 checks RFC 8441 extended CONNECT. Go's HTTP/2
-// server offers it only when GODEBUG=http2xconnect=1 is in the environment
-// when the process starts, so the test runs itself again with it.
+// TestWebSocketOverHTTP2 checks RFC 8441 extended CONNECT, which Arka's
+// HTTP/2 engine announces (SETTINGS_ENABLE_CONNECT_PROTOCOL).
 func TestWebSocketOverHTTP2(t *testing.T) {
-	if os.Getenv("ARKA_TEST_XCONNECT") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWebSocketOverHTTP2$", "-test.v")
-		cmd.Env = append(os.Environ(), "GODEBUG=http2xconnect=1", "ARKA_TEST_XCONNECT=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestWebSocketOverHTTP2")) {
-			t.Fatalf("extended CONNECT run failed: %v\n%s", err, out)
-		}
-		return
-	}
 	up := startUpstream(t, wsEcho)
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, StripPrefix: true})
 	f := startFront(t, "h2", withCoding(h))
