@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/arkaweb/arka/server.Version=$(VERSION)
 STATE   ?= .state
 
-.PHONY: all build run test test-short vet fmt bench bench-quick bench-go clean image vm update
+.PHONY: all build run test test-short vet fmt bench bench-quick bench-go bench-mem clean image vm update
 
 all: build
 
@@ -46,6 +46,11 @@ bench-quick: build
 # Arka's hot paths in-process, with allocations; no external server needed.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -v ./tests/bench/ ./server/internal/encoding/
+
+# Arka's memory (live heap, RSS, peak RSS) at idle, with 64 busy and with
+# 1000 idle keep-alive connections over HTTP/1.1, TLS and HTTP/2 (arkamem).
+bench-mem: build
+	$(GO) run ./tests/bench/cmd/arkamem -arka bin/arka
 
 # Appliance image: images/out/arka-$(BOARD).img for BOARD=rpi (Raspberry Pi,
 # arm64) or BOARD=amd64 (UEFI PCs and VMs). Reproducible: a clean tree builds

@@ -21,6 +21,7 @@ import (
 	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/board/fan"
 	"github.com/arkaweb/arka/board/led"
+	"github.com/arkaweb/arka/server/internal/enginetest"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -166,35 +167,35 @@ func TestParseAllow(t *testing.T) {
 	}
 }
 
+// Methods and formats as clients see them, over HTTP/1.1, TLS and HTTP/2
+// on Arka's engines (the clients are on loopback, which the default allow
+// list admits).
 func TestMethodsAndFormats(t *testing.T) {
 	h := newTestHandler(t, nil, demoSnapshot(time.Now()), nil)
-	r := httptest.NewRequest(http.MethodPost, "/status", nil)
-	r.RemoteAddr = "127.0.0.1:1"
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	if w.Code != 405 || w.Header().Get("Allow") != "GET, HEAD" {
-		t.Errorf("POST: %d %q", w.Code, w.Header().Get("Allow"))
-	}
-	r = httptest.NewRequest(http.MethodHead, "/status", nil)
-	r.RemoteAddr = "127.0.0.1:1"
-	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	if w.Code != 200 || w.Body.Len() != 0 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
-		t.Errorf("HEAD: %d %d %q", w.Code, w.Body.Len(), w.Header().Get("Content-Type"))
-	}
-	if w := get(h, "127.0.0.1:1", "/status?format=xml", nil); w.Code != 400 {
-		t.Errorf("format=xml: %d", w.Code)
-	}
-	for accept, want := range map[string]string{
-		"application/json":                          "application/json",
-		"text/html,application/json;q=0.9":          "application/json",
-		"application/json;q=0":                      "text/html; charset=utf-8",
-		"text/html,application/xhtml+xml,*/*;q=0.8": "text/html; charset=utf-8",
-	} {
-		if got := get(h, "127.0.0.1:1", "/status", map[string]string{"Accept": accept}).Header().Get("Content-Type"); got != want {
-			t.Errorf("Accept %q: %q, want %q", accept, got, want)
+	e := enginetest.Serve(t, h)
+	e.Each(t, func(t *testing.T, c *enginetest.Client) {
+		resp, _ := c.Do(t, http.MethodPost, "/status")
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST: %d %q", resp.StatusCode, resp.Header.Get("Allow"))
 		}
-	}
+		resp, body := c.Do(t, http.MethodHead, "/status")
+		if resp.StatusCode != 200 || len(body) != 0 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("HEAD: %d %d %q", resp.StatusCode, len(body), resp.Header.Get("Content-Type"))
+		}
+		if resp, _ := c.Get(t, "/status?format=xml"); resp.StatusCode != 400 {
+			t.Errorf("format=xml: %d", resp.StatusCode)
+		}
+		for accept, want := range map[string]string{
+			"application/json":                          "application/json",
+			"text/html,application/json;q=0.9":          "application/json",
+			"application/json;q=0":                      "text/html; charset=utf-8",
+			"text/html,application/xhtml+xml,*/*;q=0.8": "text/html; charset=utf-8",
+		} {
+			if resp, _ := c.Get(t, "/status", "Accept: "+accept); resp.Header.Get("Content-Type") != want {
+				t.Errorf("Accept %q: %q, want %q", accept, resp.Header.Get("Content-Type"), want)
+			}
+		}
+	})
 	if _, err := New(Options{}); err == nil {
 		t.Error("New without Source must fail")
 	}

@@ -75,6 +75,9 @@ func TestRequestBuffering(t *testing.T) {
 func TestResponseBuffering(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 2})
 	fpmtest.WriteFiles(t, e.root, map[string]string{"app/lines.php": `<?php
+if (isset($_GET['accel'])) {
+  header('X-Accel-Buffering: ' . $_GET['accel']);
+}
 for ($i = 0; $i < (int)$_GET['n']; $i++) {
   printf("%015d\n", $i);
 }
@@ -88,12 +91,17 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
 			line[j] = byte('0' + v%10)
 		}
 	}
-	for _, buffering := range []bool{true, false} {
-		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
+	for _, tc := range []struct {
+		route     bool   // response_buffering
+		accel     string // the script's X-Accel-Buffering
+		buffering bool   // what follows
+	}{{true, "", true}, {false, "", false}, {true, "no", false}, {false, "yes", true}} {
+		buffering := tc.buffering
+		t.Run(fmt.Sprintf("route=%v,accel=%q", tc.route, tc.accel), func(t *testing.T) {
 			tmp := t.TempDir()
 			h := e.handler(t, func(c *config.FastCGI, o *Options) {
 				c.MaxConns = config.AutoInt{Set: true, Value: 1}
-				c.ResponseBuffering = &buffering
+				c.ResponseBuffering = &tc.route
 				o.TempDir = tmp
 			})
 			srv := enginetest.Serve(t, h) // HTTP/1.1 on Arka's engine
@@ -105,7 +113,7 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
 				t.Fatal(err)
 			}
 			defer slow.Close()
-			fmt.Fprintf(slow, "GET /app/lines.php?n=%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", lines)
+			fmt.Fprintf(slow, "GET /app/lines.php?n=%d&accel=%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", lines, tc.accel)
 			time.Sleep(500 * time.Millisecond) // the script has written its page
 
 			c := &http.Client{Timeout: 3 * time.Second}
@@ -127,6 +135,9 @@ for ($i = 0; $i < (int)$_GET['n']; $i++) {
 				t.Fatal(err)
 			}
 			defer res.Body.Close()
+			if v, ok := res.Header["X-Accel-Buffering"]; ok {
+				t.Errorf("X-Accel-Buffering %q passed to the client", v)
+			}
 			got, err := io.ReadAll(res.Body)
 			if err != nil {
 				t.Fatalf("after %d bytes: %v", len(got), err)

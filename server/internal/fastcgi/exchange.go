@@ -57,8 +57,10 @@ type exchange struct {
 	// the client after the connection is released (see finish).
 	ended bool
 	// resp is the response buffer (response_buffering), made when body
-	// bytes must go out before the script has ended.
-	resp *spool.Response
+	// bytes must go out before the script has ended; buffered says
+	// whether this response is buffered (spool.Buffering).
+	resp     *spool.Response
+	buffered bool
 	// vals is the backing array of the response's single-valued header
 	// fields (see setField).
 	vals []string
@@ -428,6 +430,7 @@ func (x *exchange) writeHeader(block []byte) error {
 		// the engine not to sniff).
 		hdr["Content-Type"] = nil
 	}
+	x.buffered = spool.Buffering(x.h.respBuffer, hdr)
 	x.bodyLeft = -1
 	if v := hdr["Content-Length"]; len(v) == 1 {
 		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil && n >= 0 {
@@ -510,7 +513,7 @@ func (x *exchange) emit(final, flush bool) {
 		}
 		x.w.WriteHeader(x.status)
 	}
-	if x.resp == nil && !final && x.h.respBuffer {
+	if x.resp == nil && !final && x.buffered {
 		// Body bytes must go out before the script has ended: from here
 		// on through the response buffer, so that a client slower than
 		// the script does not hold the worker.

@@ -71,22 +71,32 @@ type conn struct {
 
 	// Output, guarded by wmu. out and spare come from outPool (bufs)
 	// when frames are queued and go back once the writer has sent them.
-	wmu        sync.Mutex
-	wcond      *sync.Cond // flow-control waits
-	out        []byte
-	spare      []byte
-	bufs       *outBufs
-	fw         *http2.Framer // writes frames into out
-	henc       *hpack.Encoder
-	hbuf       bytes.Buffer
-	sendConn   int64 // connection send window
-	consumed   int64 // received bytes handed to handlers, not yet credited
-	dead       bool  // the connection failed: writes fail
-	writing    bool  // the writer goroutine is sending
-	kick       chan struct{}
-	quit       chan struct{}
-	writerDone chan struct{}
+	wmu      sync.Mutex
+	wcond    *sync.Cond // flow-control waits
+	out      []byte
+	spare    []byte
+	bufs     *outBufs
+	fw       *http2.Framer // writes frames into out
+	henc     *hpack.Encoder
+	hbuf     bytes.Buffer
+	sendConn int64 // connection send window
+	consumed int64 // received bytes handed to handlers, not yet credited
+	dead     bool  // the connection failed: writes fail
+	writing  bool  // the writer goroutine is sending
+	// The writer goroutine runs only while there is output to send:
+	// kickWriter starts it, and it ends once everything queued is sent,
+	// so an idle connection has one goroutine (the reader), not two.
+	wstate  atomic.Int32 // writerIdle, writerRunning, writerKicked, writerStopped
+	writeFn func()       // c.writeLoop, bound once (a go statement on a method value allocates)
 }
+
+// Writer goroutine states (conn.wstate).
+const (
+	writerIdle    int32 = iota // none runs
+	writerRunning              // one runs
+	writerKicked               // one runs and must look at the output again
+	writerStopped              // the connection ended: none runs or starts
+)
 
 // outWriter appends frames to c.out; used only under wmu.
 type outWriter struct{ c *conn }
@@ -204,11 +214,11 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 		streams:      map[uint32]*stream{},
 		peerMaxFrame: 16384, peerWindow: 65535,
 		sendConn: 65535,
-		kick:     make(chan struct{}, 1), quit: make(chan struct{}), writerDone: make(chan struct{}),
 	}
 	c.wcond = sync.NewCond(&c.wmu)
 	c.recvConn.Store(connWindow)
 	c.pre.c = c
+	c.writeFn = c.writeLoop
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -246,7 +256,6 @@ func (c *conn) serve() {
 		c.shutdown()
 		c.releaseReader()
 	}()
-	go c.writeLoop()
 
 	// RFC 9113 section 3.4: the client preface, then SETTINGS, within the
 	// header read timeout.
@@ -726,8 +735,11 @@ func (c *conn) shutdown() {
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	c.rwc.Close()
-	close(c.quit)
-	<-c.writerDone
+	// Wait for a running writer to end (its writes fail on the closed
+	// connection) and keep any other from starting.
+	for !c.wstate.CompareAndSwap(writerIdle, writerStopped) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // flushAndWait waits (bounded) until the output buffer is empty.
@@ -745,24 +757,32 @@ func (c *conn) flushAndWait(d time.Duration) {
 	}
 }
 
+// kickWriter has the output sent: it starts the writer goroutine, or
+// tells the running one to look again before it ends.
 func (c *conn) kickWriter() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
+	for {
+		switch c.wstate.Load() {
+		case writerIdle:
+			if c.wstate.CompareAndSwap(writerIdle, writerRunning) {
+				go c.writeFn()
+				return
+			}
+		case writerRunning:
+			if c.wstate.CompareAndSwap(writerRunning, writerKicked) {
+				return
+			}
+		default: // kicked already, or stopped
+			return
+		}
 	}
 }
 
-// writeLoop sends the output. After a wake-up it yields once, so that the
-// handlers made runnable by the same read can add their frames first, then
-// writes everything in one call.
+// writeLoop sends the output, then ends (see kickWriter). When it starts
+// (or is kicked again) it yields once, so that the handlers made runnable
+// by the same read can add their frames first, then writes everything in
+// one call.
 func (c *conn) writeLoop() {
-	defer close(c.writerDone)
 	for {
-		select {
-		case <-c.kick:
-		case <-c.quit:
-			return
-		}
 		runtime.Gosched()
 		for {
 			c.wmu.Lock()
@@ -794,6 +814,14 @@ func (c *conn) writeLoop() {
 				break
 			}
 			c.wmu.Unlock()
+		}
+		for {
+			if c.wstate.CompareAndSwap(writerRunning, writerIdle) {
+				return
+			}
+			if c.wstate.CompareAndSwap(writerKicked, writerRunning) {
+				break // output queued since: send it
+			}
 		}
 	}
 }

@@ -691,12 +691,7 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 
 type writerOnly struct{ io.Writer }
 
-func (c *conn) kickWriterLocked() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-}
+func (c *conn) kickWriterLocked() { c.kickWriter() }
 
 // finish completes the response after the handler returned.
 func (w *responseWriter) finish() {

@@ -107,25 +107,34 @@ func TestRequestBufferingOff(t *testing.T) {
 // not read it holds no upstream connection with response_buffering (the
 // default): the upstream finishes sending at once and its connection goes
 // back to the pool (the next request reuses it), while the client gets
-// every byte, in order, when it reads. With response_buffering = false
-// the upstream is still sending to the stalled client.
+// every byte, in order, when it reads. With response_buffering = false,
+// or an upstream's X-Accel-Buffering: no (as nginx reads it), the upstream
+// is still sending to the stalled client.
 func TestResponseBuffering(t *testing.T) {
 	const lines = 2 << 20 // 16 bytes each: 32 MiB, more than loopback sockets hold
 	want := numberedLines(lines)
-	for _, buffering := range []bool{true, false} {
-		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
+	for _, tc := range []struct {
+		route     bool   // response_buffering
+		accel     string // the upstream's X-Accel-Buffering
+		buffering bool   // what follows
+	}{{true, "", true}, {false, "", false}, {true, "no", false}} {
+		buffering := tc.buffering
+		t.Run(fmt.Sprintf("route=%v,accel=%q", tc.route, tc.accel), func(t *testing.T) {
 			var finished atomic.Int32
 			up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/proxy/small" {
 					io.WriteString(w, "small")
 					return
 				}
+				if tc.accel != "" {
+					w.Header().Set("X-Accel-Buffering", tc.accel)
+				}
 				for p := want; len(p) > 0; p = p[min(len(p), 64<<10):] {
 					w.Write(p[:min(len(p), 64<<10)])
 				}
 				finished.Add(1)
 			}))
-			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseBuffering: &buffering})
+			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseBuffering: &tc.route})
 			f := startFront(t, "h1", h)
 			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
@@ -162,6 +171,9 @@ func TestResponseBuffering(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer res.Body.Close()
+			if v, ok := res.Header["X-Accel-Buffering"]; ok {
+				t.Errorf("X-Accel-Buffering %q passed to the client", v)
+			}
 			got, err := io.ReadAll(res.Body)
 			if err != nil {
 				t.Fatalf("after %d bytes: %v", len(got), err)

@@ -1018,6 +1018,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 		}
 		hdr["Trailer"] = announced
 	}
+	buffered := spool.Buffering(h.respBuffer, hdr)
 	w.WriteHeader(resp.StatusCode)
 	if resp.Body == http.NoBody {
 		return !resp.Close
@@ -1034,7 +1035,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 	defer h.bufs.Put(bp)
 	buf := *bp
 	var dst io.Writer = w
-	if h.respBuffer {
+	if buffered {
 		rest.out = spool.NewResponse(w, h.tempDir)
 		dst = rest.out
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -319,4 +320,23 @@ func (b *Response) fail(err error) {
 	b.drop()
 	b.fr, b.fw = 0, 0
 	b.cond.Broadcast()
+}
+
+// Buffering is whether a response is buffered: the route's
+// response_buffering, unless the backend's X-Accel-Buffering field ("yes"
+// or "no", as nginx reads it) says otherwise for this response. The field
+// is removed from h: it is for Arka, not the client.
+func Buffering(route bool, h http.Header) bool {
+	v, ok := h["X-Accel-Buffering"]
+	if !ok {
+		return route
+	}
+	delete(h, "X-Accel-Buffering")
+	switch {
+	case len(v) == 1 && strings.EqualFold(v[0], "no"):
+		return false
+	case len(v) == 1 && strings.EqualFold(v[0], "yes"):
+		return true
+	}
+	return route
 }
