@@ -88,6 +88,10 @@ func main() {
 	}
 }
 
+// buildImage builds an image (a variable so that tests can see what a
+// command would build without building it).
+var buildImage = image.Build
+
 // buildFlags registers the image build flags on fs.
 type buildFlags struct {
 	board, out, hostname, arkaPkg, version, pwFile, size, extraArgs, tz string
@@ -188,7 +192,7 @@ func (b *buildFlags) build() (*image.Summary, error) {
 			versions[p] = v
 		}
 	}
-	sum, err := image.Build(image.Config{
+	sum, err := buildImage(image.Config{
 		Board:           board,
 		Output:          out,
 		Hostname:        b.hostname,

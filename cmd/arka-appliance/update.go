@@ -34,7 +34,6 @@ func cmdUpdate(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("update: unexpected argument %q", fs.Arg(0))
 	}
-	pwFile := &b.pwFile // --password-file: default next to the image, written at build time
 	if *host == "" {
 		return errors.New("update: --host is required (the device's name or address)")
 	}
@@ -49,19 +48,29 @@ func cmdUpdate(args []string) error {
 		}
 		rate = n
 	}
+	// The device is resolved first: its name (--name, else from --host)
+	// picks the password that authenticates this update, and a build for
+	// it carries that same password and, unless --hostname says
+	// otherwise, that same hostname (the device keeps its settings).
+	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: b.pwFile, uiPort: *uiPort}).device()
+	if err != nil {
+		return fmt.Errorf("update: %v", err)
+	}
 	if *img == "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["hostname"] {
+			if dev.name == "" {
+				return fmt.Errorf("update: %s is an address: give the device's name (--name NAME) or --hostname so that the new build keeps its hostname", *host)
+			}
+			b.hostname = dev.name
+		}
+		b.pwFile = dev.pwFile
 		sum, err := b.build()
 		if err != nil {
 			return err
 		}
 		*img = sum.Output
-		if *pwFile == "" {
-			*pwFile = sum.PasswordFile
-		}
-	}
-	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: *pwFile, uiPort: *uiPort}).device()
-	if err != nil {
-		return fmt.Errorf("update: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

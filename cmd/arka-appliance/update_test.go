@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/devices"
+)
+
+// TestUpdateBuildsForTheDevice: README's `update --host garden --board
+// rpi` after `build --hostname garden` builds an image for garden, with
+// garden's password (not the default hostname's) and garden's hostname,
+// and writes no hostname into its settings (the device keeps its own).
+func TestUpdateBuildsForTheDevice(t *testing.T) {
+	t.Setenv("ARKA_DEVICES", t.TempDir())
+	gardenPw, _ := devices.PasswordFile("garden")
+	if err := devices.WriteFile(gardenPw, []byte("garden-secret\n")); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop here")
+	var got image.Config
+	buildImage = func(c image.Config) (*image.Summary, error) { got = c; return nil, stop }
+	defer func() { buildImage = image.Build }()
+	for _, host := range []string{"garden", "garden.local", "https://garden.local:8443"} {
+		got = image.Config{}
+		err := cmdUpdate([]string{"--host", host, "--board", "amd64", "-o", filepath.Join(t.TempDir(), "a.img")})
+		if !errors.Is(err, stop) {
+			t.Fatalf("update --host %s: %v", host, err)
+		}
+		if got.Hostname != "garden" || got.PasswordFile != gardenPw || strings.Contains("\n"+string(got.Settings), "\nhostname =") {
+			t.Errorf("update --host %s builds hostname %q with password %s, settings:\n%s", host, got.Hostname, got.PasswordFile, got.Settings)
+		}
+	}
+	arkaPw, _ := devices.PasswordFile("arka")
+	if _, err := os.Stat(arkaPw); err == nil {
+		t.Errorf("%s was created", arkaPw)
+	}
+	// --name names the device behind an address; --hostname renames it
+	// (the image still carries the password the device has now).
+	got = image.Config{}
+	if err := cmdUpdate([]string{"--host", "192.168.1.20", "--name", "garden", "--board", "amd64", "--hostname", "orchard"}); !errors.Is(err, stop) {
+		t.Fatal(err)
+	}
+	if got.Hostname != "orchard" || got.PasswordFile != gardenPw {
+		t.Errorf("--hostname orchard builds hostname %q with password %s", got.Hostname, got.PasswordFile)
+	}
+}
