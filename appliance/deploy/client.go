@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Scan lists the site in dir: every regular file, except names starting
@@ -85,6 +86,71 @@ type Client struct {
 	Base     string // e.g. "https://arka.local:8443"
 	Password string
 	HTTP     *http.Client
+
+	// Timeout bounds a request without a site upload, from the start to
+	// the end of the answer; default DefaultTimeout.
+	Timeout time.Duration
+	// IdleTimeout bounds a site upload while nothing moves: the time
+	// between two reads of the site's files, and from the last one to
+	// the end of the answer (the device checks the site and reloads);
+	// default DefaultIdleTimeout. A long upload that keeps moving is not
+	// cut off.
+	IdleTimeout time.Duration
+}
+
+// Default time limits of Client.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// TimeoutError says the device accepted the connection but did not answer
+// (or stopped taking the upload) within Limit.
+type TimeoutError struct {
+	Limit  time.Duration
+	Upload bool
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Upload {
+		return fmt.Sprintf("the device took no data and gave no answer for %s: gave up", e.Limit)
+	}
+	return fmt.Sprintf("the device did not answer within %s: gave up", e.Limit)
+}
+
+// RequestTimeout is c.Timeout or its default.
+func (c *Client) RequestTimeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c *Client) idleTimeout() time.Duration {
+	if c.IdleTimeout > 0 {
+		return c.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// watchdog cancels ctx with a TimeoutError unless kick is called within
+// limit of the previous kick.
+func watchdog(ctx context.Context, limit time.Duration, upload bool) (context.Context, func(), func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(limit, func() { cancel(&TimeoutError{Limit: limit, Upload: upload}) })
+	return ctx, func() { t.Reset(limit) }, func() { t.Stop(); cancel(nil) }
+}
+
+// kickReader calls kick on every read.
+type kickReader struct {
+	r    io.Reader
+	kick func()
+}
+
+func (k *kickReader) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	k.kick()
+	return n, err
 }
 
 // Errors of the client.
@@ -103,6 +169,27 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Unwrap() error { return ErrRefused }
 
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
+	upload := body != nil && method == "POST" && path == PathDeploy
+	limit := c.RequestTimeout()
+	if upload {
+		limit = c.idleTimeout()
+	}
+	ctx, kick, stop := watchdog(ctx, limit, upload)
+	defer stop()
+	if upload {
+		body = &kickReader{r: body, kick: kick}
+	}
+	err := c.request(ctx, method, path, body, out)
+	if err != nil {
+		var te *TimeoutError
+		if errors.As(context.Cause(ctx), &te) {
+			return te
+		}
+	}
+	return err
+}
+
+func (c *Client) request(ctx context.Context, method, path string, body io.Reader, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
 	if err != nil {
 		return err

@@ -100,13 +100,17 @@ func (d *deviceFlags) device() (*device, error) {
 	return dev, nil
 }
 
+// requestTimeout bounds each request of deploy and password but site
+// uploads (0: deploy.DefaultTimeout); tests shorten it.
+var requestTimeout time.Duration
+
 // client returns the deploy API client for the device.
 func (d *deviceFlags) client() (*deploy.Client, string, error) {
 	dev, err := d.device()
 	if err != nil {
 		return nil, "", err
 	}
-	return &deploy.Client{Base: dev.base, Password: dev.pw, HTTP: dev.http}, dev.pwFile, nil
+	return &deploy.Client{Base: dev.base, Password: dev.pw, HTTP: dev.http, Timeout: requestTimeout}, dev.pwFile, nil
 }
 
 // cmdDeploy sends a site to a running device (appliance/deploy), or with

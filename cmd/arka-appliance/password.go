@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,7 +86,17 @@ func cmdPassword(args []string) error {
 	ctx := context.Background()
 	body, _ := json.Marshal(map[string]string{"password": pw})
 	if err := apiCall(ctx, c, "POST", "/arka/password", body); err != nil {
-		return fmt.Errorf("password: %s: %v", d.host, err)
+		var unknown *unknownOutcomeError
+		if !errors.As(err, &unknown) {
+			// The device answered: it refused, nothing changed.
+			os.Remove(newFile)
+			return fmt.Errorf("password: %s: %v; it keeps its password, still in %s", d.host, err, oldFile)
+		}
+		return fmt.Errorf("password: %s: %v.\n"+
+			"  It is not known whether the device took the new password. Until it reboots, the old one (%s) is valid.\n"+
+			"  The new one is kept in %s: after the device's next reboot, if \"arka-appliance status --host %s\" is refused,\n"+
+			"  the device uses the new one: move %s over %s. Or run this command again once the device answers",
+			d.host, err, oldFile, newFile, d.host, newFile, oldFile)
 	}
 	if *noReboot {
 		fmt.Printf("%s has its new password; it takes effect at its next boot. Until then the old one works.\n", d.host)
@@ -94,7 +105,7 @@ func cmdPassword(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "Rebooting %s so that it uses the new password...\n", d.host)
 	if err := apiCall(ctx, c, "POST", "/reboot", nil); err != nil {
-		return fmt.Errorf("password: reboot: %v (the new password is in %s and takes effect at the next boot)", err, newFile)
+		return fmt.Errorf("password: reboot: %v.\n  %s has the new password from its next boot (kept in %s); until then the old one (%s) is valid.\n  After that reboot, move %s over %s", err, d.host, newFile, oldFile, newFile, oldFile)
 	}
 	nc := *c
 	nc.Password = pw
@@ -121,8 +132,19 @@ func cmdPassword(args []string) error {
 	return nil
 }
 
-// apiCall sends one request to the device's web UI API and checks for 200.
+// unknownOutcomeError is a request whose answer never came: the device
+// may or may not have acted on it.
+type unknownOutcomeError struct{ err error }
+
+func (e *unknownOutcomeError) Error() string { return e.err.Error() }
+func (e *unknownOutcomeError) Unwrap() error { return e.err }
+
+// apiCall sends one request to the device's web UI API and checks for 200,
+// within the client's request timeout. An error without an answer from the
+// device is an *unknownOutcomeError.
 func apiCall(ctx context.Context, c *deploy.Client, method, path string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, c.RequestTimeout())
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -133,7 +155,15 @@ func apiCall(ctx context.Context, c *deploy.Client, method, path string, body []
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return err
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", c.RequestTimeout())
+		}
+		var op *net.OpError
+		var changed *devices.CertChangedError
+		if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &changed) {
+			return err // nothing reached the device
+		}
+		return &unknownOutcomeError{err}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
