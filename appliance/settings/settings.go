@@ -46,11 +46,13 @@ type WiFi struct {
 	Networks []Network // tried in this order (first has the highest priority)
 }
 
-// Network is one [[wifi.networks]] entry. An empty Passphrase is an open
-// network.
+// Network is one [[wifi.networks]] entry: either a Passphrase or Open
+// (a network without encryption, only when the file says open = true: a
+// missing or empty passphrase is a mistake, never an open network).
 type Network struct {
 	SSID       string
-	Passphrase string // WPA2-PSK / WPA3-SAE passphrase: 8-63 printable ASCII characters
+	Passphrase string // WPA2-PSK / WPA3-SAE passphrase: 8-63 printable ASCII characters, or the 64-hex-digit PSK
+	Open       bool   // no encryption (open = true)
 	Hidden     bool   // the access point does not broadcast its SSID
 }
 
@@ -73,8 +75,9 @@ type raw struct {
 		Country  string `toml:"country"`
 		Networks []struct {
 			SSID       string `toml:"ssid"`
-			Passphrase string `toml:"passphrase"`
-			Hidden     bool   `toml:"hidden"`
+			Passphrase *string `toml:"passphrase"`
+			Open       bool    `toml:"open"`
+			Hidden     bool    `toml:"hidden"`
 		} `toml:"networks"`
 	} `toml:"wifi"`
 	IPv4 rawStatic `toml:"ipv4"`
@@ -159,14 +162,26 @@ func Parse(name string, data []byte) (Settings, config.Errors) {
 			continue
 		}
 		seen[n.SSID] = true
-		if p := n.Passphrase; p != "" {
-			if msg := checkPassphrase(p); msg != "" {
+		switch {
+		case n.Open && n.Passphrase != nil:
+			bad(at+".open", "wifi network %q: open = true and a passphrase: remove one of them", n.SSID)
+			continue
+		case n.Open:
+		case n.Passphrase == nil:
+			bad(at, "wifi network %q: passphrase is missing (WPA2 needs 8 to 63 characters, or 64 hex digits); for a network without a password write open = true", n.SSID)
+			continue
+		default:
+			if msg := CheckPassphrase(*n.Passphrase); msg != "" {
 				bad(at+".passphrase", "wifi network %q: passphrase %s", n.SSID, msg)
 				continue
 			}
 		}
 		if wifiOK {
-			s.WiFi.Networks = append(s.WiFi.Networks, Network{SSID: n.SSID, Passphrase: n.Passphrase, Hidden: n.Hidden})
+			nw := Network{SSID: n.SSID, Open: n.Open, Hidden: n.Hidden}
+			if n.Passphrase != nil {
+				nw.Passphrase = *n.Passphrase
+			}
+			s.WiFi.Networks = append(s.WiFi.Networks, nw)
 		}
 	}
 
@@ -184,11 +199,15 @@ func Parse(name string, data []byte) (Settings, config.Errors) {
 	return s, errs
 }
 
-// checkPassphrase returns what is wrong with a WPA passphrase, or "".
-// IEEE 802.11 (Annex M.4): 8-63 ASCII characters 32-126.
-func checkPassphrase(p string) string {
+// CheckPassphrase returns what is wrong with a WPA passphrase, or "".
+// IEEE 802.11 (Annex M.4): 8-63 ASCII characters 32-126, or the PSK itself
+// as 64 hex digits.
+func CheckPassphrase(p string) string {
+	if IsHexPSK(p) {
+		return ""
+	}
 	if len(p) < 8 || len(p) > 63 {
-		return fmt.Sprintf("has %d characters; WPA needs 8 to 63", len(p))
+		return fmt.Sprintf("has %d characters; WPA2 needs 8 to 63 (or 64 hex digits)", len(p))
 	}
 	for _, c := range p {
 		if c < 32 || c > 126 {
@@ -196,6 +215,20 @@ func checkPassphrase(p string) string {
 		}
 	}
 	return ""
+}
+
+// IsHexPSK reports whether p is a pre-shared key written as 64 hex digits
+// rather than a passphrase.
+func IsHexPSK(p string) bool {
+	if len(p) != 64 {
+		return false
+	}
+	for _, c := range p {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 func static(bad func(string, string, ...any), table string, r rawStatic, family func(netip.Addr) bool) (Static, bool) {

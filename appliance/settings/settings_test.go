@@ -21,6 +21,7 @@ passphrase = "correct horse battery"
 
 [[wifi.networks]]
 ssid = "Café"
+open = true
 hidden = true
 
 [ipv4]
@@ -39,7 +40,7 @@ address = "auto"
 		DNS: []netip.Addr{netip.MustParseAddr("192.168.1.1"), netip.MustParseAddr("2001:db8::53")},
 		WiFi: WiFi{Country: "DE", Networks: []Network{
 			{SSID: `Home "5G"`, Passphrase: "correct horse battery"},
-			{SSID: "Café", Hidden: true},
+			{SSID: "Café", Open: true, Hidden: true},
 		}},
 		IPv4: Static{Address: netip.MustParsePrefix("192.168.1.20/24"), Gateway: netip.MustParseAddr("192.168.1.1")},
 	}
@@ -89,7 +90,7 @@ gateway = "2001:db9::1"
 		`/boot/settings.txt:3:1: unknown key "colour"`,
 		`/boot/settings.txt:1:1: hostname "Garden_Pi": use 1-63 lower-case letters, digits and hyphens, not starting or ending with a hyphen (it is also the name on the LAN, Garden_Pi.local)`,
 		`/boot/settings.txt:2:1: timezone "Europe/Berlinn" is not a time zone name (for example "Europe/Berlin", "America/New_York", "UTC")`,
-		`/boot/settings.txt:10:1: wifi network "Home": passphrase has 5 characters; WPA needs 8 to 63`,
+		`/boot/settings.txt:10:1: wifi network "Home": passphrase has 5 characters; WPA2 needs 8 to 63 (or 64 hex digits)`,
 		`/boot/settings.txt:17:1: ipv4 address "192.168.1.300/24": want an IPv4 address with its prefix length, for example "192.168.1.20/24"`,
 		`/boot/settings.txt:21:1: ipv6 gateway 2001:db9::1 is not in the device's network 2001:db8::/64`,
 	}
@@ -111,11 +112,14 @@ func TestParseSyntaxError(t *testing.T) {
 
 func TestParseOther(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"[[wifi.networks]]\nssid = \"x\"\n", "settings.txt:1:3: wifi: country is required with networks"},
+		{"[[wifi.networks]]\nssid = \"x\"\nopen = true\n", "settings.txt:1:3: wifi: country is required with networks"},
+		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\n", `settings.txt:3:3: wifi network "a": passphrase is missing (WPA2 needs 8 to 63 characters, or 64 hex digits); for a network without a password write open = true`},
+		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\npassphrase = \"\"\n", `settings.txt:5:1: wifi network "a": passphrase has 0 characters; WPA2 needs 8 to 63 (or 64 hex digits)`},
+		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\npassphrase = \"long enough\"\nopen = true\n", `wifi network "a": open = true and a passphrase: remove one of them`},
 		{"[wifi]\ncountry = \"de\"\n", `settings.txt:2:1: wifi country "de"`},
 		{"[[wifi.networks]]\nssid = \"\"\n[wifi]\ncountry=\"DE\"", "wifi network 1: ssid is missing"},
 		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"123456789012345678901234567890123\"\n", "an SSID has at most 32"},
-		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\n[[wifi.networks]]\nssid = \"a\"\n", `settings.txt:6:1: wifi network 2: ssid "a" is listed twice`},
+		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\nopen = true\n[[wifi.networks]]\nssid = \"a\"\n", `settings.txt:7:1: wifi network 2: ssid "a" is listed twice`},
 		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\npassphrase = \"ümlautümlaut\"\n", "WPA allows only printable ASCII"},
 		{"dns = [\"1.1.1.1\"]\n", "dns is used only with a static address"},
 		{"dns = [\"one\"]\n", `dns: "one" is not an IPv4 or IPv6 address`},
@@ -140,7 +144,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		{Hostname: "kitchen", Timezone: "America/New_York"},
 		{
 			Hostname: "x1", DNS: []netip.Addr{netip.MustParseAddr("9.9.9.9")},
-			WiFi: WiFi{Country: "GB", Networks: []Network{{SSID: `we"ird\ name`, Passphrase: `pa"ss\word!`}, {SSID: "open", Hidden: true}}},
+			WiFi: WiFi{Country: "GB", Networks: []Network{{SSID: `we"ird\ name`, Passphrase: `pa"ss\word!`}, {SSID: "open", Open: true, Hidden: true}, {SSID: "psk", Passphrase: strings.Repeat("ab", 32)}}},
 			IPv4: Static{Address: netip.MustParsePrefix("10.0.0.5/8")},
 			IPv6: Static{Address: netip.MustParsePrefix("2001:db8::5/64"), Gateway: netip.MustParseAddr("fe80::1")},
 		},
@@ -158,7 +162,7 @@ func TestSupplicantConf(t *testing.T) {
 		t.Error("a configuration without networks")
 	}
 	got := string(SupplicantConf(WiFi{Country: "DE", Networks: []Network{
-		{SSID: "Home", Passphrase: `pa"ss word`}, {SSID: "Guest", Hidden: true},
+		{SSID: "Home", Passphrase: `pa"ss word`}, {SSID: "Guest", Open: true, Hidden: true},
 	}}, "/run/wpa_supplicant"))
 	for _, want := range []string{
 		"ctrl_interface=/run/wpa_supplicant\n", "country=DE\n",

@@ -9,7 +9,7 @@ import (
 // SupplicantConf is the wpa_supplicant(8) configuration for the Wi-Fi
 // settings (wpa_supplicant.conf(5)), or nil if no network is set. SSIDs are
 // written in hex (any bytes survive); each network with a passphrase
-// accepts WPA2-PSK and WPA3-SAE (key_mgmt=WPA-PSK SAE, protected
+// accepts WPA2-PSK and WPA3-SAE (a 64-hex-digit PSK: WPA2 only; open = true: no encryption) (key_mgmt=WPA-PSK SAE, protected
 // management frames optional), so the same entry joins a WPA2, a WPA3 or a
 // mixed access point, whichever the chip supports. Earlier networks get a
 // higher priority. ctrlDir is the control socket directory.
@@ -32,9 +32,15 @@ func SupplicantConf(w WiFi, ctrlDir string) []byte {
 			b.WriteString("\tscan_ssid=1\n")
 		}
 		fmt.Fprintf(&b, "\tpriority=%d\n", len(w.Networks)-i)
-		if n.Passphrase == "" {
+		switch {
+		case n.Open:
 			b.WriteString("\tkey_mgmt=NONE\n")
-		} else {
+		case IsHexPSK(n.Passphrase):
+			// A raw PSK: WPA2 only (SAE needs the password itself).
+			b.WriteString("\tkey_mgmt=WPA-PSK WPA-PSK-SHA256\n")
+			b.WriteString("\tieee80211w=1\n")
+			fmt.Fprintf(&b, "\tpsk=%s\n", strings.ToLower(n.Passphrase))
+		default:
 			// Parse allows only printable ASCII; wpa_supplicant reads a
 			// quoted string up to the line's last quote.
 			b.WriteString("\tkey_mgmt=WPA-PSK WPA-PSK-SHA256 SAE\n")

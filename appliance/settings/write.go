@@ -39,12 +39,14 @@ func Marshal(s Settings) []byte {
 	line(s.WiFi.Country != "" || len(s.WiFi.Networks) > 0, "[wifi]")
 	line(s.WiFi.Country != "", "country = %s", q(or(s.WiFi.Country, "DE")))
 	if len(s.WiFi.Networks) == 0 {
-		b.WriteString("# [[wifi.networks]]\n# ssid = \"My network\"\n# passphrase = \"8 to 63 characters\"\n")
+		b.WriteString("# [[wifi.networks]]\n# ssid = \"My network\"\n# passphrase = \"8 to 63 characters\"   (or open = true for a network without a password)\n")
 	}
 	for _, n := range s.WiFi.Networks {
 		b.WriteString("\n[[wifi.networks]]\n")
 		fmt.Fprintf(&b, "ssid = %s\n", q(n.SSID))
-		if n.Passphrase != "" {
+		if n.Open {
+			b.WriteString("open = true  # no encryption\n")
+		} else {
 			fmt.Fprintf(&b, "passphrase = %s\n", q(n.Passphrase))
 		}
 		if n.Hidden {

@@ -295,7 +295,7 @@ func cmdFlash(args []string) error {
 		var given []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "hostname", "timezone", "settings", "wifi-country", "wifi-ssid", "wifi-passphrase-file", "wifi-hidden", "ipv4", "ipv4-gateway", "ipv6", "ipv6-gateway", "dns", "site":
+			case "hostname", "timezone", "settings", "wifi-country", "wifi-ssid", "wifi-passphrase-file", "wifi-open", "wifi-hidden", "ipv4", "ipv4-gateway", "ipv6", "ipv6-gateway", "dns", "site":
 				given = append(given, "--"+f.Name)
 			}
 		})

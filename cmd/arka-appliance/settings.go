@@ -19,7 +19,7 @@ type settingsFlags struct {
 	file                       string
 	wifiCountry, wifiSSID      string
 	wifiPassFile               string
-	wifiHidden                 bool
+	wifiHidden, wifiOpen       bool
 	ipv4, ipv4gw, ipv6, ipv6gw string
 	dns                        string
 }
@@ -29,6 +29,7 @@ func (s *settingsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.wifiCountry, "wifi-country", "", "Wi-Fi regulatory country, two letters (e.g. DE, GB, US)")
 	fs.StringVar(&s.wifiSSID, "wifi-ssid", "", "Wi-Fi network name")
 	fs.StringVar(&s.wifiPassFile, "wifi-passphrase-file", "", "file holding the Wi-Fi passphrase (\"-\": standard input); without it the passphrase is asked for")
+	fs.BoolVar(&s.wifiOpen, "wifi-open", false, "the Wi-Fi network has no password (no encryption: anyone nearby can read the traffic); no passphrase is asked for")
 	fs.BoolVar(&s.wifiHidden, "wifi-hidden", false, "the Wi-Fi network does not broadcast its name")
 	fs.StringVar(&s.ipv4, "ipv4", "", `static IPv4 address with prefix length, e.g. 192.168.1.20/24 (default DHCP)`)
 	fs.StringVar(&s.ipv4gw, "ipv4-gateway", "", "IPv4 default gateway (with --ipv4)")
@@ -66,12 +67,29 @@ func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool)
 	if s.wifiCountry != "" {
 		st.WiFi.Country = s.wifiCountry
 	}
+	if s.wifiOpen && s.wifiSSID == "" {
+		return nil, false, errors.New("--wifi-open: give the network's name with --wifi-ssid")
+	}
 	if s.wifiSSID != "" {
-		pass, err := s.passphrase()
-		if err != nil {
-			return nil, false, err
+		n := settings.Network{SSID: s.wifiSSID, Open: s.wifiOpen, Hidden: s.wifiHidden}
+		if s.wifiOpen {
+			if s.wifiPassFile != "" {
+				return nil, false, errors.New("--wifi-open and --wifi-passphrase-file: an open network has no passphrase; give one of them")
+			}
+		} else {
+			pass, err := s.passphrase()
+			if err != nil {
+				return nil, false, err
+			}
+			if pass == "" {
+				return nil, false, fmt.Errorf("%s: the Wi-Fi passphrase is empty; WPA2 needs 8 to 63 characters (or 64 hex digits). For a network without a password, give --wifi-open instead", s.passphraseSource())
+			}
+			if msg := settings.CheckPassphrase(pass); msg != "" {
+				return nil, false, fmt.Errorf("%s: the Wi-Fi passphrase %s", s.passphraseSource(), msg)
+			}
+			n.Passphrase = pass
 		}
-		st.WiFi.Networks = append([]settings.Network{{SSID: s.wifiSSID, Passphrase: pass, Hidden: s.wifiHidden}}, st.WiFi.Networks...)
+		st.WiFi.Networks = append([]settings.Network{n}, st.WiFi.Networks...)
 	}
 	if s.ipv4 != "" || s.ipv6 != "" || s.dns != "" || s.wifiCountry != "" || s.wifiSSID != "" {
 		given = true
@@ -121,6 +139,14 @@ func parseSettings(name string, b []byte) (settings.Settings, error) {
 	return st, nil
 }
 
+// passphraseSource names where the passphrase came from, for messages.
+func (s *settingsFlags) passphraseSource() string {
+	if s.wifiPassFile == "" {
+		return "--wifi-ssid " + s.wifiSSID
+	}
+	return "--wifi-passphrase-file " + s.wifiPassFile
+}
+
 // passphrase reads the Wi-Fi passphrase from --wifi-passphrase-file or
 // asks for it on the terminal (never from the command line, where other
 // users and the shell history would see it).
@@ -130,7 +156,7 @@ func (s *settingsFlags) passphrase() (string, error) {
 		if !term.IsTerminal(int(os.Stdin.Fd())) {
 			return "", errors.New("--wifi-ssid: give the passphrase with --wifi-passphrase-file FILE (or \"-\" for standard input); standard input is not a terminal to ask on")
 		}
-		fmt.Fprintf(os.Stderr, "Wi-Fi passphrase for %q (empty for an open network): ", s.wifiSSID)
+		fmt.Fprintf(os.Stderr, "Wi-Fi passphrase for %q (8 to 63 characters; --wifi-open for a network without one): ", s.wifiSSID)
 		b, err := term.ReadPassword(int(os.Stdin.Fd()))
 		fmt.Fprintln(os.Stderr)
 		return string(b), err
