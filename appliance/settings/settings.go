@@ -74,7 +74,7 @@ type raw struct {
 	WiFi     struct {
 		Country  string `toml:"country"`
 		Networks []struct {
-			SSID       string `toml:"ssid"`
+			SSID       string  `toml:"ssid"`
 			Passphrase *string `toml:"passphrase"`
 			Open       bool    `toml:"open"`
 			Hidden     bool    `toml:"hidden"`
