@@ -50,12 +50,72 @@ func printNewPassword(w io.Writer, hostname, file string) {
 
 // siteFS checks a site directory for --site and returns it as the image's
 // site (placed at /etc/arka/ on the device), or nil for the default site.
+// It checks what `arka -t` checks on the device (config.Load, then
+// config.CheckEnvironment), with the site laid out as there: Arka reads it
+// through /tmp/arka/active, a link to the site, so a relative path that
+// leaves the site directory finds nothing.
 func siteFS(dir string) (fs.FS, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	if _, err := config.Load(filepath.Join(dir, "sites")); err != nil {
-		return nil, fmt.Errorf("--site %s: the site has mistakes:\n%v", dir, err)
+	if st, err := os.Stat(filepath.Join(dir, "sites")); err != nil || !st.IsDir() {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("--site %s: %v", dir, err)
+		}
+		return nil, fmt.Errorf("--site: %s has no sites/ directory (a site directory holds its site files in sites/*.toml and the content they point at, e.g. root = \"../www\")", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "arka-site-check-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	device := filepath.Join(tmp, "tmp", "arka") // the device's /tmp/arka
+	active := filepath.Join(device, "active")
+	if err := os.MkdirAll(device, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(abs, active); err != nil {
+		return nil, err
+	}
+	// Names under the temporary layout are shown as the user knows them.
+	here := func(s string) string {
+		s = strings.ReplaceAll(s, active, filepath.Clean(dir))
+		return strings.ReplaceAll(s, device, "/tmp/arka")
+	}
+	sites, err := config.Load(filepath.Join(active, "sites"))
+	if err == nil {
+		err = config.CheckEnvironment(sites)
+		// A path outside the site (absolute, or the php-fpm binary) is
+		// on the device, not here: only what lies in the site's layout
+		// is judged.
+		var ce config.Errors
+		if errors.As(err, &ce) {
+			var keep config.Errors
+			for _, e := range ce {
+				if strings.Contains(e.Msg, tmp) {
+					keep = append(keep, e)
+				}
+			}
+			err = nil
+			if len(keep) > 0 {
+				err = keep
+			}
+		}
+	}
+	if err != nil {
+		var ce config.Errors
+		if errors.As(err, &ce) {
+			var lines []string
+			for _, e := range ce {
+				lines = append(lines, here(e.Error()))
+			}
+			return nil, fmt.Errorf("--site %s: the site has mistakes (as the device would check it):\n%s", dir, strings.Join(lines, "\n"))
+		}
+		return nil, fmt.Errorf("--site %s: %s", dir, here(err.Error()))
 	}
 	return os.DirFS(dir), nil
 }
