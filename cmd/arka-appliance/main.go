@@ -9,6 +9,7 @@
 //	arka-appliance deploy --host HOST DIR | --rollback                (a site over the network)
 //	arka-appliance password --host HOST                               (rotate the device password)
 //	arka-appliance rollback --host HOST                               (return to the other root partition)
+//	arka-appliance settings check FILE                                (a hand-edited settings.txt, as the device checks it)
 package main
 
 import (
@@ -47,6 +48,7 @@ const usage = `usage:
   arka-appliance deploy --host NAME --rollback   back to the previously deployed site
   arka-appliance password --host NAME            give the device a new password
   arka-appliance rollback --host HOST[:PORT] [--name NAME | --password-file FILE]
+  arka-appliance settings check FILE             check a settings.txt as the device does at boot
 
 boards: %s
 run "arka-appliance COMMAND -h" for the flags of a command.
@@ -75,6 +77,8 @@ func main() {
 		err = cmdDeploy(os.Args[2:])
 	case "password":
 		err = cmdPassword(os.Args[2:])
+	case "settings":
+		err = cmdSettings(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Printf(usage, strings.Join(image.Boards(), ", "))
 		return

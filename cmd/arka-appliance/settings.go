@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -56,16 +58,32 @@ func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool)
 		}
 		given = true
 	}
+	// Each flag is checked by the file's own rules (settings.Parse) and a
+	// mistake names the flag.
 	if set["hostname"] {
+		if err := checkFlag("--hostname", fmt.Sprintf("hostname = %s\n", tomlString(hostname))); err != nil {
+			return nil, false, err
+		}
 		st.Hostname = hostname
 		given = true
 	}
-	if set["timezone"] && timezone != "UTC" {
+	if set["timezone"] { // given on purpose: written even if it is the image's default (UTC)
+		if err := checkFlag("--timezone", fmt.Sprintf("timezone = %s\n", tomlString(timezone))); err != nil {
+			return nil, false, err
+		}
 		st.Timezone = timezone
 		given = true
 	}
 	if s.wifiCountry != "" {
+		if err := checkFlag("--wifi-country", fmt.Sprintf("[wifi]\ncountry = %s\n", tomlString(s.wifiCountry))); err != nil {
+			return nil, false, err
+		}
 		st.WiFi.Country = s.wifiCountry
+	}
+	if s.wifiSSID != "" {
+		if err := checkFlag("--wifi-ssid", fmt.Sprintf("[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = %s\nopen = true\n", tomlString(s.wifiSSID))); err != nil {
+			return nil, false, err
+		}
 	}
 	if s.wifiOpen && s.wifiSSID == "" {
 		return nil, false, errors.New("--wifi-open: give the network's name with --wifi-ssid")
@@ -110,9 +128,17 @@ func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool)
 		}
 	}
 	if extra.Len() > 0 {
-		fl, err := parseSettings("--ipv4/--ipv6/--dns", []byte(strings.ReplaceAll(extra.String(), "gateway = \"\"\n", "")))
-		if err != nil {
-			return nil, false, err
+		fl, errs := settings.Parse("flags", []byte(strings.ReplaceAll(extra.String(), "gateway = \"\"\n", "")))
+		if len(errs) > 0 {
+			var msgs []string
+			for _, e := range errs {
+				flag := "--" + strings.Fields(e.Msg)[0] // ipv4, ipv6, dns: the key the message starts with
+				if strings.HasPrefix(e.Msg, "ipv4 gateway") || strings.HasPrefix(e.Msg, "ipv6 gateway") {
+					flag += "-gateway"
+				}
+				msgs = append(msgs, flag+": "+e.Msg)
+			}
+			return nil, false, errors.New(strings.Join(msgs, "\n"))
 		}
 		if s.dns != "" {
 			st.DNS = fl.DNS
@@ -125,10 +151,40 @@ func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool)
 		}
 	}
 	b := settings.Marshal(st)
-	if _, err := parseSettings("the settings flags", b); err != nil {
-		return nil, false, err
+	if _, errs := settings.Parse("flags", b); len(errs) > 0 {
+		// What only the combination gets wrong (a network without a
+		// country, name servers without a static address).
+		var msgs []string
+		for _, e := range errs {
+			msgs = append(msgs, e.Msg)
+		}
+		from := "the settings flags"
+		if s.file != "" {
+			from = "the settings flags with " + s.file
+		}
+		return nil, false, fmt.Errorf("%s: %s", from, strings.Join(msgs, "\n"))
 	}
 	return b, given, nil
+}
+
+// checkFlag parses snippet, one flag's setting written as a settings
+// file, and returns its mistakes as "FLAG: message".
+func checkFlag(flag, snippet string) error {
+	_, errs := settings.Parse(flag, []byte(snippet))
+	if len(errs) == 0 {
+		return nil
+	}
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Msg)
+	}
+	return fmt.Errorf("%s: %s", flag, strings.Join(msgs, "; "))
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	b, _ := json.Marshal(s) // a JSON string is a TOML basic string for what json.Marshal escapes
+	return string(b)
 }
 
 func parseSettings(name string, b []byte) (settings.Settings, error) {
@@ -173,4 +229,47 @@ func (s *settingsFlags) passphrase() (string, error) {
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	}
+}
+
+// cmdSettings runs "settings check FILE": the boot partition's settings
+// file checked as the device checks it at boot, without building.
+func cmdSettings(args []string, out io.Writer) error {
+	if len(args) != 2 || args[0] != "check" {
+		return errors.New("usage: arka-appliance settings check FILE   (e.g. the card's " + settings.FileName + ")")
+	}
+	b, err := os.ReadFile(args[1])
+	if err != nil {
+		return fmt.Errorf("settings check: %v", err)
+	}
+	st, errs := settings.Parse(args[1], b)
+	if len(errs) > 0 {
+		return fmt.Errorf("%v\n(the device would boot, with those settings at their defaults)", errs)
+	}
+	fmt.Fprintf(out, "%s: no mistakes\n", args[1])
+	or := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	fmt.Fprintf(out, "  hostname  %s\n  timezone  %s\n", or(st.Hostname, "the image's"), or(st.Timezone, "the image's"))
+	for _, n := range st.WiFi.Networks {
+		kind := "WPA2/WPA3 passphrase"
+		if n.Open {
+			kind = "open, no encryption"
+		}
+		fmt.Fprintf(out, "  wifi      %q (%s), country %s\n", n.SSID, kind, st.WiFi.Country)
+	}
+	for _, a := range []struct {
+		name string
+		s    settings.Static
+		def  string
+	}{{"ipv4", st.IPv4, "DHCP"}, {"ipv6", st.IPv6, "router advertisements"}} {
+		if a.s.Enabled() {
+			fmt.Fprintf(out, "  %s      %s gateway %v\n", a.name, a.s.Address, a.s.Gateway)
+		} else {
+			fmt.Fprintf(out, "  %s      %s\n", a.name, a.def)
+		}
+	}
+	return nil
 }

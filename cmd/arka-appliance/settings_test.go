@@ -62,3 +62,52 @@ func TestSettingsFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsFlagsNamed: an explicit --timezone UTC is written; a flag's
+// mistake names the flag, not a line of a generated file.
+func TestSettingsFlagsNamed(t *testing.T) {
+	b, given, err := (&settingsFlags{}).settings("arka", "UTC", map[string]bool{"timezone": true})
+	if s, errs := settings.Parse("settings.txt", b); err != nil || !given || len(errs) > 0 || s.Timezone != "UTC" {
+		t.Errorf("--timezone UTC: given %v, %+v %v %v", given, s, err, errs)
+	}
+	for _, c := range []struct {
+		f    settingsFlags
+		host string
+		tz   string
+		set  map[string]bool
+		want string
+	}{
+		{settingsFlags{}, "Garden_Pi", "UTC", map[string]bool{"hostname": true}, `--hostname: hostname "Garden_Pi": use 1-63 lower-case`},
+		{settingsFlags{}, "arka", "Mars/Olympus", map[string]bool{"timezone": true}, `--timezone: timezone "Mars/Olympus" is not a time zone name`},
+		{settingsFlags{wifiCountry: "de"}, "arka", "UTC", nil, `--wifi-country: wifi country "de"`},
+		{settingsFlags{wifiCountry: "DE", wifiSSID: strings.Repeat("x", 33), wifiOpen: true}, "arka", "UTC", nil, "--wifi-ssid: wifi network 1: ssid"},
+		{settingsFlags{ipv4: "300.1.1.1/24"}, "arka", "UTC", nil, `--ipv4: ipv4 address "300.1.1.1/24"`},
+		{settingsFlags{ipv4: "192.168.1.2/24", ipv4gw: "10.0.0.1"}, "arka", "UTC", nil, "--ipv4-gateway: ipv4 gateway 10.0.0.1 is not in"},
+		{settingsFlags{dns: "9.9.9.9"}, "arka", "UTC", nil, "--dns: dns is used only with a static address"},
+	} {
+		_, _, err := c.f.settings(c.host, c.tz, c.set)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q…", c.f, err, c.want)
+		}
+	}
+}
+
+// TestSettingsCheck: "settings check FILE" reports a hand-edited file's
+// mistakes as FILE:line:col and sums up a good one.
+func TestSettingsCheck(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "settings.txt")
+	os.WriteFile(f, []byte("hostname = \"garden\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"Home\"\npassphrase = \"\"\n"), 0o644)
+	var out strings.Builder
+	err := cmdSettings([]string{"check", f}, &out)
+	if err == nil || !strings.Contains(err.Error(), f+`:6:1: wifi network "Home": passphrase has 0 characters`) {
+		t.Errorf("bad file: %v", err)
+	}
+	os.WriteFile(f, []byte("hostname = \"garden\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"Cafe\"\nopen = true\n"), 0o644)
+	out.Reset()
+	if err := cmdSettings([]string{"check", f}, &out); err != nil || !strings.Contains(out.String(), "no mistakes") || !strings.Contains(out.String(), `"Cafe" (open, no encryption)`) {
+		t.Errorf("good file: %v\n%s", err, out.String())
+	}
+	if err := cmdSettings([]string{"check"}, &out); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Errorf("no file: %v", err)
+	}
+}
