@@ -15,6 +15,7 @@ package devices
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -102,14 +103,59 @@ func ReadPassword(name, file string) (pw, path string, err error) {
 }
 
 // WriteFile writes data to path atomically with mode 0600, creating the
-// device directory (0700).
+// device directory (0700): through a temporary file in the same
+// directory, renamed over path.
 func WriteFile(path string, data []byte) error {
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// CreateFile writes data to path unless path exists, atomically and
+// exclusively (O_EXCL semantics): path appears complete or not at all, and
+// of two callers at once exactly one creates it. created is false if path
+// already existed (data was not written).
+func CreateFile(path string, data []byte) (created bool, err error) {
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// writeTemp writes data (0600, synced) to a new temporary file next to
+// path, creating the directory (0700).
+func writeTemp(path string, data []byte) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return "", err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arkaweb/arka/appliance/devices"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/appliance/partition"
 )
@@ -232,11 +233,14 @@ func (c *Config) password() (string, error) {
 		return "", err
 	}
 	pw := strings.ToLower(base32.StdEncoding.EncodeToString(raw)) // 24 characters, 120 bits
-	if err := os.MkdirAll(filepath.Dir(c.PasswordFile), 0o755); err != nil {
+	// Created whole and exclusively: two builds for one new device at
+	// once agree on the password of the one that created the file.
+	created, err := devices.CreateFile(c.PasswordFile, []byte(pw+"\n"))
+	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(c.PasswordFile, []byte(pw+"\n"), 0o600); err != nil {
-		return "", err
+	if !created {
+		return c.password()
 	}
 	return pw, nil
 }
