@@ -137,3 +137,22 @@ func DeviceCert(dir, hostname string) (tls.Certificate, error) {
 	}
 	return tls.LoadX509KeyPair(certFile, keyFile)
 }
+
+// ProbeFingerprint connects to the device's HTTPS API at hostport, reads
+// the fingerprint of the key its certificate presents (Fingerprint), and
+// closes the connection: nothing is sent, so a first use can be confirmed
+// before the password travels. timeout bounds the connection and the TLS
+// handshake.
+func ProbeFingerprint(hostport string, timeout time.Duration) (string, error) {
+	d := &net.Dialer{Timeout: timeout}
+	conn, err := tls.DialWithDialer(d, "tcp", hostport, &tls.Config{InsecureSkipVerify: true}) // the person checks the key
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	cs := conn.ConnectionState()
+	if len(cs.PeerCertificates) == 0 {
+		return "", errors.New("the device presented no certificate")
+	}
+	return Fingerprint(cs.PeerCertificates[0]), nil
+}

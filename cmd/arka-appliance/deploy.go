@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/arkaweb/arka/appliance/deploy"
 	"github.com/arkaweb/arka/appliance/devices"
 )
@@ -27,6 +32,7 @@ import (
 type deviceFlags struct {
 	host, name, pwFile string
 	uiPort             int
+	yes                bool
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -34,6 +40,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.name, "name", "", "the device's name, whose password and pinned certificate to use (default: from --host)")
 	fs.StringVar(&d.pwFile, "password-file", "", "device password file (default: the device's, see images/README.md)")
 	fs.IntVar(&d.uiPort, "ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
+	fs.BoolVar(&d.yes, "yes", false, "at the first HTTPS connection to a device, pin its key without asking (off a terminal it is pinned without asking anyway; the fingerprint is printed)")
 }
 
 // device is a resolved --host: where its API is, with which password and
@@ -94,6 +101,11 @@ func (d *deviceFlags) device() (*device, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !d.yes && term.IsTerminal(int(os.Stdin.Fd())) {
+		if err := confirmFirstUse(d.host, hostport, pinFile, os.Stdin, os.Stderr); err != nil {
+			return nil, err
+		}
+	}
 	dev.http = devices.PinnedClient(pinKey, pinFile, func(fp string) {
 		fmt.Fprintf(os.Stderr, "First HTTPS connection to %s: its key SHA256:%s is now pinned in %s\n", d.host, fp, pinFile)
 	})
@@ -103,6 +115,32 @@ func (d *deviceFlags) device() (*device, error) {
 // requestTimeout bounds each request of deploy and password but site
 // uploads (0: deploy.DefaultTimeout); tests shorten it.
 var requestTimeout time.Duration
+
+// confirmFirstUse asks, like SSH, before the first connection to a device
+// pins its key: it shows the key's fingerprint (read without sending
+// anything) and pins it only on "yes". A device already pinned is left to
+// the pinned client.
+func confirmFirstUse(host, hostport, pinFile string, in io.Reader, out io.Writer) error {
+	if _, err := os.Stat(pinFile); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	fp, err := devices.ProbeFingerprint(hostport, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("%s: %v", hostport, err)
+	}
+	fmt.Fprintf(out, "First HTTPS connection to %s: nothing is known about it on this machine.\n", host)
+	fmt.Fprintf(out, "Its key fingerprint is SHA256:%s\n", fp)
+	fmt.Fprint(out, "(the device logs it at boot: \"device key SHA256 …\"). Pin it and send the password? Type yes to continue: ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "yes" && a != "y" {
+		return errors.New("not confirmed: nothing was sent and nothing pinned (--yes pins without asking)")
+	}
+	if err := devices.WriteFile(pinFile, []byte(fp+"\n")); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Pinned in %s\n", pinFile)
+	return nil
+}
 
 // client returns the deploy API client for the device.
 func (d *deviceFlags) client() (*deploy.Client, string, error) {

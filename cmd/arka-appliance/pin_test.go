@@ -1,0 +1,47 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arkaweb/arka/appliance/devices"
+)
+
+// TestConfirmFirstUse: on a terminal, the first connection shows the
+// key's fingerprint and pins it only on "yes"; nothing reaches the API
+// before that, and a pinned device is not asked about again.
+func TestConfirmFirstUse(t *testing.T) {
+	requests := 0
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests++ }))
+	defer srv.Close()
+	want := devices.Fingerprint(srv.Certificate())
+	hostport := strings.TrimPrefix(srv.URL, "https://")
+	pin := filepath.Join(t.TempDir(), "garden", "device-cert.sha256")
+
+	var out strings.Builder
+	err := confirmFirstUse("garden", hostport, pin, strings.NewReader("no\n"), &out)
+	if err == nil || !strings.Contains(err.Error(), "nothing was sent") || !strings.Contains(out.String(), "SHA256:"+want) {
+		t.Errorf("answered no: %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(pin); !os.IsNotExist(err) {
+		t.Errorf("pinned without a yes: %v", err)
+	}
+	out.Reset()
+	if err := confirmFirstUse("garden", hostport, pin, strings.NewReader("yes\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(pin); strings.TrimSpace(string(b)) != want {
+		t.Errorf("pin file %q, want %s", b, want)
+	}
+	out.Reset()
+	if err := confirmFirstUse("garden", hostport, pin, strings.NewReader(""), &out); err != nil || out.Len() != 0 {
+		t.Errorf("asked again: %v %q", err, out.String())
+	}
+	if requests != 0 {
+		t.Errorf("%d requests before the key was confirmed", requests)
+	}
+}
