@@ -28,8 +28,9 @@ import (
 //  3. else the fallback site: 503 and a page saying what is wrong on
 //     -fallback-listen and -fallback-tls-listen, the status page at /status.
 //
-// A certificate or key that does not load gives its site a self-signed
-// certificate; an address that cannot be bound is retried with backoff
+// A certificate or key that does not load keeps, on a reload, the
+// certificate its site loaded before, and at start gives it a self-signed
+// one; an address that cannot be bound is retried with backoff
 // (server.Options.KeepServing). Every such problem is logged, shown on the
 // status page and written to STATE/ready.json (status.ReadyFile); SIGHUP tries the site files
 // again. Without -appliance, Arka keeps its behaviour for a person at a
