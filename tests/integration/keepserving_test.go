@@ -232,6 +232,61 @@ func TestApplianceLastGood(t *testing.T) {
 	}
 }
 
+// TestApplianceLastGoodUnusable: the last good copy no longer loads
+// either (its root was removed) when the site file has a mistake: the
+// fallback page, the status page and the log say both why the site file
+// does not load and why the last good copy cannot be used. The -c path is
+// spelled differently from the run that saved the copy: it is still the
+// same configuration's past.
+func TestApplianceLastGoodUnusable(t *testing.T) {
+	e := newApplianceEnv(t)
+	addr, fb := harness.FreeAddr(t), harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("v1\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	p := harness.Start(t, nil, e.args(t), addr)
+	e.waitReadiness(t, "ready", func(r status.Readiness) bool { return r.Ready })
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// Another spelling of the same -c: the last good copy is found.
+	spelled := e.dir + "/./sites/"
+	args := func(extra ...string) []string {
+		a := e.args(t, extra...)
+		a[2] = spelled
+		return a
+	}
+	e.write(t, "a.toml", site(goodSite, addr, e.www)+"listen_everywhere = true\n")
+	p = harness.Start(t, nil, args(), addr)
+	h1, _ := harness.Clients()
+	if code, body := fetch(t, h1, "http://"+addr+"/"); code != 200 || body != "v1\n" {
+		t.Fatalf("last good site with -c %s: %d %q", spelled, code, body)
+	}
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// The root the last good copy serves is gone too.
+	if err := os.RemoveAll(e.www); err != nil {
+		t.Fatal(err)
+	}
+	p = harness.Start(t, nil, args("-fallback-listen", fb), fb)
+	mistake := filepath.Join(e.sites, "a.toml") + ":8:1: "
+	code, body := fetch(t, h1, "http://"+fb+"/")
+	if code != 503 || !strings.Contains(body, mistake) || !strings.Contains(body, "listen_everywhere") ||
+		!strings.Contains(body, "the last configuration that loaded (saved ") || !strings.Contains(body, e.www) {
+		t.Errorf("fallback page: %d %q; want the site file's mistake and why the last good copy cannot be used", code, body)
+	}
+	s := statusJSON(t, "http://"+fb+"/status")
+	if s.Serving != status.ServingFallback || len(s.Problems) < 3 || !strings.HasPrefix(s.Problems[0], mistake) {
+		t.Errorf("status page: serving %q, problems %q", s.Serving, s.Problems)
+	}
+	p.WaitOutput(t, "nor does the last one that did")
+	if strings.Contains(p.Output(), "none loaded before") {
+		t.Errorf("the log says none loaded before:\n%s", p.Output())
+	}
+}
+
 // TestApplianceBadKey: a site whose key does not load is served over TLS
 // with a self-signed certificate; its plain HTTP and another site keep
 // serving; the status page names the site file's tls.cert line.
