@@ -437,7 +437,15 @@ handler = { type = "static", root = "`+e.www+`" }
 			if after := served(); !bytes.Equal(before.Raw, after.Raw) {
 				t.Errorf("after a second reload: %v", after.Subject)
 			}
+			// A new good certificate: it serves, and the problem is gone.
+			harness.WriteCert(t, e.dir, "a.test")
+			p.Signal(syscall.SIGHUP)
+			e.waitReadiness(t, "ready with the new certificate", func(r status.Readiness) bool { return r.Ready })
+			if now := served(); bytes.Equal(before.Raw, now.Raw) || now.Subject.CommonName != "arka test" {
+				t.Errorf("after the new certificate: %v, the old one: %v", now.Subject, bytes.Equal(before.Raw, now.Raw))
+			}
 			// At start there is nothing to keep: a self-signed certificate.
+			os.WriteFile(cert, []byte("junk\n"), 0o644)
 			if err := p.Stop(t); err != nil {
 				t.Fatalf("stop: %v", err)
 			}
