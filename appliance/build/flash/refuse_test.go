@@ -203,12 +203,12 @@ func TestCreate(t *testing.T) {
 // several blocks and streams, as xz -T writes them) and gzip's trailer.
 func TestUncompressedSize(t *testing.T) {
 	dir := t.TempDir()
-	data := diskImage(t, 6<<20)
+	data := diskImage(t, 3<<20)
 	files := map[string][]byte{
 		"lib.img.xz": compress(t, ".xz", data),
 		"lib.img.gz": compress(t, ".gz", data),
 		// Two streams with stream padding between them.
-		"two.img.xz": append(append(compress(t, ".xz", data[:3<<20]), 0, 0, 0, 0), compress(t, ".xz", data[3<<20:])...),
+		"two.img.xz": append(append(compress(t, ".xz", data[:1<<20]), 0, 0, 0, 0), compress(t, ".xz", data[1<<20:])...),
 	}
 	for name, z := range files {
 		img := filepath.Join(dir, name)
