@@ -34,7 +34,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			case cs.TLS.Cert != "":
 				c, err := LoadCertificate(cs)
 				if err != nil && s.o.KeepServing && !dryRun {
-					if c, err = s.tlsFallback(t, cs, err); err == nil {
+					if prev := s.servedCert(cs); prev != nil {
+						c, err = s.keepCert(t, cs, err, prev), nil
+					} else if c, err = s.tlsFallback(t, cs, err); err == nil {
 						t.selfCertFor(st, c)
 						c = nil
 					}
@@ -43,6 +45,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 					errs = append(errs, err.(config.Errors)...)
 				}
 				st.cert = c
+				if c != nil {
+					t.certs[cs.File] = c
+				}
 			case !dryRun:
 				c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
 				if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"html"
 	"net/http"
@@ -18,8 +19,10 @@ import (
 // configuration, the server serves what it can and reports the rest as
 // problems on the status page and in Readiness.
 //
-//   - a TLS certificate or key that does not load: that site is served
-//     with a self-signed certificate (as if it named none);
+//   - a TLS certificate or key that does not load: on a reload, that site
+//     keeps the certificate it served from its files before; at start (or
+//     when it had none), it is served with a self-signed certificate (as if
+//     it named none);
 //   - an address that cannot be bound: the other listeners serve, and the
 //     address is tried again after 1 s, doubling to at most a minute.
 //
@@ -113,6 +116,48 @@ func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certi
 	t.problems["tls "+cs.File] = cause.Error() + "; serving a self-signed certificate for this site instead"
 	s.log.Error("certificate did not load; serving a self-signed one instead", "site", cs.File, "err", cause)
 	return c, nil
+}
+
+// servedCert is the certificate the served configuration loaded from the
+// files of cs's site (the same site file), nil when it serves none from
+// files (no such site, a self-signed or ACME certificate). s.mu is held.
+func (s *Server) servedCert(cs *config.Site) *tls.Certificate {
+	if s.table == nil {
+		return nil
+	}
+	return s.table.certs[cs.File]
+}
+
+// keepCert is build's answer to a certificate or key that no longer loads
+// on a reload under Options.KeepServing when the site served one from its
+// files before: the site keeps serving prev, and the problem, located at
+// the site's tls.cert, says so.
+func (s *Server) keepCert(t *table, cs *config.Site, cause error, prev *tls.Certificate) *tls.Certificate {
+	what := "the certificate loaded before"
+	if leaf := certLeaf(prev); leaf != nil {
+		what = fmt.Sprintf("the certificate loaded before (%s, valid until %s)", leaf.Subject, leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if t.problems == nil {
+		t.problems = map[string]string{}
+	}
+	t.problems["tls "+cs.File] = cause.Error() + "; this site keeps serving " + what
+	s.log.Error("certificate did not load; the site keeps the one loaded before", "site", cs.File, "err", cause)
+	return prev
+}
+
+// certLeaf is c's first certificate parsed, nil if it does not parse.
+func certLeaf(c *tls.Certificate) *x509.Certificate {
+	if c.Leaf != nil {
+		return c.Leaf
+	}
+	if len(c.Certificate) == 0 {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
 }
 
 // applyProblems makes t's certificate problems the server's (after t is

@@ -27,6 +27,9 @@ type table struct {
 	fastcgi []*fastcgi.Handler // for the status page's pool figures
 	sinks   map[string]*logSink
 	sites   []*config.Site // the configuration, for error positions
+	// certs are the certificates the sites loaded from their files (or
+	// kept from the table before, see keepCert), by site file.
+	certs map[string]*tls.Certificate
 	// problems are what KeepServing worked around while building (a
 	// certificate replaced by a self-signed one), by problem key.
 	problems map[string]string
@@ -43,7 +46,7 @@ type table struct {
 
 // newTable returns an empty table holding its "served" reference.
 func newTable() *table {
-	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}, closed: make(chan struct{})}
+	t := &table{vhosts: map[string]*vhosts{}, sinks: map[string]*logSink{}, certs: map[string]*tls.Certificate{}, closed: make(chan struct{})}
 	t.refs.Store(1)
 	return t
 }

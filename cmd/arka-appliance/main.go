@@ -40,7 +40,7 @@ import (
 
 const usage = `usage:
   arka-appliance build --board BOARD [flags]     build images/out/arka-BOARD.img
-  arka-appliance flash (--image IMG[.xz|.gz] | --board BOARD) [--yes] [--force] DEVICE
+  arka-appliance flash (--image IMG[.xz|.gz] | --board BOARD) [--yes] [--force] [--create] DEVICE
   arka-appliance vm    --board amd64 [--image IMG] [--disk-size 4G]
   arka-appliance update --host HOST[:PORT] (--image IMG | --board BOARD) [flags]
   arka-appliance status --host HOST[:PORT] [--name NAME | --password-file FILE]
@@ -285,6 +285,7 @@ func cmdFlash(args []string) error {
 	img := fs.String("image", "", "image to write")
 	force := fs.Bool("force", false, "write even to a mounted, system or non-removable device")
 	yes := fs.Bool("yes", false, "do not ask for confirmation before overwriting a device")
+	create := fs.Bool("create", false, "write into a new regular file if DEVICE does not exist (for VMs; never under /dev)")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -307,6 +308,9 @@ func cmdFlash(args []string) error {
 			return fmt.Errorf("flash: %s go into the image when it is built: use --board BOARD instead of --image (flash builds it), or give them to build", strings.Join(given, " "))
 		}
 	}
+	if _, err := flash.CheckTarget(target, *create); err != nil { // before a build
+		return fmt.Errorf("flash: %w", err)
+	}
 	if *img == "" {
 		sum, err := b.build()
 		if err != nil {
@@ -314,13 +318,11 @@ func cmdFlash(args []string) error {
 		}
 		*img = sum.Output
 	}
-	if err := confirmFlash(target, *img, *yes, os.Stdin, os.Stderr); err != nil {
-		return err
-	}
 	bar := newBar(os.Stderr)
 	phase := ""
-	res, err := flash.Write(flash.Options{
-		Image: *img, Target: target, Force: *force,
+	// Every refusal (target, image, device checks) comes before the question.
+	plan, err := flash.Prepare(flash.Options{
+		Image: *img, Target: target, Force: *force, Create: *create,
 		Progress: func(p string, done, total int64) {
 			if p != phase {
 				phase = p
@@ -330,7 +332,15 @@ func cmdFlash(args []string) error {
 		},
 	})
 	if err != nil {
+		return fmt.Errorf("flash: %w", err)
+	}
+	if err := confirmFlash(target, *img, *yes, os.Stdin, os.Stderr); err != nil {
+		plan.Close()
 		return err
+	}
+	res, err := plan.Write()
+	if err != nil {
+		return fmt.Errorf("flash: %w", err)
 	}
 	fmt.Printf("\nWrote %s to %s (%d MiB) and verified it: SHA-256 %x\n", *img, target, res.Bytes>>20, res.SHA256)
 	fmt.Println("At first boot, /perm grows to the whole card or disk.")

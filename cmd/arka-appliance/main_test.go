@@ -84,3 +84,17 @@ func TestConfirmFlash(t *testing.T) {
 		t.Errorf("file target: %v", err)
 	}
 }
+
+// TestFlashRefusesBeforeAsking: every refusal comes before the question,
+// so nobody types "yes" only to be told the image is not one.
+func TestFlashRefusesBeforeAsking(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "empty.img")
+	os.WriteFile(img, nil, 0o644)
+	// /dev/null is a device and the test has no terminal: asking first
+	// would fail with "add --yes".
+	err := cmdFlash([]string{"--image", img, os.DevNull})
+	if err == nil || !strings.Contains(err.Error(), "not a disk image") {
+		t.Errorf("flash of an empty file: %v", err)
+	}
+}

@@ -28,8 +28,9 @@ import (
 //  3. else the fallback site: 503 and a page saying what is wrong on
 //     -fallback-listen and -fallback-tls-listen, the status page at /status.
 //
-// A certificate or key that does not load gives its site a self-signed
-// certificate; an address that cannot be bound is retried with backoff
+// A certificate or key that does not load keeps, on a reload, the
+// certificate its site loaded before, and at start gives it a self-signed
+// one; an address that cannot be bound is retried with backoff
 // (server.Options.KeepServing). Every such problem is logged, shown on the
 // status page and written to STATE/ready.json (status.ReadyFile); SIGHUP tries the site files
 // again. Without -appliance, Arka keeps its behaviour for a person at a
@@ -39,7 +40,7 @@ import (
 // loaded.
 type lastGood struct {
 	Saved time.Time     `json:"saved"`
-	Path  string        `json:"path"` // the -c argument they were read from
+	Path  string        `json:"path"` // the -c path they were read from, absolute
 	Files []config.File `json:"files"`
 }
 
@@ -112,6 +113,7 @@ func (k *keeper) load() (configErr, err error) {
 		k.setServing(status.ServingAsWritten)
 		k.sites = sites
 		k.srv.SetConfigError(nil)
+		k.srv.SetProblem(lastGoodProblem, "")
 		if err := k.saveLastGood(files); err != nil {
 			k.log.Warn("cannot keep a copy of the configuration that loaded", "err", err)
 		}
@@ -127,6 +129,7 @@ func (k *keeper) load() (configErr, err error) {
 		printConfigError(err) // at start; a reload's caller prints its own
 	}
 	lg, lgErr := k.readLastGood()
+	k.srv.SetProblem(lastGoodProblem, "")
 	if lgErr == nil {
 		var sites []*config.Site
 		if sites, lgErr = parse(lg.Files); lgErr == nil {
@@ -139,8 +142,11 @@ func (k *keeper) load() (configErr, err error) {
 			return configErr, nil
 		}
 		k.log.Error("the last configuration that loaded does not load either", "file", k.lastGoodFile(), "err", errorLines(lgErr))
+		k.srv.SetProblem(lastGoodProblem, fmt.Sprintf("the last configuration that loaded (saved %s, kept in %s) cannot be used either:\n%s",
+			lg.Saved.Format(time.RFC3339), k.lastGoodFile(), errorLines(lgErr)))
 	} else if !errors.Is(lgErr, os.ErrNotExist) {
 		k.log.Error("cannot read the last configuration that loaded", "err", lgErr)
+		k.srv.SetProblem(lastGoodProblem, "the last configuration that loaded cannot be used either: "+lgErr.Error())
 	}
 	if k.serving == status.ServingFallback {
 		return configErr, nil
@@ -154,9 +160,17 @@ func (k *keeper) load() (configErr, err error) {
 	}
 	k.setServing(status.ServingFallback)
 	k.sites = nil
-	k.log.Error("the configuration did not load and none loaded before; serving the fallback page", "config", k.conf)
+	if errors.Is(lgErr, os.ErrNotExist) {
+		k.log.Error("the configuration did not load and none loaded before; serving the fallback page", "config", k.conf)
+	} else {
+		k.log.Error("the configuration did not load, nor does the last one that did; serving the fallback page", "config", k.conf)
+	}
 	return configErr, nil
 }
+
+// lastGoodProblem is the server problem key saying why the last good
+// configuration could not be used when the fallback page serves.
+const lastGoodProblem = "last-good"
 
 func (k *keeper) setServing(mode string) {
 	k.serving = mode
@@ -195,7 +209,7 @@ func (k *keeper) readLastGood() (*lastGood, error) {
 	if err := json.Unmarshal(b, &lg); err != nil {
 		return nil, fmt.Errorf("%s: %v", k.lastGoodFile(), err)
 	}
-	if lg.Path != k.conf {
+	if !samePath(lg.Path, k.conf) {
 		// Site files from another -c: not this configuration's past.
 		return nil, fmt.Errorf("%s holds the configuration of %s, not %s: %w", k.lastGoodFile(), lg.Path, k.conf, os.ErrNotExist)
 	}
@@ -207,12 +221,25 @@ func (k *keeper) saveLastGood(files []config.File) error {
 	if lg, err := k.readLastGood(); err == nil && sameFiles(lg.Files, files) {
 		return nil
 	}
-	b, err := json.MarshalIndent(lastGood{Saved: time.Now().UTC(), Path: k.conf, Files: files}, "", "  ")
+	b, err := json.MarshalIndent(lastGood{Saved: time.Now().UTC(), Path: absPath(k.conf), Files: files}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(k.lastGoodFile(), append(b, '\n'), true)
 }
+
+// absPath is p absolute and clean (p itself if the working directory is
+// unknown).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}
+
+// samePath reports whether a and b name the same -c path: "ap/sites",
+// "./ap/sites/" and its absolute path do.
+func samePath(a, b string) bool { return absPath(a) == absPath(b) }
 
 func sameFiles(a, b []config.File) bool {
 	if len(a) != len(b) {

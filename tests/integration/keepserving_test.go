@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -230,6 +232,61 @@ func TestApplianceLastGood(t *testing.T) {
 	}
 }
 
+// TestApplianceLastGoodUnusable: the last good copy no longer loads
+// either (its root was removed) when the site file has a mistake: the
+// fallback page, the status page and the log say both why the site file
+// does not load and why the last good copy cannot be used. The -c path is
+// spelled differently from the run that saved the copy: it is still the
+// same configuration's past.
+func TestApplianceLastGoodUnusable(t *testing.T) {
+	e := newApplianceEnv(t)
+	addr, fb := harness.FreeAddr(t), harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("v1\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addr, e.www))
+	p := harness.Start(t, nil, e.args(t), addr)
+	e.waitReadiness(t, "ready", func(r status.Readiness) bool { return r.Ready })
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// Another spelling of the same -c: the last good copy is found.
+	spelled := e.dir + "/./sites/"
+	args := func(extra ...string) []string {
+		a := e.args(t, extra...)
+		a[2] = spelled
+		return a
+	}
+	e.write(t, "a.toml", site(goodSite, addr, e.www)+"listen_everywhere = true\n")
+	p = harness.Start(t, nil, args(), addr)
+	h1, _ := harness.Clients()
+	if code, body := fetch(t, h1, "http://"+addr+"/"); code != 200 || body != "v1\n" {
+		t.Fatalf("last good site with -c %s: %d %q", spelled, code, body)
+	}
+	if err := p.Stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// The root the last good copy serves is gone too.
+	if err := os.RemoveAll(e.www); err != nil {
+		t.Fatal(err)
+	}
+	p = harness.Start(t, nil, args("-fallback-listen", fb), fb)
+	mistake := filepath.Join(e.sites, "a.toml") + ":8:1: "
+	code, body := fetch(t, h1, "http://"+fb+"/")
+	if code != 503 || !strings.Contains(body, mistake) || !strings.Contains(body, "listen_everywhere") ||
+		!strings.Contains(body, "the last configuration that loaded (saved ") || !strings.Contains(body, e.www) {
+		t.Errorf("fallback page: %d %q; want the site file's mistake and why the last good copy cannot be used", code, body)
+	}
+	s := statusJSON(t, "http://"+fb+"/status")
+	if s.Serving != status.ServingFallback || len(s.Problems) < 3 || !strings.HasPrefix(s.Problems[0], mistake) {
+		t.Errorf("status page: serving %q, problems %q", s.Serving, s.Problems)
+	}
+	p.WaitOutput(t, "nor does the last one that did")
+	if strings.Contains(p.Output(), "none loaded before") {
+		t.Errorf("the log says none loaded before:\n%s", p.Output())
+	}
+}
+
 // TestApplianceBadKey: a site whose key does not load is served over TLS
 // with a self-signed certificate; its plain HTTP and another site keep
 // serving; the status page names the site file's tls.cert line.
@@ -287,6 +344,116 @@ handler = { type = "static", root = "`+e.www+`" }
 	}
 	if r := e.readiness(t); r.Ready || r.Config != status.ServingAsWritten {
 		t.Errorf("readiness %+v", r)
+	}
+}
+
+// TestReloadBadCertKeepsCert: a site's certificate file overwritten with
+// junk, then SIGHUP: the site keeps serving the certificate it loaded
+// before (same fingerprint), with and without -appliance. With -appliance
+// the reload applies the rest, and the status page and the site's
+// condition say the certificate did not load and the old one is kept; a
+// restart with the junk still there serves a self-signed one.
+func TestReloadBadCertKeepsCert(t *testing.T) {
+	for _, appliance := range []bool{true, false} {
+		name := "plain"
+		if appliance {
+			name = "appliance"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newApplianceEnv(t)
+			plainAddr, tlsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
+			os.WriteFile(filepath.Join(e.www, "index.html"), []byte("page\n"), 0o644)
+			cert, key := harness.WriteCert(t, e.dir, "a.test")
+			e.write(t, "a.toml", `default = true
+server_names = ["a.test"]
+listen = ["`+plainAddr+`"]
+[tls]
+listen = ["`+tlsAddr+`"]
+cert = "`+cert+`"
+key = "`+key+`"
+[[routes]]
+path = "/status"
+handler = { type = "status" }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+e.www+`" }
+`)
+			args := e.args(t)
+			if !appliance {
+				args = []string{"-c", e.sites, "-state", e.state}
+			}
+			served := func() *x509.Certificate {
+				t.Helper()
+				c, err := tls.Dial("tcp", tlsAddr, &tls.Config{InsecureSkipVerify: true, ServerName: "a.test"})
+				if err != nil {
+					t.Fatalf("TLS: %v", err)
+				}
+				defer c.Close()
+				return c.ConnectionState().PeerCertificates[0]
+			}
+			p := harness.Start(t, nil, args, plainAddr, tlsAddr)
+			before := served()
+			if before.Subject.CommonName != "arka test" {
+				t.Fatalf("served at start: %v", before.Subject)
+			}
+			if err := os.WriteFile(cert, []byte("-----BEGIN CERTIFICATE-----\njunk\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p.Signal(syscall.SIGHUP)
+			if appliance {
+				p.WaitOutput(t, "configuration reloaded")
+			} else {
+				p.WaitOutput(t, "reload failed")
+			}
+			after := served()
+			if !bytes.Equal(before.Raw, after.Raw) {
+				t.Errorf("after the reload the site serves %v (O=%v), not the certificate it served before (%v)", after.Subject, after.Subject.Organization, before.Subject)
+			}
+			_, h2 := harness.Clients()
+			if code, _ := fetch(t, h2, "https://"+tlsAddr+"/"); code != 200 {
+				t.Errorf("HTTPS after the reload: %d", code)
+			}
+			if !appliance {
+				return
+			}
+			s := statusJSON(t, "http://"+plainAddr+"/status")
+			want := filepath.Join(e.sites, "a.toml") + ":6:"
+			if len(s.Problems) != 1 || !strings.HasPrefix(s.Problems[0], want) || !strings.Contains(s.Problems[0], "keeps serving the certificate loaded before (CN=arka test") {
+				t.Errorf("status problems %q; want one at %s saying the old certificate is kept", s.Problems, want)
+			}
+			if msg, ok := s.condition("site:a.toml"); !ok || !strings.HasPrefix(msg, want) || s.State.State != "degraded" {
+				t.Errorf("the site whose certificate does not load is not a degraded condition: %+v", s.State)
+			}
+			if r := e.readiness(t); r.Ready {
+				t.Errorf("readiness %+v", r)
+			}
+			// A second reload with the junk still there keeps it too.
+			p.Signal(syscall.SIGHUP)
+			for end := time.Now().Add(10 * time.Second); strings.Count(p.Output(), "configuration reloaded") < 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("no second reload:\n%s", p.Output())
+				}
+			}
+			if after := served(); !bytes.Equal(before.Raw, after.Raw) {
+				t.Errorf("after a second reload: %v", after.Subject)
+			}
+			// A new good certificate: it serves, and the problem is gone.
+			harness.WriteCert(t, e.dir, "a.test")
+			p.Signal(syscall.SIGHUP)
+			e.waitReadiness(t, "ready with the new certificate", func(r status.Readiness) bool { return r.Ready })
+			if now := served(); bytes.Equal(before.Raw, now.Raw) || now.Subject.CommonName != "arka test" {
+				t.Errorf("after the new certificate: %v, the old one: %v", now.Subject, bytes.Equal(before.Raw, now.Raw))
+			}
+			// At start there is nothing to keep: a self-signed certificate.
+			os.WriteFile(cert, []byte("junk\n"), 0o644)
+			if err := p.Stop(t); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			harness.Start(t, nil, args, plainAddr, tlsAddr)
+			if leaf := served(); len(leaf.Subject.Organization) == 0 || leaf.Subject.Organization[0] != "Arka self-signed" {
+				t.Errorf("at start with a bad certificate: %v", leaf.Subject)
+			}
+		})
 	}
 }
 

@@ -1,8 +1,11 @@
 // Package flash writes an image to an SD card, USB stick or disk and
-// verifies it by reading it back. Before writing to a block device it
-// refuses one that is mounted, holds the running system, or is not
-// removable (unless forced). Regular files are written without those checks
-// (the tests flash into files).
+// verifies it by reading it back. Before writing anything it refuses a
+// target that does not exist (a mistyped device name), the image itself as
+// target, and an image that is not one (no MBR or GPT at its start) or is
+// truncated; before writing to a block device, one that is mounted, holds
+// the running system, is not removable or too small (unless forced).
+// Regular files (VMs, tests) are written without the device checks; a new
+// one only with Options.Create.
 //
 // /perm is not touched here: the image's perm partition ends where the image
 // ends, and arka-init grows it to the whole card at first boot, so cards
@@ -18,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +35,10 @@ type Options struct {
 	Image  string
 	Target string // block device (/dev/sdX, /dev/mmcblk0) or regular file
 	Force  bool   // skip the safety checks for block devices
+	// Create lets Target be a regular file that does not exist yet (for
+	// VMs and tests); never under /dev. Without it a target that does not
+	// exist is refused: a mistyped device name must not become a file.
+	Create bool
 	// Progress is called with bytes done of total, in the "write" and
 	// "verify" phases.
 	Progress func(phase string, done, total int64)
@@ -46,36 +54,179 @@ type Result struct {
 // verification reads the medium, not memory.
 const blkflsbuf = 0x1261
 
-// Write writes the image to the target and verifies it. An image whose
-// name ends in .xz or .gz is decompressed on the way (XZ with
-// github.com/ulikunitz/xz, gzip with compress/gzip); its write progress
-// then counts compressed bytes read.
+// headSize is how much of the (decompressed) image Prepare reads to check
+// its partition table: the MBR, the GPT header and 128 entries of 128
+// bytes fit many times.
+const headSize = 1 << 20
+
+// Plan is a write that passed every check; Write carries it out. Close it
+// if it is not written.
+type Plan struct {
+	o          Options
+	img        *os.File
+	compressed int64     // the image file's size
+	raw        bool      // not compressed: progress counts written bytes
+	src        io.Reader // the image's content from its start
+	// Size is the image's uncompressed size as known before writing:
+	// exact for raw and .xz images (the XZ index), gzip's ISIZE trailer
+	// (exact below 4 GiB) for .gz, and never less than the end of the
+	// last partition.
+	Size     int64
+	end      int64 // where the image's last partition (or backup GPT) ends
+	isDev    bool
+	capacity int64 // of a block device; 0 = unknown or a file
+}
+
+// Close releases the image without writing.
+func (p *Plan) Close() error { return p.img.Close() }
+
+// Write writes the image to the target and verifies it: Prepare, then
+// Plan.Write.
 func Write(o Options) (*Result, error) {
+	p, err := Prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	return p.Write()
+}
+
+// CheckTarget refuses a target that cannot be meant: one that does not
+// exist (unless create, and then never under /dev), a regular file under
+// /dev, or something that is neither a device nor a regular file. It
+// reports whether target is a device.
+func CheckTarget(target string, create bool) (isDev bool, err error) {
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return false, err
+	}
+	st, err := os.Stat(target)
+	switch {
+	case err == nil && st.Mode()&os.ModeDevice != 0:
+		return true, nil
+	case err == nil && st.Mode().IsRegular():
+		if real, err := filepath.EvalSymlinks(abs); err == nil && underDev(real) {
+			return false, fmt.Errorf("%s is a regular file under /dev, not a device (left over from a mistyped name?): remove it, and check the device's name with lsblk", target)
+		}
+		return false, nil
+	case err == nil:
+		return false, fmt.Errorf("%s is neither a device nor a regular file", target)
+	case errors.Is(err, fs.ErrNotExist):
+		dir, derr := filepath.EvalSymlinks(filepath.Dir(abs))
+		if derr != nil {
+			dir = filepath.Dir(abs)
+		}
+		if underDev(dir) {
+			return false, fmt.Errorf("%s does not exist: no such device (lsblk lists the disks and cards)", target)
+		}
+		if !create {
+			return false, fmt.Errorf("%s does not exist: give a device (lsblk lists them), or add --create to write the image into a new file", target)
+		}
+		return false, nil
+	}
+	return false, err
+}
+
+func underDev(p string) bool { return p == "/dev" || strings.HasPrefix(p, "/dev/") }
+
+// Prepare makes every check before anything is written: the target (see
+// CheckTarget), the image and the target not being the same file, the
+// image being complete and a disk image (an MBR or GPT partition table
+// at its start, and as long as its partitions), and, for a block device
+// unless Force, Check. Errors are one sentence on what is wrong.
+func Prepare(o Options) (_ *Plan, err error) {
+	isDev, err := CheckTarget(o.Target, o.Create)
+	if err != nil {
+		return nil, err
+	}
 	img, err := os.Open(o.Image)
 	if err != nil {
 		return nil, err
 	}
-	defer img.Close()
+	defer func() {
+		if err != nil {
+			img.Close()
+		}
+	}()
 	st, err := img.Stat()
 	if err != nil {
 		return nil, err
 	}
-	compressed := st.Size()
-	src, size, err := decompress(img, o.Image, compressed)
+	if tst, err := os.Stat(o.Target); err == nil && os.SameFile(st, tst) {
+		return nil, fmt.Errorf("%s and %s are the same file: writing the image onto itself would destroy it", o.Image, o.Target)
+	}
+	p := &Plan{o: o, img: img, compressed: st.Size(), isDev: isDev}
+	src, size, exact, err := decompress(img, o.Image, st.Size())
 	if err != nil {
 		return nil, err
 	}
-
-	tst, err := os.Stat(o.Target)
-	isDev := err == nil && tst.Mode()&os.ModeDevice != 0
+	p.raw = src == io.Reader(img)
+	head := make([]byte, headSize)
+	n, err := fill(src, head)
+	if err != nil && err != io.EOF {
+		return nil, corrupt(o.Image, err)
+	}
+	head = head[:n]
+	end, err := partitionEnd(head)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a disk image: %v", o.Image, err)
+	}
+	switch {
+	case size >= end:
+	case exact:
+		return nil, fmt.Errorf("the image %s is truncated: it holds %d bytes, its partition table reaches byte %d", o.Image, size, end)
+	case end-size < 1<<32 && end < 1<<32:
+		// gzip's ISIZE is the size mod 2^32: below 4 GiB it is exact.
+		return nil, fmt.Errorf("the image %s is truncated or corrupt: it holds %d bytes (gzip trailer), its partition table reaches byte %d", o.Image, size, end)
+	default:
+		size = end
+	}
+	p.Size, p.end = size, end
+	p.src = io.MultiReader(bytes.NewReader(head), src)
 	if isDev && !o.Force {
 		if problems := Check(o.Target, size); len(problems) > 0 {
 			return nil, fmt.Errorf("refusing to write to %s:\n  - %s\n(use --force if you are sure)", o.Target, strings.Join(problems, "\n  - "))
 		}
 	}
+	if tst, err := os.Stat(o.Target); err == nil && tst.Mode()&os.ModeDevice != 0 && tst.Mode()&os.ModeCharDevice == 0 {
+		if f, err := os.Open(o.Target); err == nil {
+			p.capacity, _ = f.Seek(0, io.SeekEnd)
+			f.Close()
+		}
+		if p.capacity > 0 && p.capacity < size {
+			return nil, fmt.Errorf("%s holds %d MB, the image needs %d MB", o.Target, p.capacity/1e6, size/1e6)
+		}
+	}
+	return p, nil
+}
+
+func corrupt(image string, err error) error {
+	return fmt.Errorf("the image %s is truncated or corrupt (a download cut short?): %v", image, err)
+}
+
+// fill reads r into buf until buf is full or r ends: io.EOF only for the
+// real end, unlike io.ReadFull, which turns a decompressor's
+// io.ErrUnexpectedEOF (a truncated file) into a normal short read.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Write writes the planned image and verifies it by reading it back. A
+// decompressed image that turns out longer than the device stops before
+// its end with an error.
+func (p *Plan) Write() (*Result, error) {
+	o := p.o
+	defer p.img.Close()
 	flags := os.O_WRONLY
 	switch {
-	case !isDev:
+	case !p.isDev:
 		flags |= os.O_CREATE
 	case !o.Force:
 		flags |= os.O_EXCL // Linux: EBUSY if the device is mounted after all
@@ -90,34 +241,40 @@ func Write(o Options) (*Result, error) {
 	buf := make([]byte, 4<<20)
 	var done int64
 	readSoFar := func() int64 { // of the compressed file
-		off, _ := img.Seek(0, io.SeekCurrent)
-		return min(off, compressed)
+		off, _ := p.img.Seek(0, io.SeekCurrent)
+		return min(off, p.compressed)
 	}
 	for {
-		n, rerr := io.ReadFull(src, buf)
+		n, rerr := fill(p.src, buf)
 		if n > 0 {
+			if p.capacity > 0 && done+int64(n) > p.capacity {
+				return nil, fmt.Errorf("the image is larger than %s (%d MB): stopped at byte %d; the device does not hold a complete image", o.Target, p.capacity/1e6, done)
+			}
 			h.Write(buf[:n])
 			if _, err := dst.Write(buf[:n]); err != nil {
 				return nil, fmt.Errorf("writing %s at byte %d: %w", o.Target, done, err)
 			}
 			done += int64(n)
 			if o.Progress != nil {
-				if src == io.Reader(img) {
-					o.Progress("write", done, size)
+				if p.raw {
+					o.Progress("write", done, p.Size)
 				} else {
-					o.Progress("write", readSoFar(), compressed)
+					o.Progress("write", readSoFar(), p.compressed)
 				}
 			}
 		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+		if rerr == io.EOF {
 			break
 		}
 		if rerr != nil {
-			return nil, fmt.Errorf("%s: %w", o.Image, rerr)
+			return nil, corrupt(o.Image, rerr)
 		}
 	}
-	size = done // the decompressed length
-	if !isDev {
+	if done < p.end || (done != p.Size && !strings.HasSuffix(o.Image, ".gz")) {
+		return nil, corrupt(o.Image, fmt.Errorf("it ended at byte %d, expected %d", done, max(p.end, p.Size)))
+	}
+	size := done // the decompressed length
+	if !p.isDev {
 		if err := dst.Truncate(size); err != nil {
 			return nil, err
 		}
@@ -125,7 +282,7 @@ func Write(o Options) (*Result, error) {
 	if err := dst.Sync(); err != nil {
 		return nil, fmt.Errorf("syncing %s: %w", o.Target, err)
 	}
-	if isDev {
+	if p.isDev {
 		syscall.Syscall(syscall.SYS_IOCTL, dst.Fd(), blkflsbuf, 0)
 	}
 	if err := dst.Close(); err != nil {
@@ -268,30 +425,34 @@ func diskOf(path string) (string, error) {
 
 // decompress returns the image's content: img itself, or a decompressing
 // reader for .xz and .gz, and the content's size as far as known before
-// reading it (the file's size; gzip's ISIZE trailer, which is exact for
-// images under 4 GiB; the compressed size for XZ, a lower bound for the
-// device check).
-func decompress(img *os.File, name string, size int64) (io.Reader, int64, error) {
+// reading it, and whether that size is exact: the file's size; the sizes
+// in the XZ index; gzip's ISIZE trailer, the size mod 2^32 (exact for
+// images under 4 GiB, a hint otherwise, and garbage for a truncated file).
+func decompress(img *os.File, name string, size int64) (_ io.Reader, _ int64, exact bool, _ error) {
 	switch {
 	case strings.HasSuffix(name, ".xz"):
+		usize, err := xzSize(img, size)
+		if err != nil {
+			return nil, 0, false, corrupt(name, err)
+		}
 		r, err := xz.NewReader(bufio.NewReaderSize(img, 1<<20))
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %v", name, err)
+			return nil, 0, false, corrupt(name, err)
 		}
-		return r, size, nil
+		return r, usize, true, nil
 	case strings.HasSuffix(name, ".gz"):
 		var tail [4]byte
-		isize := size
+		var isize int64
 		if _, err := img.ReadAt(tail[:], size-4); err == nil {
 			isize = int64(binary.LittleEndian.Uint32(tail[:]))
 		}
 		r, err := gzip.NewReader(bufio.NewReaderSize(img, 1<<20))
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %v", name, err)
+			return nil, 0, false, corrupt(name, err)
 		}
-		return r, max(isize, size), nil
+		return r, isize, false, nil
 	}
-	return img, size, nil
+	return img, size, true, nil
 }
 
 // Describe names a block device for a person about to overwrite it:
@@ -299,6 +460,9 @@ func decompress(img *os.File, name string, size int64) (io.Reader, int64, error)
 // 31.9 GB"). For a regular file it says so.
 func Describe(target string) string {
 	st, err := os.Stat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return target + ": a new regular file"
+	}
 	if err != nil {
 		return target + " (" + err.Error() + ")"
 	}

@@ -17,8 +17,8 @@ import (
 func TestWriteFileAndVerify(t *testing.T) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "a.img")
-	data := make([]byte, 9<<20+512) // not a multiple of the copy buffer
-	rand.Read(data)
+	data := diskImage(t, 9<<20+512) // not a multiple of the copy buffer
+	rand.Read(data[2<<20:])
 	if err := os.WriteFile(img, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,7 @@ func TestCheckRefusesSystemDisk(t *testing.T) {
 // compressed file's size.
 func TestWriteCompressed(t *testing.T) {
 	dir := t.TempDir()
-	data := make([]byte, 2<<20+100)
-	rand.Read(data[:512<<10]) // part random, part zeros, as an image is
+	data := diskImage(t, 2<<20+512) // part random, part zeros, as an image is
 	for _, ext := range []string{".xz", ".gz"} {
 		img := filepath.Join(dir, "a.img"+ext)
 		var buf bytes.Buffer
@@ -94,7 +93,7 @@ func TestWriteCompressed(t *testing.T) {
 		os.WriteFile(img, buf.Bytes(), 0o644)
 		target := filepath.Join(dir, "card"+ext)
 		var lastWrite [2]int64
-		res, err := Write(Options{Image: img, Target: target, Progress: func(p string, done, total int64) {
+		res, err := Write(Options{Image: img, Target: target, Create: true, Progress: func(p string, done, total int64) {
 			if p == "write" {
 				lastWrite = [2]int64{done, total}
 			}
@@ -112,7 +111,7 @@ func TestWriteCompressed(t *testing.T) {
 	}
 	// A damaged compressed image is an error, not a short card.
 	os.WriteFile(filepath.Join(dir, "bad.img.xz"), []byte("not xz at all"), 0o644)
-	if _, err := Write(Options{Image: filepath.Join(dir, "bad.img.xz"), Target: filepath.Join(dir, "card.bad")}); err == nil {
+	if _, err := Write(Options{Image: filepath.Join(dir, "bad.img.xz"), Target: filepath.Join(dir, "card.bad"), Create: true}); err == nil {
 		t.Error("no error for a damaged .xz")
 	}
 }

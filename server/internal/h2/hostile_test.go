@@ -86,8 +86,17 @@ func TestStalledStreamsReset(t *testing.T) {
 	start := time.Now()
 	ev := readUntil(t, fr, c.SetReadDeadline, 5*time.Second, func(ev *frameEvent) bool { return ev.closed })
 	took := time.Since(start)
-	if ev.rst[1] != http2.ErrCodeCancel || ev.rst[3] != http2.ErrCodeCancel {
-		t.Errorf("RST_STREAM codes %v, want CANCEL for streams 1 and 3", ev.rst)
+	// The first stream to reach the write timeout is reset; the other one
+	// is reset too, unless the connection's GOAWAY (nothing on it moved)
+	// went out first, which ends it as well (its handler's write failing is
+	// checked below).
+	if ev.rst[1] != http2.ErrCodeCancel && ev.rst[3] != http2.ErrCodeCancel {
+		t.Errorf("RST_STREAM codes %v, want CANCEL for the stalled streams", ev.rst)
+	}
+	for id, code := range ev.rst {
+		if code != http2.ErrCodeCancel {
+			t.Errorf("stream %d reset with %v, want CANCEL", id, code)
+		}
 	}
 	if ev.goAway == nil || *ev.goAway != http2.ErrCodeEnhanceYourCalm || !ev.closed {
 		t.Errorf("GOAWAY %v, closed %v: want ENHANCE_YOUR_CALM and the connection closed", ev.goAway, ev.closed)
