@@ -120,11 +120,20 @@ func hasDotSegment(p string) bool {
 
 func (v *validator) site(s *Site) {
 	v.healthPath(s)
+	named := map[string]int{} // normalized name → index of its first entry
 	for i, n := range s.ServerNames {
+		at := fmt.Sprintf("server_names[%d]", i)
 		norm, err := normalizeName(n)
 		if err != nil {
-			v.errAt(fmt.Sprintf("server_names[%d]", i), "server name %q: %v", n, err)
+			v.errAt(at, "server name %q: %v", n, err)
 			continue
+		}
+		// Host names compare case-insensitively (RFC 9110 section 4.2.3).
+		if j, dup := named[norm]; dup {
+			line, col := v.pos.at(fmt.Sprintf("server_names[%d]", j))
+			v.errAt(at, "server name %q is listed twice in server_names (also at %d:%d)", n, line, col)
+		} else {
+			named[norm] = i
 		}
 		s.ServerNames[i] = norm
 	}

@@ -59,3 +59,42 @@ func TestWrittenZero(t *testing.T) {
 		}
 	}
 }
+
+// The hint for an unknown key names a key of the same table.
+func TestSuggestSameTable(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"global.foo", ""},
+		{"global.lo", ""},
+		{"global.therml", ` (did you mean "thermal"?)`},
+		{"lisen", ` (did you mean "listen"?)`},
+		{"tls.lisen", ` (did you mean "listen"?)`},
+		{"log.formt", ` (did you mean "format"?)`},
+		{"routes.handler.indx", ` (did you mean "index"?)`},
+		{"routes.handler.upstream", ` (did you mean "upstreams"?)`},
+		{"global.php.max_request", ` (did you mean "max_requests"?)`},
+		{"compression.lvl", ""},
+	} {
+		if got := suggest(c.path); got != c.want {
+			t.Errorf("suggest(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
+// A name listed twice in one site is reported, whatever its case; a size
+// too large is echoed short.
+func TestSiteNamesAndSizeEcho(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "www"), 0o755)
+	const route = "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\" }\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"dup", "server_names = [\"a.test\", \"A.TEST\"]\n" + route, `:1:27: server name "A.TEST" is listed twice in server_names (also at 1:17)`},
+		{"huge", "[limits]\nmax_body_size = 1e30\n" + route, `:2:17: limits.max_body_size: size 1e+30 bytes is too large`},
+	} {
+		f := filepath.Join(root, c.name+".toml")
+		os.WriteFile(f, []byte(c.src), 0o644)
+		_, err := Load(f)
+		if err == nil || !strings.Contains(err.Error(), f+c.want) {
+			t.Errorf("%s: error %v\nwant %s%s", c.name, err, f, c.want)
+		}
+	}
+}
