@@ -193,7 +193,7 @@ func (v *validator) acme(s *Site) {
 	}
 	if s.HSTS != "" {
 		if err := checkHSTS(s.HSTS); err != nil {
-			v.errAt("hsts", "hsts %q: %v", s.HSTS, err)
+			v.errAtValue("hsts", "hsts %q: %v", s.HSTS, err)
 		} else if len(t.Listen) == 0 {
 			v.errAt("hsts", "hsts is sent over HTTPS only, and this site has no [tls] listen address")
 		}

@@ -133,9 +133,9 @@ func TestACMEErrors(t *testing.T) {
 		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\nacme = false\nemail = \"a@arka-web.org\"", ":6:1: email is an ACME setting, and this site gets no certificate from a CA"},
 		{base + "redirect_https = true", ":3:1: redirect_https = true needs HTTPS"},
 		{base + "hsts = \"max-age=600\"", ":3:1: hsts is sent over HTTPS only"},
-		{base + "hsts = \"maxage=600\"\n[tls]\nlisten = [\"127.0.0.1:18443\"]", ":3:1: hsts \"maxage=600\": unknown directive"},
+		{base + "hsts = \"maxage=600\"\n[tls]\nlisten = [\"127.0.0.1:18443\"]", ":3:8: hsts \"maxage=600\": unknown directive"},
 		{base + "hsts = \"includeSubDomains\"\n[tls]\nlisten = [\"127.0.0.1:18443\"]", "max-age is required"},
-		{base + "hsts = \"max-age=600; max-age=0\"\n[tls]\nlisten = [\"127.0.0.1:18443\"]", ":3:1: hsts \"max-age=600; max-age=0\": max-age appears twice"},
+		{base + "hsts = \"max-age=600; max-age=0\"\n[tls]\nlisten = [\"127.0.0.1:18443\"]", ":3:8: hsts \"max-age=600; max-age=0\": max-age appears twice"},
 		{base + "hsts = \"max-age=600; preload; Preload\"\n[tls]\nlisten = [\"127.0.0.1:18443\"]", "Preload appears twice"},
 		{base + "[tls]\nlisten = [\"127.0.0.1:18443\"]\n[global]\nacme = { ca = \"ftp://x.arka-web.org\" }", ":6:"},
 	} {

@@ -14,14 +14,20 @@ import (
 // that no range check written as "x < lo || x > hi" (false for nan) lets
 // one through.
 
-// celsius reports a mistake at the key at ("global.fan.on") when x is not
+// celsius reports a mistake at the value of the key at ("global.fan.on") when x is not
 // a finite number that ok accepts: "name = x: use". It reports whether x
 // is good.
 func (v *validator) celsius(at, name string, x float64, ok func(float64) bool, use string) bool {
+	return v.celsiusAt(v.errAtValue, at, name, x, ok, use)
+}
+
+// celsiusAt is celsius reporting through report (v.errAt, at the key, or
+// v.errAtValue, at its value).
+func (v *validator) celsiusAt(report func(string, string, ...any), at, name string, x float64, ok func(float64) bool, use string) bool {
 	if !math.IsNaN(x) && !math.IsInf(x, 0) && ok(x) {
 		return true
 	}
-	v.errAt(at, "%s = %s: %s", name, celsiusText(x), use)
+	report(at, "%s = %s: %s", name, celsiusText(x), use)
 	return false
 }
 
@@ -46,7 +52,7 @@ func (v *validator) thermal(at string, t ThermalConfig) {
 	limit, hyst := t.Limit, t.Hysteresis
 	limitOK := true
 	if v.has(at + ".limit") {
-		limitOK = v.celsius(at+".limit", "thermal limit", limit, func(c float64) bool { return c > 0 && c <= 150 },
+		limitOK = v.celsiusAt(v.errAtValue, at+".limit", "thermal limit", limit, func(c float64) bool { return c > 0 && c <= 150 },
 			"use 1..150 °C (above it Arka sheds work)")
 	} else {
 		limit = board.DefaultHotC
@@ -58,10 +64,10 @@ func (v *validator) thermal(at string, t ThermalConfig) {
 	if !v.has(at + ".hysteresis") {
 		hyst = board.DefaultHysteresisC
 		if limitOK && hyst >= limit {
-			v.errAt(at+".limit", "thermal limit = %s: use more than the hysteresis (%s; work resumes at limit - hysteresis)", celsiusText(limit), celsiusText(hyst))
+			v.errAtValue(at+".limit", "thermal limit = %s: use more than the hysteresis (%s; work resumes at limit - hysteresis)", celsiusText(limit), celsiusText(hyst))
 		}
 		return
 	}
-	v.celsius(at+".hysteresis", "thermal hysteresis", hyst, func(c float64) bool { return c > 0 && (!limitOK || c < limit) },
+	v.celsiusAt(v.errAtValue, at+".hysteresis", "thermal hysteresis", hyst, func(c float64) bool { return c > 0 && (!limitOK || c < limit) },
 		"use more than 0 and less than "+below+"; work resumes at limit - hysteresis")
 }

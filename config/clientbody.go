@@ -81,7 +81,7 @@ func (v *validator) normalizeClientBody(g *Global) {
 // clientBody validates [global] body_timeout and body_min_rate.
 func (v *validator) clientBody(g *Global) {
 	if d := g.BodyTimeout; d.D() < 100*time.Millisecond || d.D() > 24*time.Hour {
-		v.errAt("global.body_timeout", "body_timeout %v: use 100ms to 24h (it cannot be switched off)", d)
+		v.errAtValue("global.body_timeout", "body_timeout %v: use 100ms to 24h (it cannot be switched off)", d)
 	}
 	if r := g.BodyMinRate; r != nil && *r != 0 && *r < 10 {
 		v.errAt("global.body_min_rate", "body_min_rate %v: use at least 10B/s (or 0 for none)", r)

@@ -40,9 +40,9 @@ func TestClientBody(t *testing.T) {
 		t.Errorf("no [global]: %+v", got)
 	}
 	for _, c := range []struct{ name, global, want string }{
-		{"zero", "body_timeout = \"0s\"\n", ":5:1: body_timeout 0s: use 100ms to 24h (it cannot be switched off)"},
-		{"short", "body_timeout = \"10ms\"\n", ":5:1: body_timeout 10ms: use 100ms to 24h (it cannot be switched off)"},
-		{"long", "body_timeout = \"48h\"\n", ":5:1: body_timeout 48h0m0s: use 100ms to 24h"},
+		{"zero", "body_timeout = \"0s\"\n", ":5:16: body_timeout 0s: use 100ms to 24h (it cannot be switched off)"},
+		{"short", "body_timeout = \"10ms\"\n", ":5:16: body_timeout 10ms: use 100ms to 24h (it cannot be switched off)"},
+		{"long", "body_timeout = \"48h\"\n", ":5:16: body_timeout 48h0m0s: use 100ms to 24h"},
 		{"no_unit", "body_timeout = \"60\"\n", ":5:17: global.body_timeout: duration \"60\" needs a unit"},
 		{"slow_rate", "body_min_rate = \"1B/s\"\n", ":5:1: body_min_rate 1B/s: use at least 10B/s"},
 		{"rate_unit", "body_min_rate = \"500 bytes\"\n", ":5:18: global.body_min_rate: rate \"500 bytes\": expected bytes per second"},

@@ -186,7 +186,7 @@ handler = { type = "fastcgi", root = "/nonexistent/app" }
 	}
 	want := []string{
 		f + `:2:9: fpm "/nonexistent/php-fpm": no such file or directory`,
-		f + `:5:1: log path /nonexistent/dir/access.log: directory /nonexistent/dir: no such file or directory`,
+		f + `:5:8: log path /nonexistent/dir/access.log: directory /nonexistent/dir: no such file or directory`,
 		f + `:8:30: root "/nonexistent/www": no such file or directory`,
 		f + `:11:31: root "/nonexistent/app": no such file or directory`,
 	}

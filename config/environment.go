@@ -68,7 +68,7 @@ func CheckEnvironment(sites []*Site) error {
 		v.acmeEnvironment(s, ca)
 		if s.Log.Enabled && s.Log.Path != "" && s.Log.Path != "-" {
 			if err := writable(s.Log.Path); err != nil {
-				v.errAt("log.path", "log path %s: %v", s.Log.Path, err)
+				v.errAtValue("log.path", "log path %s: %v", s.Log.Path, err)
 			}
 		}
 		errs = append(errs, v.errs...)

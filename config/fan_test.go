@@ -59,7 +59,7 @@ func TestFan(t *testing.T) {
 		{"no_pin", "fan = { on = 60 }\n", ":5:1: fan: pin is missing"},
 		{"empty_pin", "fan = { pin = \"\" }\n", ":5:9: fan: pin is missing"},
 		{"pin_with_space", "fan = { pin = \"GPIO 14\" }\n", ":5:9: fan pin \"GPIO 14\": a pin name has no spaces"},
-		{"on_too_hot", "fan = { pin = \"GPIO14\", on = 200 }\n", ":5:25: fan on = 200 °C: use 20..110"},
+		{"on_too_hot", "fan = { pin = \"GPIO14\", on = 200 }\n", ":5:30: fan on = 200 °C: use 20..110"},
 		{"unknown_key", "fan = { pin = \"GPIO14\", speed = 3 }\n", ":5:25: unknown key \"global.fan.speed\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,25 +86,25 @@ func TestFanBadNumbers(t *testing.T) {
 		name, global string
 		want         []string // every error, in order, after the file name
 	}{
-		{"on_nan", `fan = { pin = "GPIO14", on = nan }`, []string{":5:25: fan on = nan: use 20..110 °C (the temperature at which the fan starts)"}},
-		{"on_inf", `fan = { pin = "GPIO14", on = inf, off = 50 }`, []string{":5:25: fan on = inf: use 20..110 °C (the temperature at which the fan starts)"}},
-		{"off_nan", `fan = { pin = "GPIO14", off = nan }`, []string{":5:25: fan off = nan: use a temperature above 0 and below on (65 °C), where the fan stops"}},
-		{"off_minus_inf", `fan = { pin = "GPIO14", off = -inf }`, []string{":5:25: fan off = -inf: use a temperature above 0 and below on (65 °C), where the fan stops"}},
-		{"on_zero", `fan = { pin = "GPIO14", on = 0 }`, []string{":5:25: fan on = 0 °C: use 20..110 °C (the temperature at which the fan starts)"}},
-		{"off_zero", `fan = { pin = "GPIO14", off = 0 }`, []string{":5:25: fan off = 0 °C: use a temperature above 0 and below on (65 °C), where the fan stops"}},
+		{"on_nan", `fan = { pin = "GPIO14", on = nan }`, []string{":5:30: fan on = nan: use 20..110 °C (the temperature at which the fan starts)"}},
+		{"on_inf", `fan = { pin = "GPIO14", on = inf, off = 50 }`, []string{":5:30: fan on = inf: use 20..110 °C (the temperature at which the fan starts)"}},
+		{"off_nan", `fan = { pin = "GPIO14", off = nan }`, []string{":5:31: fan off = nan: use a temperature above 0 and below on (65 °C), where the fan stops"}},
+		{"off_minus_inf", `fan = { pin = "GPIO14", off = -inf }`, []string{":5:31: fan off = -inf: use a temperature above 0 and below on (65 °C), where the fan stops"}},
+		{"on_zero", `fan = { pin = "GPIO14", on = 0 }`, []string{":5:30: fan on = 0 °C: use 20..110 °C (the temperature at which the fan starts)"}},
+		{"off_zero", `fan = { pin = "GPIO14", off = 0 }`, []string{":5:31: fan off = 0 °C: use a temperature above 0 and below on (65 °C), where the fan stops"}},
 		{"both_wrong", `fan = { pin = "GPIO14", on = 5, off = -3 }`, []string{
-			":5:25: fan on = 5 °C: use 20..110 °C (the temperature at which the fan starts)",
-			":5:33: fan off = -3 °C: use a temperature above 0 and below on, where the fan stops"}},
+			":5:30: fan on = 5 °C: use 20..110 °C (the temperature at which the fan starts)",
+			":5:39: fan off = -3 °C: use a temperature above 0 and below on, where the fan stops"}},
 		{"thermal_nan", `thermal = { limit = nan, hysteresis = nan }`, []string{
-			":5:13: thermal limit = nan: use 1..150 °C (above it Arka sheds work)",
-			":5:26: thermal hysteresis = nan: use more than 0 and less than the limit; work resumes at limit - hysteresis"}},
+			":5:21: thermal limit = nan: use 1..150 °C (above it Arka sheds work)",
+			":5:39: thermal hysteresis = nan: use more than 0 and less than the limit; work resumes at limit - hysteresis"}},
 		{"thermal_zero", `thermal = { limit = 0, hysteresis = 0 }`, []string{
-			":5:13: thermal limit = 0 °C: use 1..150 °C (above it Arka sheds work)",
-			":5:24: thermal hysteresis = 0 °C: use more than 0 and less than the limit; work resumes at limit - hysteresis"}},
+			":5:21: thermal limit = 0 °C: use 1..150 °C (above it Arka sheds work)",
+			":5:37: thermal hysteresis = 0 °C: use more than 0 and less than the limit; work resumes at limit - hysteresis"}},
 		{"thermal_hysteresis_inf", `thermal = { limit = 70, hysteresis = -inf }`, []string{
-			":5:25: thermal hysteresis = -inf: use more than 0 and less than the limit (70 °C); work resumes at limit - hysteresis"}},
+			":5:38: thermal hysteresis = -inf: use more than 0 and less than the limit (70 °C); work resumes at limit - hysteresis"}},
 		{"thermal_hysteresis_too_big", `thermal = { hysteresis = 85 }`, []string{
-			":5:13: thermal hysteresis = 85 °C: use more than 0 and less than the limit (80 °C); work resumes at limit - hysteresis"}},
+			":5:26: thermal hysteresis = 85 °C: use more than 0 and less than the limit (80 °C); work resumes at limit - hysteresis"}},
 		{"date", `fan = { pin = "GPIO14", off = 1979-05-27 }`, []string{":5:31: global.fan.off: expected a number, got a date or time"}},
 		{"array", `fan = [1, 2]`, []string{":5:7: global.fan: expected a table, got an array"}},
 		{"string_for_table", `thermal = "hot"`, []string{":5:11: global.thermal: expected a table, got a string"}},

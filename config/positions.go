@@ -20,6 +20,7 @@ type posIndex struct {
 	indexed map[string]int   // indexed path -> byte offset of the key
 	plain   map[string][]int // plain path -> offsets, in document order
 	arrays  map[string]int   // indexed path of an array of tables -> element count
+	values  map[string]int   // indexed path -> byte offset of the key's value
 }
 
 func newPosIndex(src []byte) *posIndex {
@@ -28,6 +29,7 @@ func newPosIndex(src []byte) *posIndex {
 		indexed: map[string]int{},
 		plain:   map[string][]int{},
 		arrays:  map[string]int{},
+		values:  map[string]int{},
 	}
 	s := scanner{src: src, idx: p}
 	s.document()
@@ -196,7 +198,19 @@ func (s *scanner) keyValue(table, plainTable string) {
 		s.i++
 	}
 	s.skipSpace(false)
+	if _, ok := s.idx.values[indexed]; !ok {
+		s.idx.values[indexed] = s.i
+	}
 	s.value(indexed, plain)
+}
+
+// valueAt returns the line and column of the value of the key at an
+// indexed path, or, for a key not written as key = value, what at returns.
+func (p *posIndex) valueAt(path string) (int, int) {
+	if off, ok := p.values[path]; ok {
+		return p.lineCol(off)
+	}
+	return p.at(path)
 }
 
 // key scans a possibly dotted key and returns its parts.

@@ -133,7 +133,7 @@ func (v *validator) routeOptions(at string, o *RouteOptions, allow, deny []strin
 			v.errAt(bp+".realm", "realm %q must not contain quotes, backslashes or control characters", b.Realm)
 		}
 		if len(b.Users) == 0 {
-			v.errAt(bp, "basic_auth needs at least one user: users = { alice = \"<hash from arka hash-password>\" }")
+			v.errAtValue(bp, "basic_auth needs at least one user: users = { alice = \"<hash from arka hash-password>\" }")
 		}
 		for _, name := range sortedKeys(b.Users) {
 			up := bp + ".users." + name

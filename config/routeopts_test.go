@@ -70,7 +70,7 @@ func TestRouteOptionsErrors(t *testing.T) {
 	cases := []struct{ name, src, want string }{
 		{"plaintext password", route + "basic_auth = { users = { bob = \"hunter2\" } }\n",
 			`:4:26: user "bob": expected a bcrypt hash`},
-		{"no users", route + "basic_auth = { realm = \"x\" }\n", `:4:1: basic_auth needs at least one user`},
+		{"no users", route + "basic_auth = { realm = \"x\" }\n", `:4:14: basic_auth needs at least one user`},
 		{"quote in realm", route + "basic_auth = { realm = \"a\\\"b\", users = { a = \"" + hashOfSecret + "\" } }\n", `realm "a\"b" must not contain quotes`},
 		{"colon in user", route + "basic_auth = { users = { \"a:b\" = \"" + hashOfSecret + "\" } }\n", `user name "a:b" must not`},
 		{"bad network", route + "allow = [\"10.0.0.0/33\"]\n", `:4:10: allow: "10.0.0.0/33" is not a network`},

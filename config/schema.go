@@ -91,6 +91,15 @@ func (s *Site) Position(path string) (line, col int) {
 	return s.pos.at(path)
 }
 
+// ValuePosition is Position of the value written for the key at path
+// (the key's position if it has no value of its own).
+func (s *Site) ValuePosition(path string) (line, col int) {
+	if s.pos == nil {
+		return 0, 0
+	}
+	return s.pos.valueAt(path)
+}
+
 // TLS configures the HTTPS listeners of a site (TLS 1.2 and 1.3, ALPN h2 and
 // http/1.1).
 type TLS struct {

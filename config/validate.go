@@ -102,6 +102,12 @@ func (v *validator) abs(p string) string {
 	return filepath.Join(v.dir, p)
 }
 
+// errAtValue is errAt pointing at the key's value rather than the key.
+func (v *validator) errAtValue(path string, format string, args ...any) {
+	line, col := v.pos.valueAt(path)
+	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+}
+
 func (v *validator) has(path string) bool { _, ok := v.pos.indexed[path]; return ok }
 
 // hasControl reports whether s has a NUL or another control character.
@@ -177,13 +183,13 @@ func (v *validator) site(s *Site) {
 	}
 	c := s.Compression
 	if c.ZstdLevel < 1 || c.ZstdLevel > 4 {
-		v.errAt("compression.zstd_level", "zstd_level %d: use 1 (fastest) to 4 (best)", c.ZstdLevel)
+		v.errAtValue("compression.zstd_level", "zstd_level %d: use 1 (fastest) to 4 (best)", c.ZstdLevel)
 	}
 	if c.BrotliLevel < 0 || c.BrotliLevel > 11 {
-		v.errAt("compression.brotli_level", "brotli_level %d: use 0 to 11", c.BrotliLevel)
+		v.errAtValue("compression.brotli_level", "brotli_level %d: use 0 to 11", c.BrotliLevel)
 	}
 	if c.GzipLevel < 1 || c.GzipLevel > 9 {
-		v.errAt("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
+		v.errAtValue("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
 	}
 	if len(s.Routes) == 0 && len(v.errs) == 0 {
 		v.errs = append(v.errs, &Error{File: v.file, Line: 1, Col: 1, Msg: "site has no routes (add [[routes]] with a path and a handler)"})

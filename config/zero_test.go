@@ -36,8 +36,8 @@ func TestWrittenZero(t *testing.T) {
 		t.Errorf("defaults not applied: %+v %+v %+v", s.Compression, s.Log, s.TLS)
 	}
 	for _, c := range []struct{ name, src, want string }{
-		{"zstd0", "[compression]\nzstd_level = 0\n" + route, ":2:1: zstd_level 0: use 1 (fastest) to 4 (best)"},
-		{"gzip0", "[compression]\ngzip_level = 0\n" + route, ":2:1: gzip_level 0: use 1 to 9"},
+		{"zstd0", "[compression]\nzstd_level = 0\n" + route, ":2:14: zstd_level 0: use 1 (fastest) to 4 (best)"},
+		{"gzip0", "[compression]\ngzip_level = 0\n" + route, ":2:14: gzip_level 0: use 1 to 9"},
 		{"redirect0", "[[routes]]\npath = \"/\"\nhandler = { type = \"redirect\", to = \"https://a.test/\", status = 0 }\n",
 			`:3:56: redirect status 0: use 301, 302, 303, 307 or 308`},
 		{"respond0", "[[routes]]\npath = \"/\"\nhandler = { type = \"respond\", status = 0 }\n",

@@ -573,7 +573,7 @@ func TestCertificateErrorLocated(t *testing.T) {
 	e := servertest.Start(t, siteFor(`"a.example"`, www(t, t.TempDir(), "a", "a"), true))
 	src := strings.Replace(siteFor(`"a.example"`, "{{DIR}}", true), "[tls]\n", "[tls]\ncert = \"/nonexistent/c.pem\"\nkey = \"/nonexistent/k.pem\"\n", 1)
 	err := e.Reload(0, src)
-	if err == nil || !strings.Contains(err.Error(), "site0.toml:5:1: cannot load certificate /nonexistent/c.pem with key /nonexistent/k.pem: /nonexistent/c.pem: no such file or directory") {
+	if err == nil || !strings.Contains(err.Error(), "site0.toml:5:8: cannot load certificate /nonexistent/c.pem with key /nonexistent/k.pem: /nonexistent/c.pem: no such file or directory") {
 		t.Fatalf("reload with a missing certificate: %v", err)
 	}
 }

@@ -121,7 +121,7 @@ func LoadCertificate(cs *config.Site) (*tls.Certificate, error) {
 		if errors.As(err, &pe) {
 			msg = fmt.Sprintf("%s: %v", pe.Path, pe.Err)
 		}
-		line, col := cs.Position("tls.cert")
+		line, col := cs.ValuePosition("tls.cert")
 		return nil, config.Errors{{File: cs.File, Line: line, Col: col,
 			Msg: fmt.Sprintf("cannot load certificate %s with key %s: %s", cs.TLS.Cert, cs.TLS.Key, msg)}}
 	}

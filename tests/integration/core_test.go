@@ -119,7 +119,7 @@ func TestConfigErrors(t *testing.T) {
 		"route path": {"[[routes]]\npath = \"app/\"\nhandler = { type = \"static\", root = \"www\" }\n",
 			`:2:1: route path "app/" must start with "/"`},
 		"unreadable cert": {"[tls]\nlisten = [\"127.0.0.1:1\"]\ncert = \"nope.pem\"\nkey = \"nope.key\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\" }\n",
-			":3:1: cannot load certificate"},
+			":3:8: cannot load certificate"},
 		"syntax": {"[[routes]\n", ":1:"},
 	}
 	for name, c := range cases {
