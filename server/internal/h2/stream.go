@@ -181,7 +181,6 @@ type body struct {
 	eof     bool
 	err     error
 	closed  bool // the handler is done; pushes are discarded
-	got     bool // some data arrived
 	unacked int32
 
 	// Read timeouts (Limits.BodyRead and BodyMinRate): the first read,
@@ -210,7 +209,6 @@ func (b *body) push(p []byte, end bool) bool {
 		return false
 	}
 	if len(p) > 0 {
-		b.got = true
 		b.total += int64(len(p))
 		b.last = time.Now()
 		if b.off > 0 && b.off == len(b.buf) {
@@ -236,13 +234,6 @@ func (b *body) fail(err error) {
 	}
 	b.cond.Broadcast()
 	b.mu.Unlock()
-}
-
-// sent reports whether any body bytes arrived.
-func (b *body) sent() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.got
 }
 
 func (b *body) ended() bool {
