@@ -81,6 +81,10 @@ func (d *deviceFlags) device() (*device, error) {
 			return nil, err
 		}
 	}
+	if local := lanName(bare, net.DefaultResolver.LookupHost); local != bare {
+		_, port, _ := net.SplitHostPort(hostport)
+		bare, hostport = local, net.JoinHostPort(local, port)
+	}
 	pw, file, err := devices.ReadPassword(name, d.pwFile)
 	if err != nil {
 		return nil, err
@@ -110,6 +114,24 @@ func (d *deviceFlags) device() (*device, error) {
 		fmt.Fprintf(os.Stderr, "First HTTPS connection to %s: its key SHA256:%s is now pinned in %s\n", d.host, fp, pinFile)
 	})
 	return dev, nil
+}
+
+// lanName returns NAME.local for a bare device name (README's
+// "--host garden") that the resolver does not know but mDNS does (the
+// device answers for NAME.local); else host unchanged.
+func lanName(host string, lookup func(context.Context, string) ([]string, error)) string {
+	if host == "" || host == "localhost" || strings.Contains(host, ".") || strings.Contains(host, ":") {
+		return host
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := lookup(ctx, host); err == nil {
+		return host
+	}
+	if _, err := lookup(ctx, host+".local"); err == nil {
+		return host + ".local"
+	}
+	return host
 }
 
 // requestTimeout bounds each request of deploy and password but site

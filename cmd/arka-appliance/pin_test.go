@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,5 +45,23 @@ func TestConfirmFirstUse(t *testing.T) {
 	}
 	if requests != 0 {
 		t.Errorf("%d requests before the key was confirmed", requests)
+	}
+}
+
+// TestLANName: README's "--host garden" reaches garden.local when only
+// mDNS knows the device; names the resolver knows, addresses and dotted
+// names stay as given.
+func TestLANName(t *testing.T) {
+	known := map[string]bool{"garden.local": true, "router": true, "router.local": true}
+	lookup := func(_ context.Context, h string) ([]string, error) {
+		if known[h] {
+			return []string{"192.0.2.1"}, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	for in, want := range map[string]string{"garden": "garden.local", "router": "router", "garden.example.net": "garden.example.net", "192.0.2.7": "192.0.2.7", "fe80::1": "fe80::1", "orchard": "orchard"} {
+		if got := lanName(in, lookup); got != want {
+			t.Errorf("lanName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
