@@ -114,18 +114,16 @@ func (a *basicAuth) check(w http.ResponseWriter, r *http.Request, trusted []neti
 }
 
 // failureKey is what failed attempts are counted by: the client's IPv4
-// address, or its IPv6 /64 (one host typically holds a whole /64, and
-// could otherwise take a new address for every few attempts).
+// address, or its IPv6 /64 (see clientNet).
 func failureKey(client string) string {
 	a, err := netip.ParseAddr(client)
 	if err != nil {
 		return client
 	}
-	if a = a.Unmap(); a.Is6() {
-		p, _ := a.Prefix(64)
+	if p := clientNet(a); p.Addr().Is6() {
 		return p.String()
 	}
-	return a.String()
+	return a.Unmap().String()
 }
 
 // limited reports whether client has used up its failed attempts.

@@ -21,25 +21,26 @@ import (
 type limitListener struct {
 	net.Listener
 	max     int64
-	perAddr int // most connections from one address (maxPerAddr)
+	perAddr int // most connections from one client (maxPerAddr)
 	n       atomic.Int64
-	// makeRoom closes up to n unused connections (from one address, if
-	// valid) and returns how many; may be nil.
-	makeRoom func(n int, from netip.Addr) int
+	// makeRoom closes up to n unused connections (from one client
+	// network, if valid) and returns how many; may be nil.
+	makeRoom func(n int, from netip.Prefix) int
 
 	mu     sync.Mutex
-	byAddr map[netip.Addr]int
+	byAddr map[netip.Prefix]int // by clientNet: IPv4 address, IPv6 /64
 
 	refused atomic.Int64 // connections closed at once (limit or share)
 }
 
-// maxPerAddr is one client address's share of max connections: a quarter,
+// maxPerAddr is one client's share (an IPv4 address or an IPv6 /64, see
+// clientNet) of max connections: a quarter,
 // but never fewer than 64 (or max, if smaller), so that a shared address
 // (a NAT) keeps room while one client alone cannot fill every slot.
 func maxPerAddr(limit int) int { return max(limit/4, min(limit, 64)) }
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
-	return &limitListener{Listener: ln, max: int64(max), perAddr: maxPerAddr(max), byAddr: map[netip.Addr]int{}}
+	return &limitListener{Listener: ln, max: int64(max), perAddr: maxPerAddr(max), byAddr: map[netip.Prefix]int{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -48,8 +49,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr := remoteAddr(c)
-		// An address at its share makes room among its own connections;
+		addr := clientNet(remoteAddr(c))
+		// A client at its share makes room among its own connections;
 		// any other, at the limit, among all.
 		l.mu.Lock()
 		over := l.byAddr[addr] >= l.perAddr
@@ -62,7 +63,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		l.byAddr[addr]++
 		l.mu.Unlock()
-		if l.n.Load() >= l.max && (l.makeRoom == nil || l.makeRoom(16, netip.Addr{}) == 0) {
+		// One connection closed for the one accepted: each closed is a
+		// client's (a keep-alive one's next request pays a new handshake),
+		// and closing a batch ahead buys nothing, as the search for a
+		// candidate stops at the first one found.
+		if l.n.Load() >= l.max && (l.makeRoom == nil || l.makeRoom(1, netip.Prefix{}) == 0) {
 			l.release(addr)
 			l.refused.Add(1)
 			c.Close()
@@ -77,7 +82,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *limitListener) release(addr netip.Addr) {
+func (l *limitListener) release(addr netip.Prefix) {
 	l.mu.Lock()
 	if l.byAddr[addr]--; l.byAddr[addr] <= 0 {
 		delete(l.byAddr, addr)
@@ -96,7 +101,7 @@ func remoteAddr(c net.Conn) netip.Addr {
 type limitConn struct {
 	net.Conn
 	l    *limitListener
-	addr netip.Addr
+	addr netip.Prefix // clientNet of the remote address
 	once sync.Once
 }
 

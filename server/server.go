@@ -599,14 +599,14 @@ type listener struct {
 // connection limit without using it, most harmless first: idle HTTP/1.1
 // keep-alive connections, HTTP/2 connections with no running handler,
 // HTTP/1.1 connections still sending their request head, TLS handshakes in
-// progress; when from is valid, only connections from that address. It
-// returns how many it closed.
-func (l *listener) makeRoom(n int, from netip.Addr) int {
+// progress; when from is valid, only connections from that network (a
+// client's, see clientNet). It returns how many it closed.
+func (l *listener) makeRoom(n int, from netip.Prefix) int {
 	var match func(string) bool
 	if from.IsValid() {
 		match = func(remote string) bool {
 			ap, err := netip.ParseAddrPort(remote)
-			return err == nil && ap.Addr().Unmap() == from
+			return err == nil && from.Contains(ap.Addr().Unmap())
 		}
 	}
 	k := l.h1.CloseIdle(n, match)

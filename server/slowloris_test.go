@@ -158,3 +158,35 @@ handler = { type = "proxy", upstreams = ["`+strings.TrimPrefix(up.URL, "http://"
 		t.Errorf("%d of %d starved connections still open", n, limit)
 	}
 }
+
+// TestEvictOnePerConnection: at the limit, a new connection closes one
+// idle keep-alive connection to take its slot, not a batch of them (each
+// closed is a client that must reconnect).
+func TestEvictOnePerConnection(t *testing.T) {
+	dir := t.TempDir()
+	const limit = 8
+	e := servertest.StartWith(t, server.Options{MaxConns: limit}, siteFor(`"a.example"`, www(t, dir, "a", "ok"), true))
+	var held []net.Conn
+	for range limit {
+		c, err := dialFrom(t, "127.0.0.2", e.HTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One whole request, then the connection stays idle (keep-alive).
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 4<<10)
+		if n, err := c.Read(buf); err != nil || !bytes.HasPrefix(buf[:n], []byte("HTTP/1.1 200 ")) {
+			t.Fatalf("held connection: %q %v", buf[:n], err)
+		}
+		held = append(held, c)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if resp, body := e.Clients()[0].Get(t, "/", "Host: a.example"); resp.StatusCode != 200 || string(body) != "ok" {
+		t.Fatalf("new client at the limit: %d %q", resp.StatusCode, body)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := open(held); n != limit-1 {
+		t.Errorf("%d of %d idle connections still open; want one closed for the new client", n, limit)
+	}
+}

@@ -184,7 +184,7 @@ func parse(files []config.File) ([]*config.Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sites, config.CheckEnvironment(sites)
+	return sites, checkEnvironment(sites)
 }
 
 // errorLines is err as the lines printConfigError prints.

@@ -74,7 +74,7 @@ func run(args []string) int {
 		if err != nil {
 			return nil, err
 		}
-		return sites, config.CheckEnvironment(sites)
+		return sites, checkEnvironment(sites)
 	}
 	name := *confPath
 	if name == "" {

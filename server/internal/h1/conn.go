@@ -94,15 +94,22 @@ type conn struct {
 type deadlineWriter struct{ c *conn }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
-	c := d.c
+	d.c.armWrite()
+	return d.c.rwc.Write(p)
+}
+
+// armWrite pushes the write deadline Limits.Write ahead of now before a
+// write, unless a handler set its own. The system call is made only once
+// the deadline in force is a second (a quarter of a shorter timeout)
+// nearer than that.
+func (c *conn) armWrite() {
 	if to := c.srv.Limits.WriteTimeout(); to > 0 && !c.wfixed {
 		now := time.Now()
-		if c.wdeadline.Sub(now) < to-time.Second {
+		if c.wdeadline.Sub(now) < to-min(time.Second, to/4) {
 			c.wdeadline = now.Add(to)
 			c.rwc.SetWriteDeadline(c.wdeadline)
 		}
 	}
-	return c.rwc.Write(p)
 }
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {

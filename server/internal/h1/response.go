@@ -304,16 +304,41 @@ func (w *response) ReadFrom(src io.Reader) (int64, error) {
 	if err := w.c.bw.Flush(); err != nil {
 		return 0, err
 	}
-	left := w.cl - w.written
 	// net.TCPConn.ReadFrom uses sendfile for an *os.File, bare or inside one
-	// io.LimitedReader: do not wrap a LimitedReader in another.
-	if lr, ok := src.(*io.LimitedReader); !ok || lr.N > left {
-		src = &io.LimitedReader{R: src, N: left}
+	// io.LimitedReader: do not wrap a LimitedReader in another. The body
+	// goes in chunks of sendChunk with the write deadline pushed ahead
+	// before each, so that Limits.Write bounds a send without progress (a
+	// client that stops reading), not the time a large body takes.
+	left := w.cl - w.written
+	outer, _ := src.(*io.LimitedReader)
+	if outer != nil {
+		src, left = outer.R, min(left, outer.N)
 	}
-	n, err := w.c.tcp.ReadFrom(src)
+	part := io.LimitedReader{R: src}
+	var n int64
+	var err error
+	for n < left {
+		part.N = min(left-n, sendChunk)
+		want := part.N
+		w.c.armWrite()
+		var m int64
+		m, err = w.c.tcp.ReadFrom(&part)
+		n += m
+		if err != nil || m < want {
+			break // an error, or src ended
+		}
+	}
+	if outer != nil {
+		outer.N -= n
+	}
 	w.written += n
 	return n, err
 }
+
+// sendChunk is the most ReadFrom sends (with sendfile) between two pushes
+// of the write deadline: at Limits.Write's default of 60 s, a client
+// reading at 4.5 KB/s still gets a whole body.
+const sendChunk = 256 << 10
 
 type writerOnly struct{ io.Writer }
 

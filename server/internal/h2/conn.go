@@ -57,6 +57,7 @@ type conn struct {
 	resetLevel float64
 	resetAt    time.Time
 	guard      frameGuard // bounds header blocks (CONTINUATION)
+	ctrl       ctrlGuard  // bounds control-frame floods (flood.go)
 
 	smu       sync.Mutex
 	streams   map[uint32]*stream
@@ -392,6 +393,9 @@ func (c *conn) processFrame(f http2.Frame) error {
 		if !ok || sf.IsAck() {
 			return connErr(http2.ErrCodeProtocol) // RFC 9113 section 3.4
 		}
+	}
+	if c.ctrlFlood(f) {
+		return connErr(http2.ErrCodeEnhanceYourCalm)
 	}
 	switch f := f.(type) {
 	case *http2.SettingsFrame:

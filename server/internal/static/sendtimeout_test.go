@@ -2,17 +2,20 @@ package static_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/h1"
+	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/static"
 )
 
@@ -28,7 +31,7 @@ func (l smallSendBuffer) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// The send timeout bounds each write to a client that does not read, as
+// The engine's write timeout (Limits.Write) bounds each write to a client that does not read, as
 // nginx's send_timeout does (the time between two successive writes), not
 // the time a large body takes: a client on a slow link that keeps reading
 // gets the whole file (RFC 9112 section 9.5: the server must not cut a
@@ -41,8 +44,7 @@ func TestSendTimeoutSlowReader(t *testing.T) {
 	}
 	const timeout = 400 * time.Millisecond
 	h, err := static.New(complete(t, &config.Static{Root: dir}), static.Options{
-		Cache:       static.NewCache(static.CacheOptions{}),
-		SendTimeout: timeout,
+		Cache: static.NewCache(static.CacheOptions{}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +54,7 @@ func TestSendTimeoutSlowReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &h1.Server{Handler: h}
+	s := &h1.Server{Handler: h, Limits: limits.Limits{Write: timeout}}
 	go s.Serve(smallSendBuffer{ln})
 	defer s.Close()
 
@@ -87,5 +89,50 @@ func TestSendTimeoutSlowReader(t *testing.T) {
 	}
 	if !bytes.Equal(rest, body) {
 		t.Fatal("body differs from the file")
+	}
+}
+
+// A client that stops reading a large file (sent with sendfile) is
+// dropped after the engine's write timeout, Limits.Write: the static
+// handler sets no deadline of its own that would outlive it.
+func TestSendTimeoutStoppedReader(t *testing.T) {
+	dir := t.TempDir()
+	body := bytes.Repeat([]byte("0123456789abcdef"), (8<<20)/16) // 8 MiB
+	if err := os.WriteFile(filepath.Join(dir, "large.bin"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 300 * time.Millisecond
+	h, err := static.New(complete(t, &config.Static{Root: dir}), static.Options{Cache: static.NewCache(static.CacheOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1.Server{Handler: h, Limits: limits.Limits{Write: timeout}}
+	go s.Serve(smallSendBuffer{ln})
+	defer s.Close()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(16 << 10)
+	io.WriteString(c, "GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	buf := make([]byte, 4<<10)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * timeout) // stop reading
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after %d more bytes: %v (want the connection closed)", n, err)
+	}
+	if n+int64(len(buf)) >= int64(len(body)) {
+		t.Fatalf("a client that stopped reading for %v got the whole body (%d bytes); want it dropped after %v", 5*timeout, n, timeout)
 	}
 }

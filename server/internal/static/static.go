@@ -18,7 +18,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/encoding"
@@ -43,9 +42,6 @@ type Options struct {
 	// Constrained, when it returns true (the board is hot), stops new
 	// brotli compression; gzip is made at level 1 instead.
 	Constrained func() bool
-	// SendTimeout bounds each write of a body, like nginx's send_timeout.
-	// Default 60 s.
-	SendTimeout time.Duration
 }
 
 // Handler serves one static route.
@@ -102,9 +98,6 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 	}
 	if o.MaxCompress == 0 {
 		o.MaxCompress = 4 << 20
-	}
-	if o.SendTimeout == 0 {
-		o.SendTimeout = 60 * time.Second
 	}
 	h := &Handler{
 		root: root, rootPath: cfg.Root, o: o,
@@ -328,11 +321,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 }
 
 // send writes n bytes of rp from offset off: from memory when held there,
-// else from the file, in chunks, each with a write deadline (sendfile on
-// plain HTTP/1.1 via the writer's ReadFrom). The chunks are small enough
-// that SendTimeout acts like nginx's send_timeout, between two successive
-// writes: a client on a slow link that keeps reading is not cut off (with
-// 60 s, one 256 KiB chunk a minute is about 4 KB/s).
+// else from the file (sendfile on plain HTTP/1.1 via the writer's
+// ReadFrom). A client that stops reading is the engine's business, as for
+// every handler: the HTTP/1.1 engine drops it after Limits.Write without
+// progress (nginx's send_timeout), the HTTP/2 engine resets the stream
+// and closes a connection on which nothing moves.
 func (h *Handler) send(w http.ResponseWriter, r *http.Request, rp *rep, off, n int64) {
 	if r.Method == http.MethodHead || n == 0 {
 		return
@@ -372,18 +365,8 @@ func (h *Handler) copyRange(w http.ResponseWriter, f *os.File, off, n int64) boo
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return false
 	}
-	rc := http.NewResponseController(w)
-	const chunk = 256 << 10
-	for n > 0 {
-		k := min(n, chunk)
-		_ = rc.SetWriteDeadline(time.Now().Add(h.o.SendTimeout))
-		if _, err := io.CopyN(w, f, k); err != nil {
-			return false
-		}
-		n -= k
-	}
-	_ = rc.SetWriteDeadline(time.Time{})
-	return true
+	_, err := io.CopyN(w, f, n)
+	return err == nil
 }
 
 // sendMultipart answers several ranges as multipart/byteranges (RFC 9110

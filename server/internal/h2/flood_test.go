@@ -1,0 +1,98 @@
+package h2_test
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestControlFloods: a client flooding frames that cost work but make no
+// progress (PING, SETTINGS, PRIORITY, tiny WINDOW_UPDATEs, empty or
+// one-byte DATA on an open upload) while reading every answer gets GOAWAY
+// ENHANCE_YOUR_CALM and its connection closed, quickly; the next client
+// is served.
+func TestControlFloods(t *testing.T) {
+	addr, _ := start(t, echo)
+	for _, tc := range []struct {
+		name   string
+		upload bool // open stream 1 as a POST first
+		frame  func(fr *http2.Framer, k int) error
+	}{
+		{"PING", false, func(fr *http2.Framer, k int) error { return fr.WritePing(false, [8]byte{byte(k)}) }},
+		{"SETTINGS", false, func(fr *http2.Framer, k int) error {
+			return fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(k)})
+		}},
+		{"PRIORITY", false, func(fr *http2.Framer, k int) error {
+			return fr.WritePriority(uint32(2*k+1), http2.PriorityParam{Weight: 1})
+		}},
+		{"WINDOW_UPDATE", false, func(fr *http2.Framer, k int) error { return fr.WriteWindowUpdate(0, 1) }},
+		{"one-byte DATA", true, func(fr *http2.Framer, k int) error { return fr.WriteData(1, false, []byte("x")) }},
+		{"empty DATA", true, func(fr *http2.Framer, k int) error { return fr.WriteData(1, false, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, fr := rawConn(t, addr)
+			if tc.upload {
+				writeHeaders(fr, 1, false, reqFields("POST", "/hash")...)
+			}
+			done := make(chan int, 1)
+			go func() {
+				k := 0
+				for ; k < 500000; k++ {
+					if tc.frame(fr, k) != nil {
+						break
+					}
+				}
+				done <- k
+			}()
+			start := time.Now()
+			ev := readUntil(t, fr, c.SetReadDeadline, 10*time.Second, func(*frameEvent) bool { return false })
+			took := time.Since(start)
+			c.Close()
+			sent := <-done
+			if ev.goAway == nil || *ev.goAway != http2.ErrCodeEnhanceYourCalm || !ev.closed {
+				t.Fatalf("after %d frames in %v: GOAWAY %v, closed %v; want ENHANCE_YOUR_CALM and closed", sent, took, ev.goAway, ev.closed)
+			}
+			if took > 5*time.Second {
+				t.Errorf("flood cut after %v", took)
+			}
+		})
+	}
+	if resp, body := get(t, client(), "https://"+addr+"/x"); resp.StatusCode != 200 || body == "" {
+		t.Errorf("next client: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestControlBurstAllowed: a burst of a few thousand PINGs (a keepalive or
+// window-probing client in a hurry, far more than any real one sends) does
+// not close the connection, which then serves a request.
+func TestControlBurstAllowed(t *testing.T) {
+	addr, _ := start(t, echo)
+	c, fr := rawConn(t, addr)
+	const n = 5000
+	go func() {
+		for k := range n {
+			fr.WritePing(false, [8]byte{byte(k)})
+		}
+		writeHeaders(fr, 1, true, reqFields("GET", "/x")...)
+	}()
+	acks := 0
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d PING ACKs: %v", acks, err)
+		}
+		switch f := f.(type) {
+		case *http2.PingFrame:
+			acks++
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v after %d PING ACKs", f.ErrCode, acks)
+		case *http2.MetaHeadersFrame:
+			if s := f.PseudoValue("status"); s != "200" || acks != n {
+				t.Fatalf("status %s after %d of %d PING ACKs", s, acks, n)
+			}
+			return
+		}
+	}
+}
