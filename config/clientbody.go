@@ -16,7 +16,7 @@ import (
 // a rate floor in the manner of Apache's mod_reqtimeout MinRate. A client
 // too slow gets 408 (RFC 9110 section 15.5.9) from the PHP and proxy
 // handlers. body_min_rate = 0 switches the rate floor off; body_timeout
-// cannot be switched off (as in nginx), and "0s" means the default.
+// cannot be switched off (as in nginx): "0s" is an error.
 const (
 	DefaultBodyTimeout = 60 * time.Second
 	DefaultBodyMinRate = 500 // bytes per second
@@ -69,8 +69,10 @@ func (g Global) ClientBody() ClientBody {
 
 // normalizeClientBody applies the defaults of [global] body_timeout and
 // body_min_rate (stage 2, normalize.go).
-func normalizeClientBody(g *Global) {
-	orDefault(&g.BodyTimeout, DefaultBodyTimeout)
+func (v *validator) normalizeClientBody(g *Global) {
+	if !v.has("global.body_timeout") {
+		g.BodyTimeout = Duration(DefaultBodyTimeout)
+	}
 	if g.BodyMinRate == nil {
 		g.BodyMinRate = ptr(Rate(DefaultBodyMinRate))
 	}
@@ -78,11 +80,8 @@ func normalizeClientBody(g *Global) {
 
 // clientBody validates [global] body_timeout and body_min_rate.
 func (v *validator) clientBody(g *Global) {
-	if d := g.BodyTimeout; d != 0 && d.D() < 100*time.Millisecond {
-		v.errAt("global.body_timeout", "body_timeout %v: use at least 100ms", d)
-	}
-	if d := g.BodyTimeout; d.D() > 24*time.Hour {
-		v.errAt("global.body_timeout", "body_timeout %v: use at most 24h", d)
+	if d := g.BodyTimeout; d.D() < 100*time.Millisecond || d.D() > 24*time.Hour {
+		v.errAt("global.body_timeout", "body_timeout %v: use 100ms to 24h (it cannot be switched off)", d)
 	}
 	if r := g.BodyMinRate; r != nil && *r != 0 && *r < 10 {
 		v.errAt("global.body_min_rate", "body_min_rate %v: use at least 10B/s (or 0 for none)", r)

@@ -26,7 +26,7 @@ func TestClientBody(t *testing.T) {
 		{"defaults", "", ClientBody{60 * time.Second, 500}},
 		{"set", "body_timeout = \"30s\"\nbody_min_rate = \"1KiB/s\"\n", ClientBody{30 * time.Second, 1024}},
 		{"bare_rate", "body_min_rate = 2000\n", ClientBody{60 * time.Second, 2000}},
-		{"off", "body_timeout = \"0s\"\nbody_min_rate = 0\n", ClientBody{60 * time.Second, 0}},
+		{"off", "body_min_rate = 0\n", ClientBody{60 * time.Second, 0}},
 	} {
 		sites, err := load(c.name, c.global)
 		if err != nil {
@@ -40,8 +40,9 @@ func TestClientBody(t *testing.T) {
 		t.Errorf("no [global]: %+v", got)
 	}
 	for _, c := range []struct{ name, global, want string }{
-		{"short", "body_timeout = \"10ms\"\n", ":5:1: body_timeout 10ms: use at least 100ms"},
-		{"long", "body_timeout = \"48h\"\n", ":5:1: body_timeout 48h0m0s: use at most 24h"},
+		{"zero", "body_timeout = \"0s\"\n", ":5:1: body_timeout 0s: use 100ms to 24h (it cannot be switched off)"},
+		{"short", "body_timeout = \"10ms\"\n", ":5:1: body_timeout 10ms: use 100ms to 24h (it cannot be switched off)"},
+		{"long", "body_timeout = \"48h\"\n", ":5:1: body_timeout 48h0m0s: use 100ms to 24h"},
 		{"no_unit", "body_timeout = \"60\"\n", ":5:17: global.body_timeout: duration \"60\" needs a unit"},
 		{"slow_rate", "body_min_rate = \"1B/s\"\n", ":5:1: body_min_rate 1B/s: use at least 10B/s"},
 		{"rate_unit", "body_min_rate = \"500 bytes\"\n", ":5:18: global.body_min_rate: rate \"500 bytes\": expected bytes per second"},

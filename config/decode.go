@@ -160,9 +160,16 @@ func decodeError(name string, data []byte, err error) *Error {
 
 // suggest offers the known key closest to an unknown one.
 func suggest(plain string) string {
-	last := plain[strings.LastIndex(plain, ".")+1:]
-	best, bestD := "", 3
-	for _, k := range knownKeys {
+	dot := strings.LastIndex(plain, ".")
+	last := plain[dot+1:]
+	// The keys of the same table (tableKeys), else every known key; a
+	// hint at most two edits away, and fewer than half the key's letters.
+	keys := tableKeys(plain[:max(dot, 0)])
+	if keys == nil {
+		keys = knownKeys
+	}
+	best, bestD := "", min(3, len(last)/2+1)
+	for _, k := range keys {
 		if d := editDistance(last, k); d < bestD {
 			best, bestD = k, d
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 )
@@ -12,10 +13,12 @@ import (
 // the normalized site.
 //
 // A key left out and a key written with its zero value are told apart
-// where the zero value means something (compression = { enabled = false },
-// min_size = "0B"); elsewhere the zero value means the default: a
-// duration of "0s" is the default duration, as a level of 0 is the
-// default level.
+// (v.has): only a key left out takes the default. A written zero is kept,
+// as the user's value, and validation then accepts it where it is a real
+// value (compression = { enabled = false }, min_size = "0B",
+// brotli_level = 0) or reports it where it is not (zstd_level = 0,
+// status = 0, index = [], format = "", body_timeout = "0s"). Durations
+// of handlers written "0s" still mean the default (orDefault).
 
 // normalize applies the site's defaults (see defaults.go for the values).
 func (v *validator) normalize(s *Site) {
@@ -30,10 +33,10 @@ func (v *validator) normalize(s *Site) {
 	}
 	t := &s.TLS
 	t.Cert, t.Key, t.CARoot = v.abs(t.Cert), v.abs(t.Key), v.abs(t.CARoot)
-	if t.MinVersion == "" {
+	if !v.has("tls.min_version") {
 		t.MinVersion = DefaultTLSMinVersion
 	}
-	if s.Log.Format == "" {
+	if !v.has("log.format") {
 		s.Log.Format = DefaultLogFormat
 	}
 	if p := s.Log.Path; p != "" && p != "-" {
@@ -46,13 +49,13 @@ func (v *validator) normalize(s *Site) {
 	if !v.has("compression.min_size") {
 		c.MinSize = DefaultCompressionMinSize
 	}
-	if c.ZstdLevel == 0 {
+	if !v.has("compression.zstd_level") {
 		c.ZstdLevel = DefaultZstdLevel
 	}
-	if c.BrotliLevel == 0 {
+	if !v.has("compression.brotli_level") {
 		c.BrotliLevel = DefaultBrotliLevel
 	}
-	if c.GzipLevel == 0 {
+	if !v.has("compression.gzip_level") {
 		c.GzipLevel = DefaultGzipLevel
 	}
 	if s.Errors.Root != "" || len(s.Errors.Pages) > 0 {
@@ -65,24 +68,25 @@ func (v *validator) normalize(s *Site) {
 		v.normalizeFan("global.fan", g.Fan)
 	}
 	if g := s.Global; g != nil {
-		normalizeClientBody(g)
+		v.normalizeClientBody(g)
 	}
 	for i := range s.Routes {
 		r := &s.Routes[i]
 		if b := r.Options.BasicAuth; b != nil && b.Realm == "" {
 			b.Realm = DefaultBasicAuthRealm
 		}
-		v.normalizeHandler(r.Handler)
+		v.normalizeHandler(fmt.Sprintf("routes[%d].handler", r.index), r.Handler)
 	}
 }
 
-// normalizeHandler applies the defaults of a route's handler and makes its
-// paths absolute (relative to the site file's directory).
-func (v *validator) normalizeHandler(h Handler) {
+// normalizeHandler applies the defaults of a route's handler (at hp, the
+// handler's key path) and makes its paths absolute (relative to the site
+// file's directory).
+func (v *validator) normalizeHandler(hp string, h Handler) {
 	switch h := h.(type) {
 	case *Static:
 		h.Root = v.abs(h.Root)
-		if len(h.Index) == 0 {
+		if len(h.Index) == 0 && !v.has(hp+".index") {
 			h.Index = StringList{DefaultIndex}
 		}
 		if h.Precompressed == nil {
@@ -137,11 +141,11 @@ func (v *validator) normalizeHandler(h Handler) {
 			h.Allow = defaultStatusAllow()
 		}
 	case *Redirect:
-		if h.Status == 0 {
+		if h.Status == 0 && !v.has(hp+".status") {
 			h.Status = DefaultRedirectStatus
 		}
 	case *Respond:
-		if h.Status == 0 {
+		if h.Status == 0 && !v.has(hp+".status") {
 			h.Status = DefaultRespondStatus
 		}
 		if h.ContentType == "" {
@@ -175,7 +179,7 @@ func defaultStatusAllow() []netip.Prefix {
 // It returns the mistakes as Errors whose File is the handler's type.
 func Complete(h Handler) error {
 	v := &validator{file: h.Type(), pos: newPosIndex(nil)}
-	v.normalizeHandler(h)
+	v.normalizeHandler("", h)
 	v.handler("", h, nil)
 	if len(v.errs) > 0 {
 		return v.errs

@@ -54,6 +54,11 @@ func ParseSize(s string) (Size, error) {
 	}
 	b := v * mul
 	if b > math.MaxInt64 {
+		// A TOML float such as 1e30 reaches here written out in full
+		// ("1000000000000000019884624838656.000000"): echo it short.
+		if len(num) > 20 {
+			return 0, fmt.Errorf("size %s bytes is too large", strconv.FormatFloat(b, 'g', 4, 64))
+		}
 		return 0, fmt.Errorf("size %q is too large", s)
 	}
 	if b != math.Trunc(b) {

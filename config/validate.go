@@ -120,11 +120,20 @@ func hasDotSegment(p string) bool {
 
 func (v *validator) site(s *Site) {
 	v.healthPath(s)
+	named := map[string]int{} // normalized name → index of its first entry
 	for i, n := range s.ServerNames {
+		at := fmt.Sprintf("server_names[%d]", i)
 		norm, err := normalizeName(n)
 		if err != nil {
-			v.errAt(fmt.Sprintf("server_names[%d]", i), "server name %q: %v", n, err)
+			v.errAt(at, "server name %q: %v", n, err)
 			continue
+		}
+		// Host names compare case-insensitively (RFC 9110 section 4.2.3).
+		if j, dup := named[norm]; dup {
+			line, col := v.pos.at(fmt.Sprintf("server_names[%d]", j))
+			v.errAt(at, "server name %q is listed twice in server_names (also at %d:%d)", n, line, col)
+		} else {
+			named[norm] = i
 		}
 		s.ServerNames[i] = norm
 	}
@@ -167,13 +176,13 @@ func (v *validator) site(s *Site) {
 		v.php("php", s.PHP)
 	}
 	c := s.Compression
-	if c.ZstdLevel < 0 || c.ZstdLevel > 4 {
+	if c.ZstdLevel < 1 || c.ZstdLevel > 4 {
 		v.errAt("compression.zstd_level", "zstd_level %d: use 1 (fastest) to 4 (best)", c.ZstdLevel)
 	}
 	if c.BrotliLevel < 0 || c.BrotliLevel > 11 {
 		v.errAt("compression.brotli_level", "brotli_level %d: use 0 to 11", c.BrotliLevel)
 	}
-	if c.GzipLevel < 0 || c.GzipLevel > 9 {
+	if c.GzipLevel < 1 || c.GzipLevel > 9 {
 		v.errAt("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
 	}
 	if len(s.Routes) == 0 && len(v.errs) == 0 {
@@ -249,6 +258,9 @@ func (v *validator) dirGiven(path, key, p string) {
 
 func (v *validator) static(at string, s *Static) {
 	v.dirGiven(at, "root", s.Root)
+	if len(s.Index) == 0 && v.has(at+".index") {
+		v.errAt(at+".index", "index = [] lists no file: give at least one name or leave it out for the default %q", DefaultIndex)
+	}
 	for i, n := range s.Index {
 		if n == "" || strings.ContainsAny(n, "/\\\x00") {
 			v.errAt(fmt.Sprintf("%s.index[%d]", at, i), "index %q must be a plain file name", n)
@@ -479,7 +491,10 @@ func ParseFastCGIAddress(a string) (NetAddr, error) {
 }
 
 func (v *validator) status(at string, s *Status, allow []string) {
-	if len(allow) > 0 { // else the default (normalize)
+	switch {
+	case len(allow) > 0:
 		s.Allow = v.prefixes(at, "allow", allow)
+	case v.has(at + ".allow"): // written allow = []; left out: the default (normalize)
+		v.errAt(at+".allow", "allow = [] lists no client: name the networks to let in, or leave allow out for the default (private networks and loopback)")
 	}
 }

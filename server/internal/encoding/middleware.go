@@ -43,18 +43,16 @@ type Middleware struct {
 	vary sync.Pool
 }
 
-// New returns a Middleware. Zero levels take the configuration's defaults
-// (config.DefaultZstdLevel, DefaultBrotliLevel, DefaultGzipLevel).
+// New returns a Middleware. Levels left all zero take the configuration's
+// defaults (config.DefaultZstdLevel, DefaultBrotliLevel, DefaultGzipLevel);
+// otherwise they are used as given (config validated them: brotli 0 is a
+// level, zstd and gzip start at 1).
 func New(o Options) *Middleware {
 	if o.Pools == nil {
 		o.Pools = &Pools{}
 	}
-	var def [NumCodings]int
-	def[Zstd], def[Brotli], def[Gzip] = config.DefaultZstdLevel, config.DefaultBrotliLevel, config.DefaultGzipLevel
-	for c, d := range def {
-		if o.Levels[c] == 0 {
-			o.Levels[c] = d
-		}
+	if o.Levels == [NumCodings]int{} {
+		o.Levels[Zstd], o.Levels[Brotli], o.Levels[Gzip] = config.DefaultZstdLevel, config.DefaultBrotliLevel, config.DefaultGzipLevel
 	}
 	return &Middleware{o: o}
 }
