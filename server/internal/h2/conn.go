@@ -62,6 +62,7 @@ type conn struct {
 	smu       sync.Mutex
 	streams   map[uint32]*stream
 	active    int       // streams whose handler runs
+	lingering int       // streams kept after their handler (stream.linger)
 	idleSince time.Time // when active last became 0
 	rdeadline time.Time // the read deadline in force (under smu)
 
@@ -835,6 +836,10 @@ func (c *conn) closeStream(st *stream) {
 	c.smu.Lock()
 	if c.streams[st.id] == st {
 		delete(c.streams, st.id)
+		if st.lingering {
+			st.lingering = false
+			c.lingering--
+		}
 	}
 	n := len(c.streams)
 	c.smu.Unlock()

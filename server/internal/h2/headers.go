@@ -56,6 +56,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	c.wmu.Lock()
 	stalled := c.stalled
+	if c.sendConn < minOpenWindow || int64(c.peerWindow) < minOpenWindow {
+		// The peer's windows are closed: every running handler is about
+		// to wait for window, so all count, before they reach the wait
+		// (a burst of HEADERS would otherwise be admitted whole).
+		stalled = max(stalled, n)
+	}
 	c.wmu.Unlock()
 	if stalled >= maxStalled {
 		// Streams the client gives no window hold their handler and its
@@ -93,6 +99,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 // at once (see onHeaders).
 const maxStalled = 16
 
+// minOpenWindow is the send window, in bytes (one DATA frame of the
+// default SETTINGS_MAX_FRAME_SIZE), below which the connection's window,
+// or the peer's SETTINGS_INITIAL_WINDOW_SIZE, counts as closed for
+// admission: running streams then count toward maxStalled.
+const minOpenWindow = 16 << 10
+
 // refuse answers a request with an error status without a handler.
 func (c *conn) refuse(id uint32, status int, ended bool) {
 	c.wmu.Lock()
@@ -117,7 +129,7 @@ func (c *conn) onTrailers(st *stream, f *http2.MetaHeadersFrame) error {
 	}
 	st.remoteClosed = true
 	st.body.mu.Lock()
-	if st.req.Trailer != nil {
+	if st.req != nil && st.req.Trailer != nil {
 		for _, hf := range f.RegularFields() {
 			k := wire.Canonical(hf.Name)
 			if _, declared := st.req.Trailer[k]; declared {

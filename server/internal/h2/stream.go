@@ -36,6 +36,7 @@ type stream struct {
 
 	localClosed atomic.Bool // END_STREAM or RST_STREAM sent
 	running     atomic.Bool // the handler runs
+	lingering   bool        // kept after the handler for a draining body (under c.smu)
 	sendWindow  int64       // under c.wmu
 
 	ctx    *streamCtx
@@ -105,21 +106,12 @@ func (st *stream) afterHandler() {
 		return
 	}
 	if !st.body.ended() {
-		// A client still sending a body is asked to stop (RST_STREAM
-		// NO_ERROR, RFC 9113 section 8.1). One that merely has not ended a
-		// bodiless request keeps its stream half-closed, as long as such
-		// streams stay few.
-		c.smu.Lock()
-		many := len(c.streams) > int(c.srv.maxStreams())
-		c.smu.Unlock()
-		if !st.body.sent() && !many {
-			return
-		}
-		if st.drains() && !many {
-			// A body that fits the stream's window is let in and dropped
-			// (onData returns its connection window) rather than reset:
-			// some clients (curl 7.88) report a RST_STREAM after a
-			// complete response, a 413 for instance, as a failure.
+		// The response is complete but the request is not: the client is
+		// asked to stop (RST_STREAM NO_ERROR, RFC 9113 section 8.1) and the
+		// stream is forgotten at once, so a request that never ends (a
+		// GET without END_STREAM) pins no memory. Only a body small enough
+		// to drain keeps its stream, a few per connection, trimmed.
+		if st.drains() && c.linger(st) {
 			return
 		}
 		c.wmu.Lock()
@@ -133,6 +125,29 @@ func (st *stream) afterHandler() {
 		return
 	}
 	c.closeStream(st)
+}
+
+// maxLingering bounds the streams of a connection kept after their
+// response while the rest of a small request body drains (see drains).
+const maxLingering = 4
+
+// linger keeps st, whose handler is done, until its request body ends,
+// if the connection has fewer than maxLingering such streams; it drops
+// what only the handler needed (request, response header, buffers), so a
+// lingering stream costs its table entry. It reports whether st is kept.
+func (c *conn) linger(st *stream) bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.lingering >= maxLingering || c.streams[st.id] != st {
+		return false
+	}
+	c.lingering++
+	st.lingering = true
+	st.body.mu.Lock()
+	st.req = nil
+	st.body.mu.Unlock()
+	st.w.header, st.w.pending, st.w.trailers = nil, nil, nil
+	return true
 }
 
 // drains reports whether the rest of a request body the handler left
@@ -166,7 +181,6 @@ type body struct {
 	eof     bool
 	err     error
 	closed  bool // the handler is done; pushes are discarded
-	got     bool // some data arrived
 	unacked int32
 
 	// Read timeouts (Limits.BodyRead and BodyMinRate): the first read,
@@ -195,7 +209,6 @@ func (b *body) push(p []byte, end bool) bool {
 		return false
 	}
 	if len(p) > 0 {
-		b.got = true
 		b.total += int64(len(p))
 		b.last = time.Now()
 		if b.off > 0 && b.off == len(b.buf) {
@@ -221,13 +234,6 @@ func (b *body) fail(err error) {
 	}
 	b.cond.Broadcast()
 	b.mu.Unlock()
-}
-
-// sent reports whether any body bytes arrived.
-func (b *body) sent() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.got
 }
 
 func (b *body) ended() bool {
@@ -621,7 +627,10 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 					timer.Reset(wait)
 				}
 			}
-			blocked := st.sendWindow <= 0
+			// Stalled for lack of either window: a client that keeps the
+			// stream windows large but never replenishes the connection's
+			// starves every stream as surely (RFC 9113 section 6.9).
+			blocked := st.sendWindow <= 0 || c.sendConn <= 0
 			if blocked {
 				c.stalled++
 			}
