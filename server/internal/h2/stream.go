@@ -52,12 +52,15 @@ func (st *stream) handlerRunning() bool { return st.running.Load() }
 // abort ends the stream's context and body with err (reset, connection
 // closed) and wakes writers blocked on flow control.
 func (st *stream) abort(err error) {
-	st.ctx.cancel(context.Canceled)
-	st.body.fail(err)
+	// The response is given up first: a handler woken by the failed body
+	// or the cancelled context must find its writes refused, or it could
+	// still send DATA on a stream the peer has reset (h2spec 5.1 closed/9).
 	st.c.wmu.Lock()
 	st.w.aborted = true
 	st.c.wcond.Broadcast()
 	st.c.wmu.Unlock()
+	st.ctx.cancel(context.Canceled)
+	st.body.fail(err)
 }
 
 // run calls the handler on a worker goroutine and completes the stream.
@@ -103,6 +106,17 @@ func (st *stream) afterHandler() {
 	_, open := c.streams[st.id]
 	c.smu.Unlock()
 	if !open {
+		return
+	}
+	c.wmu.Lock()
+	aborted := st.w.aborted
+	c.wmu.Unlock()
+	if aborted {
+		// Reset already (by the peer, a stall or the connection's end):
+		// no RST_STREAM of ours, or frames the peer sends on the stream
+		// afterwards would be ignored as in flight instead of answered
+		// with STREAM_CLOSED (RFC 9113 section 5.1, "closed").
+		c.closeStream(st)
 		return
 	}
 	if !st.body.ended() {
