@@ -206,11 +206,27 @@ func healthTargets(dir string) ([]ota.Target, error) {
 // the pivot into a trial root that can run before /dev is mounted again,
 // and then nobody would ping a watchdog the old init had started, and it
 // would reset the machine during the trial. /dev/watchdog opens only once:
-// if gokrazy has it, this returns at once.
+// if gokrazy has it, this returns at once. A /dev not populated yet is
+// waited for (up to watchdogWait): on a slow boot it may take longer than
+// gokrazy's single attempt, and the watchdog the old init started resets
+// the machine 30 s after its last ping (a trial ended that way in CI).
+// watchdogWait is how long keepWatchdog waits for /dev/watchdog to appear:
+// a machine without a watchdog costs one idle goroutine that long.
+const watchdogWait = 2 * time.Minute
+
 func keepWatchdog() {
 	time.Sleep(3 * time.Second) // let gokrazy's own pinger open it first
-	f, err := os.OpenFile("/dev/watchdog", os.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	var f *os.File
+	for deadline := time.Now().Add(watchdogWait); ; {
+		var err error
+		f, err = os.OpenFile("/dev/watchdog", os.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, os.ErrNotExist) && time.Now().Before(deadline) {
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
 		if !errors.Is(err, unix.EBUSY) && !errors.Is(err, os.ErrNotExist) {
 			log.Printf("watchdog: %v", err)
 		}
