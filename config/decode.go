@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -252,7 +254,15 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	var raw rawSite
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
-		return nil, Errors{decodeError(v.file, data, err)}
+		// A syntax error ends decoding; a value that does not fit its key
+		// is found again with every other one (lenient.go).
+		var top map[string]toml.Primitive
+		md, err = toml.Decode(string(data), &top)
+		if err != nil {
+			return nil, Errors{decodeError(v.file, data, err)}
+		}
+		raw = rawSite{}
+		v.lenientSite(&md, top, &raw, data)
 	}
 	site := &raw.Site
 	site.File = v.file
@@ -271,6 +281,11 @@ func (v *validator) decode(data []byte) (*Site, error) {
 			site.Routes = append(site.Routes, Route{Path: rr.Path, Handler: h, Line: line, Col: col, Options: rr.RouteOptions, index: i})
 		}
 		d.errs, v.errs = v.errs, saved
+		// A handler's keys are decoded one by one, its networks after.
+		sort.SliceStable(d.errs, func(i, j int) bool {
+			a, b := d.errs[i], d.errs[j]
+			return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+		})
 		v.routes = append(v.routes, d)
 	}
 	// Keys the schema does not know: every one is an error. Report only the
@@ -278,6 +293,9 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	for _, k := range unknownKeys(v.pos, md.Undecoded()) {
 		if v.inFailedRoute(k.line) {
 			continue // its handler was already reported; its keys were never decoded
+		}
+		if v.inUnknown(k.path) {
+			continue // inside an unknown key lenientSite found
 		}
 		v.unknown = append(v.unknown, &Error{File: v.file, Line: k.line, Col: k.col,
 			Msg: fmt.Sprintf("unknown key %q%s", k.path, suggest(k.path))})
@@ -314,27 +332,31 @@ func (v *validator) decodeHandler(md *toml.MetaData, i int, rr rawRoute, nets *[
 		v.failed = append(v.failed, i)
 		return nil
 	}
-	err := md.PrimitiveDecode(rr.Handler, h)
-	if err == nil {
-		// The networks' typed fields are not decoded; their written form
-		// is, for validate to parse.
-		switch h.(type) {
-		case *Proxy:
-			var w struct {
-				Nets []string `toml:"trusted_proxies"`
-			}
-			err = md.PrimitiveDecode(rr.Handler, &w)
-			*nets = w.Nets
-		case *Status:
-			var w struct {
-				Nets []string `toml:"allow"`
-			}
-			err = md.PrimitiveDecode(rr.Handler, &w)
-			*nets = w.Nets
-		}
-	}
-	if err != nil {
+	// Every key of the handler that does not decode is reported (a
+	// handler with one is not used: the route is failed).
+	failed := false
+	l := &lenient{md: md, pos: v.pos, fail: func(_ string, err error) {
 		v.typeErr(hp, err)
+		failed = true
+	}}
+	l.into(rr.Handler, reflect.ValueOf(h).Elem(), hp)
+	// The networks' typed fields are not decoded; their written form is,
+	// for validate to parse.
+	var w struct {
+		Nets []string `toml:"trusted_proxies"`
+	}
+	switch h.(type) {
+	case *Proxy:
+		l.into(rr.Handler, reflect.ValueOf(&w).Elem(), hp)
+	case *Status:
+		var s struct {
+			Nets []string `toml:"allow"`
+		}
+		l.into(rr.Handler, reflect.ValueOf(&s).Elem(), hp)
+		w.Nets = s.Nets
+	}
+	*nets = w.Nets
+	if failed {
 		v.failed = append(v.failed, i)
 		return nil
 	}
@@ -373,4 +395,51 @@ func stripTOML(err error) string {
 		return m[2] + ": " + m[3]
 	}
 	return strings.TrimPrefix(s, "toml: ")
+}
+
+// lenientSite decodes the top-level keys of a file that did not decode
+// whole into raw one at a time (see lenient), reporting each value that
+// does not fit at its position and remembering its key (v.bad), so that
+// validation does not report the zero value left in its place.
+func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive, raw *rawSite, data []byte) {
+	l := &lenient{md: md, pos: v.pos, fail: func(path string, err error) {
+		e := decodeError(v.file, data, err)
+		// The library locates a key by its plain path, the same for
+		// every route: where the key of this path is written wins.
+		// An element of an array ("routes[1]") is located itself.
+		if line, col := v.pos.at(path); strings.HasSuffix(path, "]") && line != 0 {
+			e.Line, e.Col = line, col
+		} else if line != 0 && line != e.Line {
+			e.Line, e.Col = v.pos.valueAt(path)
+		}
+		v.errs = append(v.errs, e)
+		v.bad = append(v.bad, path)
+	}}
+	dst := reflect.ValueOf(raw).Elem()
+	for _, k := range l.written("", top) {
+		f, ok := keyField(dst, k)
+		if !ok {
+			l.unknown = append(l.unknown, k)
+			continue
+		}
+		l.into(top[k], f, k)
+	}
+	for _, path := range l.unknown {
+		plain := plainPath(path)
+		line, col := v.pos.at(path)
+		v.unknown = append(v.unknown, &Error{File: v.file, Line: line, Col: col,
+			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
+		v.unknownPlain = append(v.unknownPlain, plain)
+	}
+}
+
+// inUnknown reports whether a plain key path lies inside an unknown key
+// that lenientSite reported.
+func (v *validator) inUnknown(plain string) bool {
+	for _, u := range v.unknownPlain {
+		if strings.HasPrefix(plain, u+".") {
+			return true
+		}
+	}
+	return false
 }

@@ -24,6 +24,9 @@ type validator struct {
 	failed  []int          // routes whose handler table could not be decoded
 	routes  []decodedRoute // every [[routes]] entry, in file order
 	unknown Errors         // keys the schema does not know
+	bad     []string       // keys whose value could not be decoded (lenient.go)
+	// unknownPlain are the unknown keys lenientSite found (plain paths).
+	unknownPlain []string
 	// written holds values as the file writes them, where the Site has a
 	// typed form that validate parses them into.
 	written struct {
@@ -90,6 +93,9 @@ func (v *validator) handler(hp string, h Handler, nets []string) {
 }
 
 func (v *validator) errAt(path string, format string, args ...any) {
+	if v.badPath(path) {
+		return
+	}
 	line, col := v.pos.at(path)
 	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 }
@@ -104,6 +110,9 @@ func (v *validator) abs(p string) string {
 
 // errAtValue is errAt pointing at the key's value rather than the key.
 func (v *validator) errAtValue(path string, format string, args ...any) {
+	if v.badPath(path) {
+		return
+	}
 	line, col := v.pos.valueAt(path)
 	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 }
@@ -191,7 +200,7 @@ func (v *validator) site(s *Site) {
 	if c.GzipLevel < 1 || c.GzipLevel > 9 {
 		v.errAtValue("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
 	}
-	if len(s.Routes) == 0 && len(v.errs) == 0 {
+	if len(s.Routes) == 0 && len(v.errs) == 0 && !v.badPath("routes") {
 		v.errs = append(v.errs, &Error{File: v.file, Line: 1, Col: 1, Msg: "site has no routes (add [[routes]] with a path and a handler)"})
 	}
 	seen := map[string]int{}
