@@ -375,13 +375,30 @@ func ParseUpstream(s string) (Upstream, error) {
 // ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address (a /32
 // or /128). An IPv4-mapped IPv6 network ("::ffff:10.0.0.0/104") is
 // unmapped to the IPv4 one, since client addresses are compared unmapped.
+// A network with host bits set ("10.0.0.1/8") is an error naming the
+// network meant, since it reads as either a host or a network; so is an
+// IPv6 zone ("fe80::1%eth0"), since client addresses are matched without
+// one.
 func ParsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
+	addr, bits, isNet := strings.Cut(s, "/")
+	if i := strings.IndexByte(addr, '%'); i >= 0 {
+		if a, err := netip.ParseAddr(addr); err == nil && a.Zone() != "" {
+			plain := a.WithZone("").String()
+			if isNet {
+				plain += "/" + bits
+			}
+			return netip.Prefix{}, fmt.Errorf("%q: an IPv6 zone (%%%s) is not supported here: client addresses are matched without their zone; write %q", s, a.Zone(), plain)
+		}
+	}
 	var p netip.Prefix
-	if strings.Contains(s, "/") {
+	if isNet {
 		var err error
 		if p, err = netip.ParsePrefix(s); err != nil {
 			return netip.Prefix{}, fmt.Errorf("%q is not a network like \"192.168.0.0/16\"", s)
+		}
+		if m := p.Masked(); m != p {
+			return netip.Prefix{}, fmt.Errorf("%q has host bits set; did you mean %q (the network) or %q (the one address)?", s, m.String(), p.Addr().String())
 		}
 	} else {
 		a, err := netip.ParseAddr(s)
