@@ -160,6 +160,7 @@ func (v *validator) site(s *Site) {
 	}
 	s.Listen = v.listen("listen", "listen", v.written.listen)
 	s.TLS.Listen = v.listen("tls.listen", "tls listen", v.written.tlsListen)
+	v.listenTwice(s)
 	switch {
 	case (s.TLS.Cert == "") != (s.TLS.Key == ""):
 		v.errAt("tls", "tls needs both cert and key (or neither, for a generated self-signed certificate)")
