@@ -134,6 +134,18 @@ func crossCheck(sites []*Site) Errors {
 		for _, a := range as {
 			h, _, _ := net.SplitHostPort(a)
 			if h == "" || h == "0.0.0.0" || h == "::" {
+				if wild != "" {
+					// ":80", "0.0.0.0:80" and "[::]:80" are one socket
+					// (Go binds each for IPv4 and IPv6): the second
+					// would fail to bind.
+					c := kinds[a]
+					l, col := at(c.site, c.path)
+					w := kinds[wild]
+					wl, _ := at(w.site, w.path)
+					errs = append(errs, &Error{File: c.site.File, Line: l, Col: col,
+						Msg: fmt.Sprintf("%s and %s (%s:%d) are one address: both mean every address, IPv4 and IPv6; write the same one everywhere", a, wild, w.site.File, wl)})
+					continue
+				}
 				wild = a
 			} else if specific == "" {
 				specific = a
