@@ -100,6 +100,12 @@ func valueCol(data []byte, line, col int) int {
 		return col
 	}
 	l := lines[line-1]
+	if line == 1 {
+		l = strings.TrimPrefix(l, "\ufeff") // columns do not count it (posIndex)
+	}
+	if col > len(l) {
+		return col
+	}
 	i := strings.IndexByte(l[col-1:], '=')
 	if i < 0 {
 		return col
@@ -287,6 +293,28 @@ func (v *validator) decode(data []byte) (*Site, error) {
 			return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
 		})
 		v.routes = append(v.routes, d)
+	}
+	// A table key written as another value decodes to nothing, without
+	// an error from the library.
+	notTable := func(prefix string) func(string, string) {
+		return func(path, got string) {
+			key := plainPath(path)
+			if prefix != "" {
+				key = strings.TrimPrefix(path, prefix+".")
+			}
+			line, col := v.pos.valueAt(path)
+			v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf("%s: expected a table, got %s", key, got)})
+			v.bad = append(v.bad, path)
+		}
+	}
+	v.checkTables(reflect.ValueOf(&raw).Elem(), "", notTable(""))
+	for _, r := range site.Routes {
+		hp := fmt.Sprintf("routes[%d].handler", r.index)
+		saved := v.errs
+		v.errs = nil
+		v.checkTables(reflect.ValueOf(r.Handler), hp, notTable(hp))
+		v.routes[r.index].errs = append(v.routes[r.index].errs, v.errs...)
+		v.errs = saved
 	}
 	// Keys the schema does not know: every one is an error. Report only the
 	// outermost unknown key, not each key inside an unknown table.

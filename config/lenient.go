@@ -213,3 +213,77 @@ func plainPath(path string) string {
 	}
 	return b.String()
 }
+
+// checkTables reports each map-typed key of v (a decoded struct whose
+// keys are at path) that the file writes as a value other than a table:
+// the library stores nothing for `pages = 5` and reports no error.
+func (v *validator) checkTables(val reflect.Value, path string, report func(path, got string)) {
+	switch val.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !val.IsNil() {
+			v.checkTables(val.Elem(), path, report)
+		}
+		return
+	case reflect.Slice:
+		if splittable(val.Type().Elem()) {
+			for i := range val.Len() {
+				v.checkTables(val.Index(i), fmt.Sprintf("%s[%d]", path, i), report)
+			}
+		}
+		return
+	case reflect.Struct:
+	default:
+		return
+	}
+	t := val.Type()
+	if t == primitiveType {
+		return
+	}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
+		switch {
+		case name == "-" || !sf.IsExported() && !sf.Anonymous:
+			continue
+		case sf.Anonymous && name == "":
+			v.checkTables(val.Field(i), path, report)
+			continue
+		case name == "":
+			name = sf.Name
+		}
+		at := join(path, name)
+		f := val.Field(i)
+		if f.Kind() == reflect.Map {
+			if off, ok := v.pos.values[at]; ok && off < len(v.pos.src) && v.pos.src[off] != '{' {
+				report(at, valueKind(v.pos.src[off:]))
+			}
+			continue
+		}
+		v.checkTables(f, at, report)
+	}
+}
+
+// valueKind names the kind of the TOML value that src starts with, in
+// the words of decode's type messages.
+func valueKind(src []byte) string {
+	switch src[0] {
+	case '"', '\'':
+		return "a string"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "true or false"
+	}
+	end := 0
+	for end < len(src) && !strings.ContainsRune(",]}#\n\r \t", rune(src[end])) {
+		end++
+	}
+	tok := string(src[:end])
+	switch {
+	case strings.Contains(tok, ":") || strings.Count(tok, "-") > 1 && !strings.HasPrefix(tok, "-"):
+		return "a date or time"
+	case strings.ContainsAny(tok, ".eEn") && !strings.HasPrefix(tok, "0x"):
+		return "a number" // 1.5, 1e3, inf, nan
+	}
+	return "an integer"
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
@@ -21,6 +22,7 @@ type posIndex struct {
 	plain   map[string][]int // plain path -> offsets, in document order
 	arrays  map[string]int   // indexed path of an array of tables -> element count
 	values  map[string]int   // indexed path -> byte offset of the key's value
+	bom     int              // length of a leading byte order mark, else 0
 }
 
 func newPosIndex(src []byte) *posIndex {
@@ -32,6 +34,12 @@ func newPosIndex(src []byte) *posIndex {
 		values:  map[string]int{},
 	}
 	s := scanner{src: src, idx: p}
+	// A byte order mark, which the TOML decoder skips, is not part of the
+	// first line's columns.
+	if bytes.HasPrefix(src, []byte("\ufeff")) {
+		p.bom = 3
+		s.i = 3
+	}
 	s.document()
 	return p
 }
@@ -42,6 +50,9 @@ func (p *posIndex) lineCol(off int) (int, int) {
 		return 0, 0
 	}
 	line, col := 1, 1
+	if off >= p.bom {
+		col -= p.bom
+	}
 	for i := 0; i < off && i < len(p.src); i++ {
 		if p.src[i] == '\n' {
 			line++
