@@ -322,8 +322,8 @@ func (v *validator) decode(data []byte) (*Site, error) {
 		if v.inFailedRoute(k.line) {
 			continue // its handler was already reported; its keys were never decoded
 		}
-		if v.inUnknown(k.path) {
-			continue // inside an unknown key lenientSite found
+		if v.inUnknown(k.path) || v.inBad(k.path) {
+			continue // inside an unknown key lenientSite found, or a value that did not decode
 		}
 		v.unknown = append(v.unknown, &Error{File: v.file, Line: k.line, Col: k.col,
 			Msg: fmt.Sprintf("unknown key %q%s", k.path, suggest(k.path))})
@@ -433,12 +433,14 @@ func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive
 	l := &lenient{md: md, pos: v.pos, fail: func(path string, err error) {
 		e := decodeError(v.file, data, err)
 		// The library locates a key by its plain path, the same for
-		// every route: where the key of this path is written wins.
-		// An element of an array ("routes[1]") is located itself.
-		if line, col := v.pos.at(path); strings.HasSuffix(path, "]") && line != 0 {
-			e.Line, e.Col = line, col
-		} else if line != 0 && line != e.Line {
-			e.Line, e.Col = v.pos.valueAt(path)
+		// every route: where the key of this path is written wins, its
+		// value (an element of an array, "routes[1]", is a value).
+		// The library's position is kept when it lies in the value
+		// (inside a string's quotes, at a key of a table of names).
+		if _, ok := v.pos.indexed[path]; ok {
+			if line, col := v.pos.valueAt(path); e.Line != line || e.Col < col {
+				e.Line, e.Col = line, col
+			}
 		}
 		v.errs = append(v.errs, e)
 		v.bad = append(v.bad, path)
@@ -455,6 +457,9 @@ func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive
 	for _, path := range l.unknown {
 		plain := plainPath(path)
 		line, col := v.pos.at(path)
+		if off, ok := v.pos.indexed[path]; ok {
+			line, col = v.pos.lineCol(off) // the key "" too
+		}
 		v.unknown = append(v.unknown, &Error{File: v.file, Line: line, Col: col,
 			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
 		v.unknownPlain = append(v.unknownPlain, plain)
@@ -466,6 +471,17 @@ func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive
 func (v *validator) inUnknown(plain string) bool {
 	for _, u := range v.unknownPlain {
 		if strings.HasPrefix(plain, u+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// inBad reports whether a plain key path lies inside a key whose value
+// did not decode (v.bad).
+func (v *validator) inBad(plain string) bool {
+	for _, b := range v.bad {
+		if strings.HasPrefix(plain, plainPath(b)+".") {
 			return true
 		}
 	}

@@ -143,6 +143,12 @@ func (s *scanner) document() {
 			s.skipSpace(false)
 			start := s.i
 			parts := s.key()
+			// The tables a header implies ([routes.handler] implies
+			// routes) are located at it unless written before.
+			for k := 1; k < len(parts); k++ {
+				it, pt := s.idx.resolveTable(parts[:k], false)
+				s.idx.implied(it, pt, start)
+			}
 			table, plainTable = s.idx.resolveTable(parts, array)
 			s.idx.record(table, plainTable, start)
 			for !s.eof() && s.src[s.i] != '\n' && s.src[s.i] != '#' {
@@ -184,6 +190,16 @@ func (p *posIndex) record(indexed, plain string, off int) {
 	p.plain[plain] = append(p.plain[plain], off)
 }
 
+// implied records a table that a header or dotted key defines without
+// naming it on its own, at that header or key, if not recorded yet. Only
+// the indexed path: the plain paths match the library's keys, whose
+// implied tables are no keys of their own.
+func (p *posIndex) implied(indexed, plain string, off int) {
+	if _, ok := p.indexed[indexed]; !ok {
+		p.indexed[indexed] = off
+	}
+}
+
 func join(prefix, key string) string {
 	if prefix == "" {
 		return key
@@ -200,6 +216,12 @@ func (s *scanner) keyValue(table, plainTable string) {
 			s.i++
 		}
 		return
+	}
+	// The tables a dotted key implies (handler.type = "static" implies
+	// handler) are located at it unless written before.
+	for n := 1; n < len(parts); n++ {
+		k := strings.Join(parts[:n], ".")
+		s.idx.implied(join(table, k), join(plainTable, k), start)
 	}
 	k := strings.Join(parts, ".")
 	indexed, plain := join(table, k), join(plainTable, k)

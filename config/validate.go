@@ -61,6 +61,8 @@ func (v *validator) validate(s *Site) {
 // routePath checks the path of the route at at ("routes[2]").
 func (v *validator) routePath(at, path string) {
 	switch {
+	case path == "" && v.badPath(at+".path"):
+		// its path is not a string: reported already
 	case path == "":
 		v.errAt(at, "route has no path (for example path = \"/\")")
 	case !strings.HasPrefix(path, "/"):
