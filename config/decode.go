@@ -93,13 +93,12 @@ func typeWords(t string) string {
 }
 
 // valueCol returns the column of the value after "key =" on line (1-based)
-// of data, or col if there is none.
-func valueCol(data []byte, line, col int) int {
-	lines := strings.Split(string(data), "\n")
-	if line < 1 || line > len(lines) || col < 1 || col > len(lines[line-1]) {
+// of the indexed document, or col if there is none.
+func valueCol(idx *posIndex, line, col int) int {
+	l, ok := idx.line(line)
+	if !ok || col < 1 || col > len(l) {
 		return col
 	}
-	l := lines[line-1]
 	if line == 1 {
 		l = strings.TrimPrefix(l, "\ufeff") // columns do not count it (posIndex)
 	}
@@ -122,6 +121,13 @@ func valueCol(data []byte, line, col int) int {
 
 // decodeError turns a BurntSushi/toml error into a located Error.
 func decodeError(name string, data []byte, err error) *Error {
+	return decodeErrorIn(name, &posIndex{src: data}, err)
+}
+
+// decodeErrorIn is decodeError with the document's index, if it has one
+// already (idx.plain not nil), so that locating many errors of a file
+// does not index it again for each.
+func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
@@ -131,10 +137,14 @@ func decodeError(name string, data []byte, err error) *Error {
 		line, col := pe.Position.Line, pe.Position.Col
 		// At the end of the input the library may point past the last line;
 		// point at the end of the last written line instead.
-		lines := strings.Split(string(data), "\n")
-		for line > 1 && (line > len(lines) || strings.TrimSpace(lines[line-1]) == "") {
+		for line > 1 {
+			l, ok := idx.line(line)
+			if ok && strings.TrimSpace(l) != "" {
+				break
+			}
 			line--
-			col = len(lines[line-1]) + 1
+			prev, _ := idx.line(line)
+			col = len(prev) + 1
 		}
 		return &Error{File: name, Line: line, Col: col, Msg: msg}
 	}
@@ -145,21 +155,25 @@ func decodeError(name string, data []byte, err error) *Error {
 		msg, typed := friendlyType(m[3])
 		e.Msg = fmt.Sprintf("%s: %s", key, msg)
 		// The library knows the line; find the key on it for the column.
-		idx := newPosIndex(data)
+		if idx.plain == nil {
+			idx = newPosIndex(idx.src) // decoded: the syntax is valid
+		}
 		plain := strings.ReplaceAll(key, `"`, "")
 		defer func() {
 			if typed && e.Line > 0 {
-				e.Col = valueCol(data, e.Line, e.Col)
+				e.Col = valueCol(idx, e.Line, e.Col)
 			}
 		}()
-		for n := 0; ; n++ {
-			offs := idx.plain[plain]
-			if n >= len(offs) {
-				break
-			}
+		// The key's occurrences are in file order: the first on or
+		// after the start of the library's line.
+		offs := idx.plain[plain]
+		n := 0
+		if s, ok := idx.lineStart(e.Line); ok {
+			n = sort.SearchInts(offs, s)
+		}
+		if n < len(offs) {
 			if l, c := idx.lineCol(offs[n]); e.Line == 0 || l == e.Line {
 				e.Line, e.Col = l, c
-				break
 			}
 		}
 	}
@@ -268,7 +282,7 @@ func (v *validator) decode(data []byte) (*Site, error) {
 			return nil, Errors{decodeError(v.file, data, err)}
 		}
 		raw = rawSite{}
-		v.lenientSite(&md, top, &raw, data)
+		v.lenientSite(&md, top, &raw)
 	}
 	site := &raw.Site
 	site.File = v.file
@@ -429,9 +443,9 @@ func stripTOML(err error) string {
 // whole into raw one at a time (see lenient), reporting each value that
 // does not fit at its position and remembering its key (v.bad), so that
 // validation does not report the zero value left in its place.
-func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive, raw *rawSite, data []byte) {
+func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive, raw *rawSite) {
 	l := &lenient{md: md, pos: v.pos, fail: func(path string, err error) {
-		e := decodeError(v.file, data, err)
+		e := decodeErrorIn(v.file, v.pos, err)
 		// The library locates a key by its plain path, the same for
 		// every route: where the key of this path is written wins, its
 		// value (an element of an array, "routes[1]", is a value).

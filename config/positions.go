@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,7 @@ type posIndex struct {
 	arrays  map[string]int   // indexed path of an array of tables -> element count
 	values  map[string]int   // indexed path -> byte offset of the key's value
 	bom     int              // length of a leading byte order mark, else 0
+	lines   []int            // byte offset of each line's start (lineCol)
 }
 
 func newPosIndex(src []byte) *posIndex {
@@ -45,23 +47,57 @@ func newPosIndex(src []byte) *posIndex {
 }
 
 // lineCol converts a byte offset to 1-based line and column (in bytes).
+// The line starts are found once, so that locating many errors in a large
+// file stays linear.
 func (p *posIndex) lineCol(off int) (int, int) {
 	if off < 0 {
 		return 0, 0
 	}
-	line, col := 1, 1
-	if off >= p.bom {
+	p.findLines()
+	off = min(off, len(p.src))
+	// The last line starting at or before off.
+	n := sort.Search(len(p.lines), func(i int) bool { return p.lines[i] > off }) - 1
+	col := off - p.lines[n] + 1
+	if n == 0 && off >= p.bom {
 		col -= p.bom
 	}
-	for i := 0; i < off && i < len(p.src); i++ {
-		if p.src[i] == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
+	return n + 1, col
+}
+
+// findLines records where each line starts, once.
+func (p *posIndex) findLines() {
+	if p.lines != nil {
+		return
+	}
+	p.lines = []int{0}
+	for i, c := range p.src {
+		if c == '\n' {
+			p.lines = append(p.lines, i+1)
 		}
 	}
-	return line, col
+}
+
+// lineStart returns the byte offset where line n (1-based) starts.
+func (p *posIndex) lineStart(n int) (int, bool) {
+	p.findLines()
+	if n < 1 || n > len(p.lines) {
+		return 0, false
+	}
+	return p.lines[n-1], true
+}
+
+// line returns line n (1-based) without its newline, and whether the
+// document has it.
+func (p *posIndex) line(n int) (string, bool) {
+	p.findLines()
+	if n < 1 || n > len(p.lines) {
+		return "", false
+	}
+	end := len(p.src)
+	if n < len(p.lines) {
+		end = p.lines[n] - 1
+	}
+	return string(p.src[p.lines[n-1]:end]), true
 }
 
 // at returns the line and column of the key at an indexed path, or of the
