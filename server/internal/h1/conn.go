@@ -67,6 +67,7 @@ type conn struct {
 	lower   []byte
 	keys    []byte // canonical forms of uncommon field names
 	w       response
+	memo    fieldMemo // the last response's header fields (response.go)
 	body    body
 	watch   *watcher // set while a request context is being watched
 	// watchTimer starts the watcher of watchX, the request that armed it
