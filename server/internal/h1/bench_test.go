@@ -37,10 +37,12 @@ func (c *repeatConn) Read(p []byte) (int, error) {
 	}
 	return m, nil
 }
-func (c *repeatConn) Write(p []byte) (int, error)        { c.written += int64(len(p)); return len(p), nil }
-func (c *repeatConn) Close() error                       { return nil }
-func (c *repeatConn) LocalAddr() net.Addr                { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
-func (c *repeatConn) RemoteAddr() net.Addr               { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
+func (c *repeatConn) Write(p []byte) (int, error) { c.written += int64(len(p)); return len(p), nil }
+func (c *repeatConn) Close() error                { return nil }
+func (c *repeatConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
+func (c *repeatConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
 func (c *repeatConn) SetDeadline(t time.Time) error      { return nil }
 func (c *repeatConn) SetReadDeadline(t time.Time) error  { return nil }
 func (c *repeatConn) SetWriteDeadline(t time.Time) error { return nil }
