@@ -52,7 +52,8 @@ type conn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string
-	pre    prefixReader    // the byte that ended an idle wait (waitRequest)
+	// pre holds the byte that ended an idle wait (waitRequest).
+	pre    wire.PrefixReader
 	line   []byte          // the request line being parsed, when Server.Rejected is set
 	ctx    context.Context // the connection's context: cancelled when it ends
 	cancel context.CancelFunc
@@ -115,7 +116,7 @@ func (c *conn) armWrite() {
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
-	c.pre.c = c
+	c.pre.R = rw
 	c.tcp, _ = rw.(tcpConn)
 	base := s.BaseContext
 	if base == nil {
@@ -243,37 +244,10 @@ func (c *conn) waitRequest() error {
 	c.br.Reset(nil)
 	readerPool.Put(c.br)
 	c.br = nil // no longer ours until the wait ends
-	var err error
-	for {
-		var n int
-		n, err = c.rwc.Read(c.pre.b[:])
-		if n > 0 || err != nil {
-			c.pre.n = n
-			break
-		}
-	}
+	err := c.pre.Fill()
 	c.br = readerPool.Get().(*bufio.Reader)
 	c.br.Reset(&c.pre)
-	if c.pre.n > 0 {
-		return nil
-	}
 	return err
-}
-
-// prefixReader gives the byte waitRequest read, then reads the connection.
-type prefixReader struct {
-	c *conn
-	b [1]byte
-	n int
-}
-
-func (p *prefixReader) Read(b []byte) (int, error) {
-	if p.n > 0 && len(b) > 0 {
-		b[0] = p.b[0]
-		p.n = 0
-		return 1, nil
-	}
-	return p.c.rwc.Read(b)
 }
 
 func (c *conn) acquireWriter() {
