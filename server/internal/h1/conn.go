@@ -67,6 +67,7 @@ type conn struct {
 	scratch []byte   // long header lines
 	lower   []byte
 	keys    []byte // canonical forms of uncommon field names
+	prev    string // the last request's line and field text (readRequest)
 	w       response
 	memo    fieldMemo // the last response's header fields (response.go)
 	body    body
@@ -503,7 +504,16 @@ func (c *conn) readRequest() (*http.Request, error) {
 		fields = append(fields, f)
 	}
 	c.keys = buf[:0]
-	all := string(buf)
+	// A keep-alive client usually repeats its request byte for byte (a
+	// load generator, a monitor, an API client polling): the previous
+	// request's string is then shared, as strings are immutable, instead
+	// of allocated again. The connection holds it until the next request
+	// anyway, through its header map.
+	all := c.prev
+	if string(buf) != all {
+		all = string(buf)
+		c.prev = all
+	}
 
 	x := &reqCtx{parent: c.ctx, c: c}
 	r := c.tmpl.WithContext(x)
