@@ -532,8 +532,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 		c.prev = all
 	}
 
-	x := &reqCtx{parent: c.ctx, c: c}
-	r := c.tmpl.WithContext(x)
+	// The request and its context in one allocation (WithContext's copy
+	// stays on the stack): each request still gets objects of its own,
+	// which a handler may keep.
+	st := &reqState{x: reqCtx{parent: c.ctx, c: c}}
+	x, r := &st.x, &st.r
+	*r = *c.tmpl.WithContext(x)
 	c.w.ctx = x
 	r.Method = all[:mEnd]
 	r.RequestURI = all[mEnd:tEnd]
@@ -660,6 +664,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 	}
 	r.Close = wantsClose(r)
 	return r, nil
+}
+
+// reqState is what readRequest allocates for each request.
+type reqState struct {
+	x reqCtx
+	r http.Request
 }
 
 var chunkedTE = []string{"chunked"}
