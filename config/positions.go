@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // posIndex records where each key of a TOML document is written, so that
@@ -27,7 +28,12 @@ type posIndex struct {
 	lines   []int            // byte offset of each line's start (lineCol)
 }
 
+// indexBuilds counts newPosIndex calls, for a test that a file is indexed
+// once however many errors it has.
+var indexBuilds atomic.Int64
+
 func newPosIndex(src []byte) *posIndex {
+	indexBuilds.Add(1)
 	p := &posIndex{
 		src:     src,
 		indexed: map[string]int{},
