@@ -433,6 +433,36 @@ func TestContentLengthWhenComplete(t *testing.T) {
 	}
 }
 
+// TestHoldDelay: output php-fpm sends in pieces, while it keeps coming
+// within holdDelay, goes to the client in one piece after END_REQUEST,
+// with a Content-Length; pieces further apart than holdDelay are passed
+// on as they come (streamed, no Content-Length). pieces.php sends 8 KiB
+// pieces 60 ms apart.
+func TestHoldDelay(t *testing.T) {
+	defer func(d time.Duration) { holdDelay = d }(holdDelay)
+	for _, tc := range []struct {
+		hold   time.Duration
+		length int64
+	}{
+		{5 * time.Second, 24000},
+		{time.Millisecond, -1},
+	} {
+		holdDelay = tc.hold
+		e := newEnv(t, fpmtest.Config{})
+		h := e.handler(t, nil)
+		for _, p := range protos(t, h) {
+			res, body := get(t, p.client, p.url+"/app/pieces.php")
+			if res.StatusCode != 200 || len(body) != 24000 {
+				t.Fatalf("%s: %d, %d bytes", p.name, res.StatusCode, len(body))
+			}
+			if res.ContentLength != tc.length {
+				t.Errorf("%s, held %v: Content-Length %d, want %d", p.name, tc.hold, res.ContentLength, tc.length)
+			}
+		}
+		h.Close()
+	}
+}
+
 // TestOverLength: a script that writes more than the Content-Length it
 // declared (a download with a stray newline after it) gets its declared
 // body through, the excess dropped and logged, as nginx does, rather than
