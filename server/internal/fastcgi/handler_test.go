@@ -819,3 +819,42 @@ func TestReadTimeout(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestStatCache: a script that appears is served at once (a missing path
+// is never remembered); one that goes away is 404 at once too (php-fpm's
+// own 404 while Arka still believes the file is there), and after statTTL
+// Arka stats it again and answers 404 itself.
+func TestStatCache(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	h := e.handler(t, nil)
+	c := protos(t, h)[0]
+	file := filepath.Join(e.root, "app", "deployed.php")
+	if res, _ := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 404 {
+		t.Fatalf("before the deploy: %d, want 404", res.StatusCode)
+	}
+	if err := os.WriteFile(file, []byte(`<?php echo "v1";`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, body := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 200 || body != "v1" {
+		t.Fatalf("after the deploy: %d %q, want 200 v1", res.StatusCode, body)
+	}
+	if h.kind("/app/deployed.php", "") != kindFile {
+		t.Fatal("the script is not remembered")
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 404 {
+		t.Errorf("removed, within statTTL: %d, want 404 (from php-fpm)", res.StatusCode)
+	}
+	if h.kind("/app/deployed.php", "") != kindFile {
+		t.Error("the cache forgot the script within statTTL: it saves no stat")
+	}
+	time.Sleep(statTTL + 50*time.Millisecond)
+	if k := h.kind("/app/deployed.php", ""); k != kindMissing {
+		t.Errorf("after statTTL: kind %d, want missing", k)
+	}
+	if res, _ := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 404 {
+		t.Errorf("removed, after statTTL: %d, want 404", res.StatusCode)
+	}
+}
