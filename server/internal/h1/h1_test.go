@@ -709,3 +709,100 @@ func TestRejectedHook(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedFields: the engine reuses the last response's serialised
+// fields only for the very same values: a handler that changes a value
+// inside the slice it set before, removes a field or adds one gets its
+// new fields on the wire.
+func TestRepeatedFields(t *testing.T) {
+	v := []string{"one"}
+	cl, ct := []string{"2"}, []string{"text/plain"}
+	step := 0
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["X-Same"] = v
+		h["Content-Length"], h["Content-Type"] = cl, ct // constant: the memo can match
+		switch step {
+		case 1:
+			v[0] = "two" // same slice, new string
+		case 2:
+			delete(h, "X-Same")
+			h["X-Other"] = v
+		case 3:
+			h["X-Extra"] = v
+		}
+		step++
+		io.WriteString(w, "ok")
+	}))
+	out := exchange(t, addr, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5)+"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	rs := responses(t, out, "GET")
+	if len(rs) != 6 {
+		t.Fatalf("%d responses:\n%s", len(rs), out)
+	}
+	want := []string{"X-Same=one X-Other= X-Extra=", "X-Same=two X-Other= X-Extra=", "X-Same= X-Other=two X-Extra=",
+		"X-Same=two X-Other= X-Extra=two", "X-Same=two X-Other= X-Extra=", "X-Same=two X-Other= X-Extra="}
+	for i, r := range rs {
+		got := fmt.Sprintf("X-Same=%s X-Other=%s X-Extra=%s", r.Header.Get("X-Same"), r.Header.Get("X-Other"), r.Header.Get("X-Extra"))
+		if got != want[i] || body(r) != "ok" {
+			t.Errorf("response %d: %s, want %s", i, got, want[i])
+		}
+	}
+}
+
+// TestIdleLongerThanHeaderTimeout: a kept-alive connection may stay idle
+// for the idle timeout, though its wait is first armed with the shorter
+// header timeout, and is closed once the idle timeout has passed; a new
+// connection that sends nothing is closed after the header timeout.
+func TestIdleLongerThanHeaderTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1.Server{Handler: echo, Limits: limits.Limits{ReadHeader: 200 * time.Millisecond, Idle: 800 * time.Millisecond}}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	get := func(path string) {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if b := body(resp); !strings.HasPrefix(b, "GET "+path+" ") {
+			t.Fatalf("%s: %q", path, b)
+		}
+	}
+	get("/a")
+	time.Sleep(500 * time.Millisecond) // past the header timeout, within the idle one
+	get("/b")
+	start := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want EOF", err)
+	}
+	if d := time.Since(start); d < 700*time.Millisecond || d > 2*time.Second {
+		t.Errorf("idle connection closed after %v, want about 800ms", d)
+	}
+	// A new connection gets the header timeout.
+	c2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	start = time.Now()
+	if _, err := c2.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("silent new connection: %v, want EOF", err)
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Errorf("silent new connection closed after %v, want about 200ms", d)
+	}
+}
