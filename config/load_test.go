@@ -31,3 +31,15 @@ func TestNotRegularFile(t *testing.T) {
 		t.Fatal("Load blocked on a FIFO") // the FIFO is never opened for writing
 	}
 }
+
+// TestLongValueShortened: a message echoing a very long value shows its
+// start and end and its length, not all of it.
+func TestLongValueShortened(t *testing.T) {
+	name := strings.Repeat("é", 3000) + " x"
+	_, err := Parse("long.toml", []byte(`server_names = ["`+name+`"]`+"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\" }\n"))
+	got := fmt.Sprint(err)
+	if len(got) > 400 || !strings.Contains(got, "long.toml:1:17: server name \"éééé") || !strings.Contains(got, "…") ||
+		!strings.Contains(got, "é x\" (6002 bytes): character ' ' is not allowed") {
+		t.Errorf("error (%d bytes): %s", len(got), got)
+	}
+}
