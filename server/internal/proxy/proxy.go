@@ -629,6 +629,12 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 			return false, h.sendFailure(c, err)
 		}
 	} else {
+		if c.readDeadline {
+			// Left armed by the last response: the head may come only
+			// after the whole body is sent.
+			c.nc.SetReadDeadline(time.Time{})
+			c.readDeadline = false
+		}
 		if err := c.bw.Flush(); err != nil {
 			return false, h.sendFailure(c, err)
 		}
@@ -663,7 +669,14 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 		}
 		return false, h.headFailure(c, err)
 	}
-	c.nc.SetReadDeadline(time.Time{})
+	if resp.StatusCode == http.StatusSwitchingProtocols || !resp.buffered() {
+		// The body is still to come, maybe slowly (a long poll, an event
+		// stream): no deadline on it. A body already in the buffer is
+		// read without waiting, so the deadline is left for the next
+		// request to move (one timer update per request, not two).
+		c.nc.SetReadDeadline(time.Time{})
+		c.readDeadline = false
+	}
 
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		if upgrade == "" || bodyDone != nil {
@@ -699,6 +712,7 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 // from the upstream (none should be), it only flushes.
 func (h *Handler) send(c *conn) error {
 	c.nc.SetReadDeadline(time.Now().Add(h.headerTimeout))
+	c.readDeadline = true
 	if c.br.Buffered() > 0 {
 		return c.bw.Flush()
 	}
@@ -794,6 +808,7 @@ func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, st
 	st.mu.Lock()
 	if !st.done {
 		c.nc.SetReadDeadline(time.Now().Add(h.headerTimeout))
+		c.readDeadline = true
 	}
 	st.mu.Unlock()
 	return nil
