@@ -786,9 +786,30 @@ func (c *conn) kickWriter() {
 // (or is kicked again) it yields once, so that the handlers made runnable
 // by the same read can add their frames first, then writes everything in
 // one call.
-func (c *conn) writeLoop() {
+func (c *conn) writeLoop() { c.drain(true) }
+
+// writeInline sends the output on the calling goroutine, a handler's,
+// when no writer runs, and reports whether it did; else the running
+// writer is told to look again. A stream that is the connection's only
+// one has nothing to batch with: sending its response from its own
+// goroutine saves starting a writer goroutine, its yield and its exit for
+// every request (see the package doc).
+func (c *conn) writeInline() {
+	if c.wstate.CompareAndSwap(writerIdle, writerRunning) {
+		c.drain(false)
+		return
+	}
+	c.kickWriter()
+}
+
+// drain sends the output until none is left and the writer role is given
+// back (wstate writerIdle). The caller holds the role (writerRunning or
+// writerKicked). yield: see writeLoop.
+func (c *conn) drain(yield bool) {
 	for {
-		runtime.Gosched()
+		if yield {
+			runtime.Gosched()
+		}
 		for {
 			c.wmu.Lock()
 			if len(c.out) == 0 {

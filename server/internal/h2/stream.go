@@ -76,7 +76,17 @@ func (st *stream) run() {
 		if p != nil {
 			st.resetLocal(http2.ErrCodeInternal)
 		} else {
+			// The output is sent from this goroutine when the stream is
+			// the connection's only one (writeInline), else by the writer.
+			alone := c.alone()
+			st.w.flushLater = true
 			st.w.finish()
+			st.w.flushLater = false
+			if alone {
+				c.writeInline()
+			} else {
+				c.kickWriter()
+			}
 		}
 		st.ctx.cancel(context.Canceled)
 		st.running.Store(false)
@@ -457,6 +467,7 @@ type responseWriter struct {
 	pending     []byte
 	trailers    []string
 	aborted     bool      // under c.wmu
+	flushLater  bool      // the caller has the output sent: no kickWriter (see stream.run)
 	deadline    time.Time // write deadline (http.ResponseController)
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
@@ -509,6 +520,13 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.head {
 		return len(p), nil
 	}
+	if w.written == w.cl {
+		// The last body bytes: nothing more can follow but END_STREAM
+		// (and trailers) when the handler returns, so the output waits
+		// for that and goes out in one write (see stream.run), as
+		// net/http's buffered writer keeps a short body until then.
+		w.flushLater = true
+	}
 	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(p)) {
 		w.pending = append(w.pending, p...)
 		return len(p), nil
@@ -557,7 +575,9 @@ func (w *responseWriter) sendHeader(final bool) error {
 		w.st.localClosed.Store(true)
 	}
 	c.wmu.Unlock()
-	c.kickWriter()
+	if !w.flushLater {
+		c.kickWriter()
+	}
 	if len(w.pending) > 0 && !w.head && w.bodyOK {
 		p := w.pending
 		w.pending = w.pending[:0]
@@ -581,6 +601,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			c.stallReset(st)
 		}
 	}()
+	alone := c.alone()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var timer *time.Timer
@@ -594,6 +615,14 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			return errAborted
 		}
 		if len(c.out) >= maxQueued && len(p) > 0 {
+			if alone && c.wstate.CompareAndSwap(writerIdle, writerRunning) {
+				// The connection's only stream sends the output itself
+				// (writeInline): no writer goroutine to wake and wait for.
+				c.wmu.Unlock()
+				c.drain(false)
+				c.wmu.Lock()
+				continue
+			}
 			// The connection's output is full: wait for the writer to take
 			// it, so a fast handler cannot queue a whole large file (the
 			// peer's windows may be huge). The writer's own write deadline
@@ -668,12 +697,27 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			st.localClosed.Store(true)
 			end = false
 		}
-		if len(c.out) >= maxQueued {
+		if len(c.out) >= maxQueued && !alone {
 			c.kickWriter()
 		}
 	}
-	c.kickWriterLocked()
+	if alone && len(c.out) >= maxQueued {
+		// Sent here rather than by a writer goroutine (see above).
+		c.wmu.Unlock()
+		c.writeInline()
+		c.wmu.Lock()
+	} else if !w.flushLater {
+		c.kickWriterLocked()
+	}
 	return nil
+}
+
+// alone reports whether the connection has one stream whose handler runs:
+// its output has nothing to wait for to go out together.
+func (c *conn) alone() bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.active == 1
 }
 
 // stallReset finishes a stream reset because it got no window for
