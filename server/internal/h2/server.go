@@ -50,7 +50,10 @@
 // collector about 6%. The connection's only stream now sends its own
 // response (writeInline): no writer goroutine per response, the
 // scheduler's share 10% -> 6.6%, runtime.goexit0 and newproc gone from
-// the profile.
+// the profile. Response fields whose value strings outlive the response
+// (a static file's, the Date of the second) are encoded once, without
+// the dynamic table, and copied (fieldcache.go): writeHeaderBlock 11% ->
+// 2% of the CPU.
 //
 // Large bodies (the 1 MiB file) cost mostly TLS: one 16 KiB record per
 // write system call, as nginx's SSL_write, and reads of the client's

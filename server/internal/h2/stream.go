@@ -844,8 +844,17 @@ var connectionSpecific = map[string]bool{
 // HEADERS plus CONTINUATION frames. Called with c.wmu held.
 func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, trailers []string) {
 	c.hbuf.Reset()
+	// :status first, through the encoder, which puts a pending dynamic
+	// table size update at the start of the block (RFC 7541 section 4.2).
 	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
 	for k, vs := range h {
+		if len(vs) == 1 && len(trailers) == 0 {
+			// Checked when it was cached (fieldcache.go).
+			if enc := cachedEncoding(k, vs[0]); enc != nil {
+				c.hbuf.Write(enc)
+				continue
+			}
+		}
 		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !core.ValidFieldName(k) {
 			continue
 		}
@@ -861,11 +870,23 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 		}
 		lk := wire.Lower(k)
 		for _, v := range vs {
-			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: core.CleanValue(v)})
+			cv := core.CleanValue(v)
+			if enc := cacheField(k, lk, v, cv); enc != nil {
+				c.hbuf.Write(enc)
+				continue
+			}
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cv})
 		}
 	}
 	if _, ok := h["Date"]; !ok {
-		c.henc.WriteField(hpack.HeaderField{Name: "date", Value: wire.DateString()})
+		d := wire.DateString()
+		if enc := cachedEncoding("Date", d); enc != nil {
+			c.hbuf.Write(enc)
+		} else if enc := cacheField("Date", "date", d, d); enc != nil {
+			c.hbuf.Write(enc)
+		} else {
+			c.henc.WriteField(hpack.HeaderField{Name: "date", Value: d})
+		}
 	}
 	c.writeBlock(id, end)
 }
