@@ -56,11 +56,16 @@
 // 2% of the CPU.
 //
 // Large bodies (the 1 MiB file) cost mostly TLS: one 16 KiB record per
-// write system call, as nginx's SSL_write, and reads of the client's
-// WINDOW_UPDATE frames. One copy more than nginx makes remains: a body is
-// read into a pooled buffer (ReadFrom) and copied into the output as DATA
-// frames; reading it straight into the output buffer, behind a reserved
-// frame header, would save it. Bounding the queued output to 64 KiB
+// write system call, as nginx's SSL_write (49% of the CPU), AES-GCM
+// (26%), and reads of the client's WINDOW_UPDATE frames (11%). A file
+// copied with ReadFrom is queued up to maxQueued and sent by the stream
+// itself when it is the connection's only one (no writer goroutine woken
+// per 16 KiB: writeLoop 73% -> 4% of the samples, now drain inline), and
+// DATA frames are appended to the output directly rather than through
+// x/net's Framer, which copied each payload once more (memmove 13% ->
+// 6%). One copy more than nginx makes remains: a body is read into a
+// pooled buffer and copied into the output; reading it straight into the
+// output buffer, behind a reserved frame header, would save it. Bounding the queued output to 64 KiB
 // (maxQueued) keeps 64 such downloads at about 41 MB of RSS.
 package h2
 
