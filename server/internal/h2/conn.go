@@ -448,44 +448,42 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		return connErr(http2.ErrCodeProtocol)
 	}
 	c.sawSettings = true
+	// The settings are applied and the ACK queued under one hold of wmu:
+	// a handler woken by a larger window must not queue DATA before the
+	// ACK (h2spec 6.9.2/1 reads the ACK first and failed 2 full runs in
+	// 7 when its DATA came before).
+	c.wmu.Lock()
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
 		}
 		switch s.ID {
 		case http2.SettingMaxFrameSize:
-			c.wmu.Lock()
 			c.peerMaxFrame = s.Val
-			c.wmu.Unlock()
 		case http2.SettingInitialWindowSize:
 			// Section 6.9.2: adjust every stream's send window by the change.
 			delta := int64(s.Val) - int64(c.peerWindow)
 			c.peerWindow = int32(s.Val)
-			c.wmu.Lock()
 			c.smu.Lock()
+			defer c.smu.Unlock()
 			for _, st := range c.streams {
 				st.sendWindow += delta
 				if st.sendWindow > 1<<31-1 {
-					c.smu.Unlock()
-					c.wmu.Unlock()
 					return connErr(http2.ErrCodeFlowControl)
 				}
 			}
-			c.smu.Unlock()
-			c.wcond.Broadcast()
-			c.wmu.Unlock()
 		case http2.SettingHeaderTableSize:
-			c.wmu.Lock()
 			c.henc.SetMaxDynamicTableSizeLimit(min(s.Val, 4096))
-			c.wmu.Unlock()
 		}
 		return nil
 	})
 	if err != nil {
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
 		return err
 	}
-	c.wmu.Lock()
 	c.fw.WriteSettingsAck()
+	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	c.kickWriter()
 	return c.checkOutputFlood()
