@@ -52,7 +52,8 @@ type conn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string
-	pre    prefixReader    // the byte that ended an idle wait (waitRequest)
+	// pre holds the byte that ended an idle wait (waitRequest).
+	pre    wire.PrefixReader
 	line   []byte          // the request line being parsed, when Server.Rejected is set
 	ctx    context.Context // the connection's context: cancelled when it ends
 	cancel context.CancelFunc
@@ -67,6 +68,7 @@ type conn struct {
 	lower   []byte
 	keys    []byte // canonical forms of uncommon field names
 	w       response
+	memo    fieldMemo // the last response's header fields (response.go)
 	body    body
 	watch   *watcher // set while a request context is being watched
 	// watchTimer starts the watcher of watchX, the request that armed it
@@ -114,7 +116,7 @@ func (c *conn) armWrite() {
 
 func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
-	c.pre.c = c
+	c.pre.R = rw
 	c.tcp, _ = rw.(tcpConn)
 	base := s.BaseContext
 	if base == nil {
@@ -242,37 +244,10 @@ func (c *conn) waitRequest() error {
 	c.br.Reset(nil)
 	readerPool.Put(c.br)
 	c.br = nil // no longer ours until the wait ends
-	var err error
-	for {
-		var n int
-		n, err = c.rwc.Read(c.pre.b[:])
-		if n > 0 || err != nil {
-			c.pre.n = n
-			break
-		}
-	}
+	err := c.pre.Fill()
 	c.br = readerPool.Get().(*bufio.Reader)
 	c.br.Reset(&c.pre)
-	if c.pre.n > 0 {
-		return nil
-	}
 	return err
-}
-
-// prefixReader gives the byte waitRequest read, then reads the connection.
-type prefixReader struct {
-	c *conn
-	b [1]byte
-	n int
-}
-
-func (p *prefixReader) Read(b []byte) (int, error) {
-	if p.n > 0 && len(b) > 0 {
-		b[0] = p.b[0]
-		p.n = 0
-		return 1, nil
-	}
-	return p.c.rwc.Read(b)
 }
 
 func (c *conn) acquireWriter() {
@@ -544,12 +519,20 @@ func (c *conn) readRequest() (*http.Request, error) {
 	clear(c.header)
 	c.vals = c.vals[:0]
 	h := c.header
+	// Host is kept out of the map (net/http leaves it out too): adding it
+	// only to delete it below cost a tenth of the parse.
+	var hostArr [1]string
+	hosts := hostArr[:0]
 	for _, f := range fields {
 		k := f.key
 		if k == "" {
 			k = all[f.ks:f.ke]
 		}
 		v := all[f.vs:f.ve]
+		if k == "Host" {
+			hosts = append(hosts, v)
+			continue
+		}
 		if old, ok := h[k]; ok {
 			h[k] = append(old, v)
 			continue
@@ -584,7 +567,6 @@ func (c *conn) readRequest() (*http.Request, error) {
 
 	// Host (RFC 9112 section 3.2): required in HTTP/1.1, exactly once; the
 	// absolute-form's authority wins over the field.
-	hosts := h["Host"]
 	switch {
 	case len(hosts) > 1:
 		return nil, badRequest("more than one Host field")
@@ -601,7 +583,6 @@ func (c *conn) readRequest() (*http.Request, error) {
 	} else if len(hosts) == 1 {
 		r.Host = hosts[0]
 	}
-	delete(h, "Host")
 
 	// Message body length (RFC 9112 section 6.3).
 	te, cl := h["Transfer-Encoding"], h["Content-Length"]

@@ -3,12 +3,11 @@ package h1
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/arkaweb/arka/server/internal/enginetest/memconn"
 	"github.com/arkaweb/arka/server/internal/limits"
 )
 
@@ -32,7 +31,7 @@ func FuzzConn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		// The client's bytes, then its end of stream: no timer decides
 		// when the input is over, so each input costs microseconds.
-		c := &memConn{in: bytes.NewReader(in)}
+		c := &memconn.Conn{In: bytes.NewReader(in)}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -43,33 +42,9 @@ func FuzzConn(f *testing.F) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("connection not finished for %q", in)
 		}
-		out := c.out.Bytes()
+		out := c.Out()
 		if len(out) > 0 && !bytes.HasPrefix(out, []byte("HTTP/1.1 ")) {
 			t.Fatalf("response does not start with a status line: %q", out)
 		}
 	})
 }
-
-// memConn is a connection whose client sent in and then closed its side;
-// what the server writes is kept (up to 1 MiB). Deadlines are ignored.
-type memConn struct {
-	in  *bytes.Reader
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (c *memConn) Read(p []byte) (int, error) { return c.in.Read(p) }
-func (c *memConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.Len()+len(p) > 1<<20 {
-		return 0, io.ErrShortWrite
-	}
-	return c.out.Write(p)
-}
-func (c *memConn) Close() error                       { return nil }
-func (c *memConn) LocalAddr() net.Addr                { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
-func (c *memConn) RemoteAddr() net.Addr               { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
-func (c *memConn) SetDeadline(t time.Time) error      { return nil }
-func (c *memConn) SetReadDeadline(t time.Time) error  { return nil }
-func (c *memConn) SetWriteDeadline(t time.Time) error { return nil }

@@ -709,3 +709,42 @@ func TestRejectedHook(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedFields: the engine reuses the last response's serialised
+// fields only for the very same values: a handler that changes a value
+// inside the slice it set before, removes a field or adds one gets its
+// new fields on the wire.
+func TestRepeatedFields(t *testing.T) {
+	v := []string{"one"}
+	cl, ct := []string{"2"}, []string{"text/plain"}
+	step := 0
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["X-Same"] = v
+		h["Content-Length"], h["Content-Type"] = cl, ct // constant: the memo can match
+		switch step {
+		case 1:
+			v[0] = "two" // same slice, new string
+		case 2:
+			delete(h, "X-Same")
+			h["X-Other"] = v
+		case 3:
+			h["X-Extra"] = v
+		}
+		step++
+		io.WriteString(w, "ok")
+	}))
+	out := exchange(t, addr, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5)+"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	rs := responses(t, out, "GET")
+	if len(rs) != 6 {
+		t.Fatalf("%d responses:\n%s", len(rs), out)
+	}
+	want := []string{"X-Same=one X-Other= X-Extra=", "X-Same=two X-Other= X-Extra=", "X-Same= X-Other=two X-Extra=",
+		"X-Same=two X-Other= X-Extra=two", "X-Same=two X-Other= X-Extra=", "X-Same=two X-Other= X-Extra="}
+	for i, r := range rs {
+		got := fmt.Sprintf("X-Same=%s X-Other=%s X-Extra=%s", r.Header.Get("X-Same"), r.Header.Get("X-Other"), r.Header.Get("X-Extra"))
+		if got != want[i] || body(r) != "ok" {
+			t.Errorf("response %d: %s, want %s", i, got, want[i])
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/arkaweb/arka/server/internal/core"
 	"github.com/arkaweb/arka/server/internal/wire"
@@ -68,7 +69,7 @@ func (w *response) WriteHeader(code int) {
 func (w *response) writeInformational(code int) {
 	bw := w.c.bw
 	bw.WriteString(statusLine(code))
-	writeFields(bw, w.header, nil)
+	writeFields(bw, w.header, nil, nil)
 	bw.WriteString("\r\n")
 	bw.Flush()
 	// Fields sent with 103 Early Hints are not repeated by default.
@@ -167,7 +168,7 @@ func (w *response) sendHeader(final bool) {
 	}
 	bw := w.c.bw
 	bw.WriteString(statusLine(w.status))
-	writeFields(bw, h, w.trailers)
+	writeFields(bw, h, w.trailers, &w.c.memo)
 	if _, ok := h["Date"]; !ok {
 		bw.WriteString("Date: ")
 		bw.Write(wire.Date())
@@ -199,8 +200,13 @@ func (w *response) coreHead(final bool) core.Head {
 // writeFields writes header fields in name order (stable output from one
 // response to the next), skipping declared trailers and keys with
 // http.TrailerPrefix, and names that are not tokens; control characters
-// in values become spaces (core.CleanValue).
-func writeFields(bw *bufio.Writer, h http.Header, trailers []string) {
+// in values become spaces (core.CleanValue). With memo, a header whose
+// fields are the same strings as the last one it wrote is copied from it.
+func writeFields(bw *bufio.Writer, h http.Header, trailers []string, memo *fieldMemo) {
+	if memo != nil && len(trailers) == 0 && memo.matches(h) {
+		bw.Write(memo.buf)
+		return
+	}
 	var arr [24]string
 	keys := arr[:0]
 	for k := range h {
@@ -210,6 +216,10 @@ func writeFields(bw *bufio.Writer, h http.Header, trailers []string) {
 		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
 			keys[j], keys[j-1] = keys[j-1], keys[j]
 		}
+	}
+	var out []byte
+	if memo != nil {
+		out = memo.buf[:0]
 	}
 outer:
 	for _, k := range keys {
@@ -222,12 +232,80 @@ outer:
 			}
 		}
 		for _, v := range h[k] {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			writeValue(bw, v)
-			bw.WriteString("\r\n")
+			out = append(out, k...)
+			out = append(out, ": "...)
+			out = append(out, core.CleanValue(v)...)
+			out = append(out, "\r\n"...)
 		}
 	}
+	bw.Write(out)
+	if memo != nil {
+		memo.keep(keys, h, trailers, out)
+	}
+}
+
+// fieldMemo is the last header section a connection wrote, serialised,
+// with the field names and value strings it came from. A handler that
+// answers again with the same strings (the static handler's values,
+// computed once per cached file, and the server's constants) gets the
+// same bytes with one copy, instead of sorting, checking and cleaning
+// each field again: the response head is then in effect precomputed per
+// file, while the handler still only sets header fields. Values are
+// compared by identity (pointer and length), never by content, so a
+// handler that builds its values afresh only pays the comparison.
+type fieldMemo struct {
+	keys []string // sorted, as written
+	vals []string // the values of keys, in order
+	nv   []int    // how many values each key has
+	buf  []byte   // the serialised fields when ok, else storage for them
+	ok   bool
+}
+
+// maxMemo bounds the header section kept (bytes): larger ones, rare and
+// not worth holding per connection, are not memoised.
+const maxMemo = 2048
+
+func (m *fieldMemo) matches(h http.Header) bool {
+	if !m.ok || len(m.keys) != len(h) {
+		return false
+	}
+	j := 0
+	for i, k := range m.keys {
+		vs, ok := h[k]
+		if !ok || len(vs) != m.nv[i] {
+			return false
+		}
+		for _, v := range vs {
+			p := m.vals[j]
+			j++
+			if len(v) != len(p) || unsafe.StringData(v) != unsafe.StringData(p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keep remembers out as the serialisation of h (keys sorted); out is
+// m.buf's storage, or a new slice grown from it.
+func (m *fieldMemo) keep(keys []string, h http.Header, trailers []string, out []byte) {
+	m.ok = false
+	if len(out) > maxMemo {
+		m.buf = nil
+		return
+	}
+	m.buf = out
+	if len(trailers) > 0 {
+		return
+	}
+	m.keys = append(m.keys[:0], keys...)
+	m.vals = m.vals[:0]
+	m.nv = m.nv[:0]
+	for _, k := range keys {
+		m.vals = append(m.vals, h[k]...)
+		m.nv = append(m.nv, len(h[k]))
+	}
+	m.ok = true
 }
 
 func writeValue(bw *bufio.Writer, v string) { bw.WriteString(core.CleanValue(v)) }

@@ -12,14 +12,29 @@
 //
 // # Where the time goes
 //
+// CPU profile of arka serving the 1.3 KB page over HTTP/1.1 with TLS
+// (wrk, 64 connections, 8 s, shared 2-core machine; ARKA_CPUPROFILE):
+// system calls 45 % (the response's write, with the loopback delivery the
+// kernel charges to it, 37 %; reads 10 %), AES-GCM 5 %, request parsing
+// (readRequest) 12 %, of which the map deletes of Host and the
+// Request/context allocations are half, the server's dispatch and the
+// static handler 12 %, read and write deadlines 3 %, the scheduler 4 %.
+//
 // System calls per request, perf stat on arka under wrk (16 connections,
 // small page): one write, and two reads over plain TCP and over TLS: the
 // request's, and before it one that fails (EAGAIN), because Go's net
 // package reads first and only then waits for the connection to become
-// readable. Waiting first, as the proxy and FastCGI do towards their
-// upstreams (wire.Sender), is not safe here: a client may have pipelined
-// its next request before the answer was sent, and its readiness would be
-// lost. A handler that waits on its request context (proxy, FastCGI) gets
+// readable. Waiting first (syscall.RawConn.Read with a function that
+// returns false on its first call), as the proxy and FastCGI do towards
+// their upstreams (wire.Sender), is not safe here: every wait begins by
+// clearing the readiness the netpoller recorded (internal/poll
+// prepareRead), so a request that reached the socket after the previous
+// read, while the handler ran, would never wake it (edge-triggered epoll
+// does not repeat itself) and the connection would hang until its idle
+// timeout. TestRequestWhileHandling fails so within 3 s with that change.
+// The read that fails costs one short system call, no copy.
+//
+// A handler that waits on its request context (proxy, FastCGI) gets
 // the client-gone watch only after watchDelay, through AfterFunc without
 // goroutine or Done channel, on one timer per connection (ctx.go). An idle
 // keep-alive connection holds no write buffer, and over TLS no read

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arkaweb/arka/server/internal/wire"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -36,7 +37,7 @@ type conn struct {
 	// client it goes back to readerPool (nil), and pre holds the byte
 	// that ended the wait (see waitFrame).
 	br  *bufio.Reader
-	pre prefixReader
+	pre wire.PrefixReader
 	fr  *http2.Framer
 	hd  blockDecoder // header blocks (hdecode.go)
 
@@ -156,22 +157,6 @@ func (c *conn) releaseOutLocked() {
 	c.bufs, c.out, c.spare = nil, nil, nil
 }
 
-// prefixReader gives the byte waitFrame read, then reads the connection.
-type prefixReader struct {
-	c *conn
-	b [1]byte
-	n int
-}
-
-func (p *prefixReader) Read(b []byte) (int, error) {
-	if p.n > 0 && len(b) > 0 {
-		b[0] = p.b[0]
-		p.n = 0
-		return 1, nil
-	}
-	return p.c.rwc.Read(b)
-}
-
 // waitFrame waits for the client's next byte without holding a read
 // buffer, when none is buffered: the buffer goes back to readerPool and a
 // pooled one reads on from the byte read. Over TLS the rest of the record
@@ -185,18 +170,12 @@ func (c *conn) waitFrame() error {
 		readerPool.Put(c.br)
 		c.br = nil
 	}
-	for {
-		n, err := c.rwc.Read(c.pre.b[:])
-		if n > 0 {
-			c.pre.n = 1
-			c.br = readerPool.Get().(*bufio.Reader)
-			c.br.Reset(&c.pre)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	if err := c.pre.Fill(); err != nil {
+		return err
 	}
+	c.br = readerPool.Get().(*bufio.Reader)
+	c.br.Reset(&c.pre)
+	return nil
 }
 
 // releaseReader returns the read buffer when the connection ends.
@@ -219,7 +198,7 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	}
 	c.wcond = sync.NewCond(&c.wmu)
 	c.recvConn.Store(connWindow)
-	c.pre.c = c
+	c.pre.R = rw
 	c.writeFn = c.writeLoop
 	base := s.BaseContext
 	if base == nil {

@@ -5,12 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/arkaweb/arka/server/internal/enginetest/memconn"
 	"github.com/arkaweb/arka/server/internal/h2"
 	"github.com/arkaweb/arka/server/internal/limits"
 	"golang.org/x/net/http2"
@@ -69,7 +68,11 @@ func FuzzConn(f *testing.F) {
 		io.WriteString(w, r.Method)
 	}), Limits: limits.Limits{HeaderBytes: 4096, ReadHeader: 200 * time.Millisecond, Idle: 200 * time.Millisecond}}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c := &memConn{in: io.MultiReader(bytes.NewReader([]byte(http2.ClientPreface)), bytes.NewReader(in)), active: &active}
+		c := &memconn.Conn{
+			In:    io.MultiReader(bytes.NewReader([]byte(http2.ClientPreface)), bytes.NewReader(in)),
+			Local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 443},
+			Busy:  &active,
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -81,7 +84,7 @@ func FuzzConn(f *testing.F) {
 			t.Fatalf("connection not finished for %q", in)
 		}
 		// What the server wrote parses as frames, the first its SETTINGS.
-		fr := http2.NewFramer(nil, bytes.NewReader(c.out.Bytes()))
+		fr := http2.NewFramer(nil, bytes.NewReader(c.Out()))
 		fr.SetMaxReadFrameSize(1 << 24)
 		for i := 0; ; i++ {
 			fm, err := fr.ReadFrame()
@@ -97,52 +100,3 @@ func FuzzConn(f *testing.F) {
 		}
 	})
 }
-
-// memConn is a connection whose client sent in and then closed its side;
-// what the server writes is kept (up to 1 MiB). Deadlines are ignored.
-// At the end of the input it lets the handlers run and the server write
-// (yielding until all is quiet, a bounded number of times) before the
-// server sees the end, so that the responses are written too.
-type memConn struct {
-	in     io.Reader
-	active *atomic.Int32
-	waited bool
-	mu     sync.Mutex
-	out    bytes.Buffer
-}
-
-func (c *memConn) Read(p []byte) (int, error) {
-	n, err := c.in.Read(p)
-	if err == io.EOF && !c.waited {
-		c.waited = true
-		// Until no handler runs and nothing was written for a while
-		// (bounded: a handler may wait for a body that never comes).
-		last, quiet := -1, 0
-		for i := 0; i < 1000 && quiet < 50; i++ {
-			runtime.Gosched()
-			c.mu.Lock()
-			n := c.out.Len()
-			c.mu.Unlock()
-			if n != last || c.active.Load() > 0 {
-				last, quiet = n, 0
-			} else {
-				quiet++
-			}
-		}
-	}
-	return n, err
-}
-func (c *memConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.Len()+len(p) > 1<<20 {
-		return 0, io.ErrShortWrite
-	}
-	return c.out.Write(p)
-}
-func (c *memConn) Close() error                       { return nil }
-func (c *memConn) LocalAddr() net.Addr                { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 443} }
-func (c *memConn) RemoteAddr() net.Addr               { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
-func (c *memConn) SetDeadline(t time.Time) error      { return nil }
-func (c *memConn) SetReadDeadline(t time.Time) error  { return nil }
-func (c *memConn) SetWriteDeadline(t time.Time) error { return nil }

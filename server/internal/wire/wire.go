@@ -1,6 +1,7 @@
 // Package wire holds what Arka's HTTP engines (server/internal/h1, server/internal/h2) share
 // about the bytes on the wire: canonical forms of common field names
-// without allocating, and the Date field value cached per second.
+// without allocating, the Date field value cached per second, and the
+// one-byte PrefixReader an idle connection waits with.
 package wire
 
 import (
