@@ -103,8 +103,30 @@ func (st *stream) run() {
 			c.credit(nil, int32(left))
 		}
 		st.afterHandler()
+		st.w.releaseHeader()
 	}()
 	c.srv.Handler.ServeHTTP(&st.w, st.req)
+}
+
+// headerMaps are response header maps, reused once their response is
+// done (a handler must not use its ResponseWriter after it returned):
+// the map and its growth were two of the ten allocations of a small
+// static response.
+var headerMaps = sync.Pool{New: func() any { return make(http.Header, 8) }}
+
+// maxPooledHeader bounds the fields of a header map given back.
+const maxPooledHeader = 32
+
+// releaseHeader gives the response's header map back (the handler has
+// returned and the response is sent or given up).
+func (w *responseWriter) releaseHeader() {
+	h := w.header
+	w.header = nil
+	if h == nil || len(h) > maxPooledHeader {
+		return
+	}
+	clear(h)
+	headerMaps.Put(h)
 }
 
 // afterHandler resets a stream whose request body is still coming, and
