@@ -786,11 +786,11 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	if !isFile(src) {
-		return io.CopyBuffer(writerOnly{w}, src, *bp)
+		return io.CopyBuffer((*plainWriter)(w), src, *bp)
 	}
 	held := w.flushLater
 	w.flushLater = true
-	n, err := io.CopyBuffer(writerOnly{w}, src, *bp)
+	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
 	// Complete (Write set flushLater): it goes out when the handler returns.
 	w.flushLater = held || w.written == w.cl
 	if !w.flushLater {
@@ -830,7 +830,12 @@ func (c *conn) appendDataLocked(id uint32, end bool, p []byte) {
 	c.out = append(c.out, p...)
 }
 
-type writerOnly struct{ io.Writer }
+// plainWriter is a responseWriter without ReadFrom, which io.CopyBuffer
+// would call again; a pointer, so it goes into an io.Writer without an
+// allocation (a struct wrapping the writer did, once per ReadFrom).
+type plainWriter responseWriter
+
+func (p *plainWriter) Write(b []byte) (int, error) { return (*responseWriter)(p).Write(b) }
 
 func (c *conn) kickWriterLocked() { c.kickWriter() }
 
