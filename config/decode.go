@@ -189,7 +189,7 @@ var knownKeys = []string{
 	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
 	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
-	"gomaxprocs", "memory_limit", "open_file_cache", "content_cache", "compressed_cache",
+	"gomaxprocs", "memory_limit", "gc_heap_floor", "open_file_cache", "content_cache", "compressed_cache",
 	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "acme", "email", "ca", "ca_root",

@@ -300,6 +300,7 @@ type Global struct {
 type BudgetConfig struct {
 	GOMAXPROCS      AutoInt  `toml:"gomaxprocs"`
 	MemoryLimit     AutoSize `toml:"memory_limit"`      // soft Go memory limit (GOMEMLIMIT)
+	GCHeapFloor     AutoSize `toml:"gc_heap_floor"`     // smallest heap goal of the collector; 0 for Go's default
 	OpenFileCache   AutoSize `toml:"open_file_cache"`   // metadata of files
 	ContentCache    AutoSize `toml:"content_cache"`     // bodies of small files
 	CompressedCache AutoSize `toml:"compressed_cache"`  // variants compressed on the fly

@@ -153,7 +153,8 @@ func run(args []string) int {
 	conds.Started()
 	logger.Info("arka started", "version", server.Version, "config", name, "state", state,
 		"board", a.board.Model, "cores", a.board.Cores, "led", a.led.describe(), "gomaxprocs", a.budget.GOMAXPROCS,
-		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "listen", listenList(srv))
+		"memory_limit", board.FormatBytes(a.budget.MemoryLimitBytes), "gc_heap_floor", board.FormatBytes(a.budget.GCHeapFloorBytes),
+		"listen", listenList(srv))
 	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
 	sig := make(chan os.Signal, 4)

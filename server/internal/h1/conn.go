@@ -67,6 +67,7 @@ type conn struct {
 	scratch []byte   // long header lines
 	lower   []byte
 	keys    []byte // canonical forms of uncommon field names
+	prev    string // the last request's line and field text (readRequest)
 	w       response
 	memo    fieldMemo // the last response's header fields (response.go)
 	body    body
@@ -166,16 +167,33 @@ func (c *conn) serve() {
 			// request (nginx's client_header_timeout), a kept-alive one
 			// the idle timeout.
 			wait := c.srv.Limits.IdleTimeout()
-			if rht := c.srv.Limits.ReadHeaderTimeout(); first && rht > 0 && (wait <= 0 || rht < wait) {
+			rht := c.srv.Limits.ReadHeaderTimeout()
+			if first && rht > 0 && (wait <= 0 || rht < wait) {
 				wait = rht
 			}
+			// The wait is first given the header timeout only, if that is
+			// shorter, and the rest of the idle timeout once that passes
+			// without a byte: the head that follows then mostly finds the
+			// read deadline it needs already set (within a second), where
+			// switching between the idle and the header deadline cost two
+			// timer updates per request over TLS (3 % of the CPU profile).
+			start := time.Now()
+			part := wait
+			if rht > 0 && rht < wait {
+				part = rht
+			}
 			if wait > 0 {
-				c.setReadDeadline(time.Now().Add(wait))
+				c.setReadDeadline(start.Add(part))
 			}
 			// An idle keep-alive connection holds no write buffer: on a
 			// small board thousands of them would otherwise hold megabytes.
 			c.releaseWriter()
 			err := c.waitRequest()
+			if err != nil && part < wait && isTimeout(err) && c.br.Buffered() == 0 && !c.srv.closing.Load() {
+				c.deadline = start.Add(wait) // exactly: the first part may have ended early
+				c.rwc.SetReadDeadline(c.deadline)
+				err = c.waitRequest()
+			}
 			c.acquireWriter()
 			if err != nil {
 				return
@@ -503,10 +521,23 @@ func (c *conn) readRequest() (*http.Request, error) {
 		fields = append(fields, f)
 	}
 	c.keys = buf[:0]
-	all := string(buf)
+	// A keep-alive client usually repeats its request byte for byte (a
+	// load generator, a monitor, an API client polling): the previous
+	// request's string is then shared, as strings are immutable, instead
+	// of allocated again. The connection holds it until the next request
+	// anyway, through its header map.
+	all := c.prev
+	if string(buf) != all {
+		all = string(buf)
+		c.prev = all
+	}
 
-	x := &reqCtx{parent: c.ctx, c: c}
-	r := c.tmpl.WithContext(x)
+	// The request and its context in one allocation (WithContext's copy
+	// stays on the stack): each request still gets objects of its own,
+	// which a handler may keep.
+	st := &reqState{x: reqCtx{parent: c.ctx, c: c}}
+	x, r := &st.x, &st.r
+	*r = *c.tmpl.WithContext(x)
 	c.w.ctx = x
 	r.Method = all[:mEnd]
 	r.RequestURI = all[mEnd:tEnd]
@@ -633,6 +664,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 	}
 	r.Close = wantsClose(r)
 	return r, nil
+}
+
+// reqState is what readRequest allocates for each request.
+type reqState struct {
+	x reqCtx
+	r http.Request
 }
 
 var chunkedTE = []string{"chunked"}

@@ -748,3 +748,61 @@ func TestRepeatedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleLongerThanHeaderTimeout: a kept-alive connection may stay idle
+// for the idle timeout, though its wait is first armed with the shorter
+// header timeout, and is closed once the idle timeout has passed; a new
+// connection that sends nothing is closed after the header timeout.
+func TestIdleLongerThanHeaderTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1.Server{Handler: echo, Limits: limits.Limits{ReadHeader: 200 * time.Millisecond, Idle: 800 * time.Millisecond}}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	get := func(path string) {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if b := body(resp); !strings.HasPrefix(b, "GET "+path+" ") {
+			t.Fatalf("%s: %q", path, b)
+		}
+	}
+	get("/a")
+	time.Sleep(500 * time.Millisecond) // past the header timeout, within the idle one
+	get("/b")
+	start := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want EOF", err)
+	}
+	if d := time.Since(start); d < 700*time.Millisecond || d > 2*time.Second {
+		t.Errorf("idle connection closed after %v, want about 800ms", d)
+	}
+	// A new connection gets the header timeout.
+	c2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	start = time.Now()
+	if _, err := c2.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("silent new connection: %v, want EOF", err)
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Errorf("silent new connection closed after %v, want about 200ms", d)
+	}
+}

@@ -171,7 +171,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}))
 	defer up.Close()
 	addr := up.Listener.Addr().String()
-	h, err := New("/proxy/", &config.Proxy{Upstreams: []string{addr}, StripPrefix: true, ForwardHeaders: ptr(false)}, Options{})
+	h, err := New("/proxy/", complete(b, &config.Proxy{Upstreams: []string{addr}, StripPrefix: true, ForwardHeaders: ptr(false)}), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

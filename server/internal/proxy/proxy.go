@@ -14,9 +14,10 @@
 // of connections per upstream, each with its own bufio reader and writer,
 // writes the request head straight from the client's header map into the
 // connection's buffer (no outgoing header map, no request clone), and
-// parses the response with http.ReadResponse, which gives RFC 9112 framing
-// (Content-Length, chunked, close-delimited, HEAD, 1xx, 204, 304) and
-// trailers. A request without a body runs on the handler's goroutine alone;
+// parses the response head and body framing itself (response.go: RFC 9112
+// status line, field syntax, Content-Length / chunked / close-delimited,
+// HEAD, 1xx, 204, 304, trailers), strictly and without a header map of its
+// own. A request without a body runs on the handler's goroutine alone;
 // Transport hands every request to two goroutines per connection.
 //
 // Measured with bench_test.go (Go 1.26.8, 2-core AMD EPYC VM shared with
@@ -24,9 +25,13 @@
 // with the machine's load:
 //
 //	handler alone, canned upstream        allocs/op   B/op
-//	  this package                          18 (*)    1.7 KB
+//	  this package                          10 (*)    1.1 KB
+//	  this package with http.ReadResponse   18 (*)    1.7 KB
 //	  httputil.ReverseProxy, tuned           60 (*)    4.9 KB
-//	  (*) 4 of them are the benchmark's own request context
+//	  (*) 8 of them are the benchmark's: its request context (4) and
+//	  context.AfterFunc on it (4; the engines' contexts do this without
+//	  allocating, see wire.AfterFunc). The 2 left are the response's
+//	  fields handed to the engine: one string, one []string.
 //
 //	client -> Go front -> Go upstream     allocs/op   CPU/op (whole process)
 //	  direct to the upstream                 62        54-73 us
@@ -50,11 +55,12 @@
 // pipeline its next request before our answer.
 //
 // make bench-go (tests/bench): 13 allocations per proxied request over
-// HTTP/1.1 (small answer, whole process), 33 over HTTP/2. Most of those
-// left are http.ReadResponse (8: header map, strings, body reader) and the
-// engines' request (3); a hand-written response parser could remove most
-// of the first, at the price of owning RFC 9112 framing ourselves. The
-// client-gone watch costs one allocation (wire.AfterFunc's stop).
+// HTTP/1.1 (small answer, whole process), 33 over HTTP/2, with
+// http.ReadResponse, which made 8 of them (header map, strings, Response,
+// body reader, limit reader). response.go replaced it: the head's lines go
+// into a buffer the connection keeps, and the engine gets them as
+// substrings of one string (2 allocations). The client-gone watch costs
+// one allocation (wire.AfterFunc's stop).
 package proxy
 
 import (
@@ -826,15 +832,17 @@ func (h *Handler) copyOut(c *conn, buf []byte, src io.Reader, chunked bool) erro
 
 // readHead reads the response head, relaying informational responses
 // (103 Early Hints) and dropping 100 Continue.
-func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*http.Response, error) {
+func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*response, error) {
 	c.lr.limited, c.lr.n = true, maxResponseHeaderBytes
 	defer func() { c.lr.limited = false }()
+	resp := &c.resp
 	for {
-		resp, err := http.ReadResponse(c.br, r)
-		if err != nil {
+		if err := resp.readResponse(c.br, r.Method); err != nil {
 			return nil, err
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			// Trailers share the head's limit with it.
+			resp.hdrLeft = c.lr.n + int64(c.br.Buffered())
 			return resp, nil
 		}
 		if resp.StatusCode == http.StatusContinue {
@@ -842,7 +850,7 @@ func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*ht
 		}
 		hdr := w.Header()
 		var added []string
-		for k, vv := range resp.Header {
+		for k, vv := range resp.Header() {
 			if responseHopByHop(k) {
 				continue
 			}
@@ -990,15 +998,17 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 // response buffering the body goes through a spool.Response, and what the
 // client has not taken when the upstream has sent everything is left in
 // rest, with the trailers, for after the connection is released.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *http.Response, rest *relayed) bool {
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *response, rest *relayed) bool {
 	hdr := w.Header()
 	var tokens connTokens
-	tokens.parse(resp.Header["Connection"])
-	for k, vv := range resp.Header {
-		if responseHopByHop(k) || k == "Server" || tokens.n > 0 && tokens.has(k) {
-			continue
+	tokens.parse(resp.copyHeader(hdr, skipResponseField))
+	if tokens.n > 0 {
+		// Fields named in Connection are hop-by-hop too.
+		for _, f := range resp.fields {
+			if k := resp.raw[f.name.start:f.name.end]; tokens.has(string(k)) {
+				delete(hdr, string(k))
+			}
 		}
-		hdr[k] = vv
 	}
 	if _, ok := hdr["Content-Type"]; !ok {
 		// The upstream sent none: the client gets none either, rather
@@ -1010,17 +1020,13 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 			hdr["Location"] = []string{v}
 		}
 	}
-	var announced []string
-	if len(resp.Trailer) > 0 {
-		announced = make([]string, 0, len(resp.Trailer))
-		for k := range resp.Trailer {
-			announced = append(announced, k)
-		}
+	announced := resp.announced
+	if len(announced) > 0 {
 		hdr["Trailer"] = announced
 	}
 	buffered := spool.Buffering(h.respBuffer, hdr)
 	w.WriteHeader(resp.StatusCode)
-	if resp.Body == http.NoBody {
+	if !resp.hasBody() {
 		return !resp.Close
 	}
 
@@ -1041,7 +1047,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *h
 	}
 	var written int64
 	for {
-		n, rerr := resp.Body.Read(buf)
+		n, rerr := resp.Read(buf)
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return false // the client left

@@ -19,7 +19,7 @@ import (
 // switchProtocols completes an HTTP/1.1 upgrade (WebSocket, RFC 6455): the
 // client's connection is taken over from the engine, the upstream's 101 is
 // sent on it, and bytes are copied both ways until either side closes.
-func (h *Handler) switchProtocols(w http.ResponseWriter, r *http.Request, c *conn, resp *http.Response) {
+func (h *Handler) switchProtocols(w http.ResponseWriter, r *http.Request, c *conn, resp *response) {
 	cc, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		h.log.Warn("proxy: cannot take over the client connection for an upgrade", h.logAttrs(c.up, "cause", err.Error())...)
@@ -32,8 +32,9 @@ func (h *Handler) switchProtocols(w http.ResponseWriter, r *http.Request, c *con
 	bw := brw.Writer
 	bw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	var tokens connTokens
-	tokens.parse(resp.Header["Connection"])
-	for k, vv := range resp.Header {
+	rh := resp.Header()
+	tokens.parse(rh["Connection"])
+	for k, vv := range rh {
 		if responseHopByHop(k) || tokens.n > 0 && tokens.has(k) {
 			continue
 		}
@@ -42,7 +43,7 @@ func (h *Handler) switchProtocols(w http.ResponseWriter, r *http.Request, c *con
 		}
 	}
 	bw.WriteString("Connection: Upgrade\r\n")
-	if up := resp.Header["Upgrade"]; len(up) > 0 {
+	if up := rh["Upgrade"]; len(up) > 0 {
 		writeField(bw, "Upgrade", up[0])
 	}
 	bw.WriteString("\r\n")
@@ -134,14 +135,15 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sum := sha1.Sum([]byte(wsKey + websocketGUID))
-	if resp.Header.Get("Sec-Websocket-Accept") != base64.StdEncoding.EncodeToString(sum[:]) {
+	rh := resp.Header()
+	if rh.Get("Sec-Websocket-Accept") != base64.StdEncoding.EncodeToString(sum[:]) {
 		h.fail(w, r, u, &failure{status: http.StatusBadGateway, cause: "bad WebSocket handshake: Sec-WebSocket-Accept does not match"})
 		return
 	}
 	hdr := w.Header()
 	var tokens connTokens
-	tokens.parse(resp.Header["Connection"])
-	for k, vv := range resp.Header {
+	tokens.parse(rh["Connection"])
+	for k, vv := range rh {
 		if responseHopByHop(k) || k == "Sec-Websocket-Accept" || k == "Server" || tokens.n > 0 && tokens.has(k) {
 			continue
 		}

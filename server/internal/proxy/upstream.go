@@ -129,8 +129,9 @@ type conn struct {
 	bw        *bufio.Writer
 	up        *upstream
 	idleSince time.Time
-	reused    bool   // served a request before
-	abort     func() // unblocks every read and write: the client left
+	reused    bool     // served a request before
+	abort     func()   // unblocks every read and write: the client left
+	resp      response // the response being read, its storage reused
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender

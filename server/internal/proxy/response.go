@@ -1,0 +1,667 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// The upstream's response, read by the proxy itself (RFC 9112) rather than
+// by http.ReadResponse, which allocates a header map, a string per field
+// value, the Response and its body reader for every response (8 of the 13
+// allocations of a proxied request). Here the head's field lines are
+// copied into a buffer the connection keeps; handing them to the engine
+// takes one string (all names and values are substrings of it) and one
+// []string block.
+//
+// The parser is strict where leniency would let an upstream smuggle or
+// split (RFC 9112 sections 2.2, 4, 5 and 6.3); whatever it refuses is a
+// bad response, answered 502:
+//   - status line: "HTTP/1." digit, SP, three digits 100-599, then
+//     optionally SP and a reason of visible characters, SP and HTAB;
+//   - field lines: a token name directly followed by ':', a value of
+//     visible characters, SP, HTAB and obs-text; no obs-fold (a line
+//     starting with SP or HTAB), no NUL or other control, no CR that does
+//     not end the line (a line may end with LF alone, section 2.2);
+//   - framing: Transfer-Encoding only as "chunked" in an HTTP/1.1
+//     response, never together with Content-Length (nginx refuses the
+//     same); Content-Length a decimal number, repeated only with the same
+//     value (RFC 9112 section 6.3 item 5); the head, 1xx heads and
+//     trailers within maxResponseHeaderBytes together; chunk-size lines
+//     within the connection's read buffer (4 KiB).
+//
+// Responses to HEAD and 1xx, 204 and 304 responses have no body, whatever
+// their framing fields say (RFC 9112 section 6.3 items 1 and 2). Without
+// Content-Length or chunked, the body runs to the connection's close.
+
+// span is a byte range of response.raw.
+type span struct{ start, end int32 }
+
+type respField struct{ name, value span }
+
+// Body framing of a response (RFC 9112 section 6.3).
+const (
+	respNone    = iota // no body
+	respLength         // Content-Length
+	respChunked        // Transfer-Encoding: chunked
+	respClose          // until the upstream closes the connection
+)
+
+// response is one upstream response: its head as parsed by readResponse and
+// the state of its body. A conn keeps one and reuses its storage.
+type response struct {
+	StatusCode    int
+	ContentLength int64 // -1: unknown (chunked or close-delimited)
+	Close         bool  // the connection cannot carry another request
+	Trailer       http.Header
+	announced     []string // names listed in the Trailer field
+
+	raw     []byte // the field lines, names in canonical form
+	fields  []respField
+	cl      span // Content-Length's value, when framed by length
+	framing int
+	remain  int64 // bytes left of the body or of the current chunk
+	state   int   // chunked: chunkSize, chunkData, chunkEnd, done
+	br      *bufio.Reader
+	hdrLeft int64 // bytes left of maxResponseHeaderBytes, for trailers
+}
+
+var (
+	errBadStatusLine  = errors.New("malformed status line")
+	errBadField       = errors.New("malformed header field line")
+	errObsFold        = errors.New("header field line folded (obs-fold)")
+	errBadLength      = errors.New("malformed or conflicting Content-Length")
+	errBadTE          = errors.New("unsupported Transfer-Encoding (only chunked)")
+	errLengthAndTE    = errors.New("both Content-Length and Transfer-Encoding")
+	errBadChunk       = errors.New("malformed chunked encoding")
+	errTrailerTooLong = errors.New("response trailers larger than 1 MiB")
+)
+
+// reset forgets the previous response, keeping modest storage for the next.
+func (p *response) reset(br *bufio.Reader) {
+	if cap(p.raw) > 64<<10 {
+		p.raw = nil
+	}
+	if cap(p.fields) > 1024 {
+		p.fields = nil
+	}
+	*p = response{raw: p.raw[:0], fields: p.fields[:0], br: br, ContentLength: -1, hdrLeft: maxResponseHeaderBytes}
+}
+
+// readLine appends one line to p.raw without its LF (and the CR before
+// it), and returns where it starts. A line may be longer than br's buffer,
+// up to max bytes.
+func (p *response) readLine(max int64) (int, error) {
+	start := len(p.raw)
+	for {
+		frag, err := p.br.ReadSlice('\n')
+		p.raw = append(p.raw, frag...)
+		if int64(len(p.raw)-start) > max {
+			return start, errHeaderTooLarge
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(p.raw) > start {
+				err = io.ErrUnexpectedEOF
+			}
+			return start, err
+		}
+		break
+	}
+	n := len(p.raw) - 1 // the LF
+	if n > start && p.raw[n-1] == '\r' {
+		n--
+	}
+	p.raw = p.raw[:n]
+	return start, nil
+}
+
+// readResponse reads one response head from br (after a request with the
+// given method) into p. Bytes read are limited by the caller (conn.lr).
+func (p *response) readResponse(br *bufio.Reader, method string) error {
+	p.reset(br)
+	start, err := p.readLine(maxResponseHeaderBytes)
+	if err != nil {
+		return err
+	}
+	minor, status, ok := parseStatusLine(p.raw[start:])
+	if !ok {
+		return errBadStatusLine
+	}
+	p.StatusCode = status
+	p.raw = p.raw[:0]
+	var clSeen, te, keepAlive bool
+	var teSpan span
+	for {
+		start, err := p.readLine(maxResponseHeaderBytes)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		line := p.raw[start:]
+		if len(line) == 0 {
+			break
+		}
+		f, err := parseField(p.raw, start)
+		if err != nil {
+			return err
+		}
+		name := p.raw[f.name.start:f.name.end]
+		switch string(name) {
+		case "Content-Length":
+			v := p.raw[f.value.start:f.value.end]
+			for len(v) > 0 {
+				// A list of one value repeated is that value (RFC 9112
+				// section 6.3 item 5); anything else is an error.
+				var e []byte
+				if i := indexByte(v, ','); i >= 0 {
+					e, v = trimOWS(v[:i]), v[i+1:]
+				} else {
+					e, v = trimOWS(v), nil
+				}
+				n, ok := parseLength(e)
+				if !ok || clSeen && n != p.ContentLength {
+					return errBadLength
+				}
+				if !clSeen {
+					// e lies in p.raw: its offset is how much less room
+					// follows it.
+					s := int32(cap(p.raw) - cap(e))
+					p.cl = span{s, s + int32(len(e))}
+				}
+				clSeen, p.ContentLength = true, n
+			}
+			if !clSeen {
+				return errBadLength // an empty value
+			}
+			continue // written again from p.cl, once
+		case "Transfer-Encoding":
+			if te {
+				return errBadTE // one coding, one field
+			}
+			te, teSpan = true, f.value
+			continue
+		case "Connection":
+			for v := p.raw[f.value.start:f.value.end]; len(v) > 0; {
+				var e []byte
+				if i := indexByte(v, ','); i >= 0 {
+					e, v = trimOWS(v[:i]), v[i+1:]
+				} else {
+					e, v = trimOWS(v), nil
+				}
+				switch {
+				case asciiEqualFold(e, "close"):
+					p.Close = true
+				case asciiEqualFold(e, "keep-alive"):
+					keepAlive = true
+				}
+			}
+		case "Trailer":
+			// Names announced for after a chunked body (RFC 9110
+			// section 6.6.2); framing and hop-by-hop names never go.
+			for v := p.raw[f.value.start:f.value.end]; len(v) > 0; {
+				var e []byte
+				if i := indexByte(v, ','); i >= 0 {
+					e, v = trimOWS(v[:i]), v[i+1:]
+				} else {
+					e, v = trimOWS(v), nil
+				}
+				if len(e) == 0 {
+					continue
+				}
+				k := http.CanonicalHeaderKey(string(e))
+				if !trailerAllowed(k) {
+					continue
+				}
+				p.announced = append(p.announced, k)
+			}
+			continue
+		}
+		p.fields = append(p.fields, f)
+	}
+	if minor == 0 && !keepAlive {
+		p.Close = true // HTTP/1.0: one response per connection unless kept alive
+	}
+	if te {
+		if clSeen {
+			return errLengthAndTE
+		}
+		if minor == 0 || !asciiEqualFold(p.raw[teSpan.start:teSpan.end], "chunked") {
+			return errBadTE
+		}
+	}
+	switch {
+	case method == http.MethodHead || status < 200 || status == http.StatusNoContent || status == http.StatusNotModified:
+		p.framing = respNone
+		if status == http.StatusNoContent {
+			p.cl = span{} // RFC 9110 section 8.6: none in a 204
+		}
+	case te:
+		p.framing, p.state, p.ContentLength = respChunked, chunkSize, -1
+	case clSeen:
+		p.framing, p.remain = respLength, p.ContentLength
+		if p.remain == 0 {
+			p.framing = respNone
+		}
+	default:
+		p.framing, p.Close = respClose, true
+	}
+	if p.framing != respChunked {
+		p.announced = nil
+	}
+	return nil
+}
+
+// hasBody reports whether a body follows the head.
+func (p *response) hasBody() bool { return p.framing != respNone }
+
+// copyHeader adds the head's fields to hdr (which the engine owns) with
+// one string and one []string for all of them, leaving out those skip
+// names, and Content-Length once as parsed. It returns Connection's
+// values, for the caller to parse.
+func (p *response) copyHeader(hdr http.Header, skip func(k string) bool) (connection []string) {
+	if len(p.fields) == 0 && p.cl.end == 0 {
+		return nil
+	}
+	s := string(p.raw)
+	vals := make([]string, len(p.fields)+1)
+	var many map[string]bool // names set, for heads with many fields
+	if len(p.fields) > 32 {
+		many = make(map[string]bool, len(p.fields))
+	}
+	n := 0
+	for i, f := range p.fields {
+		k, v := s[f.name.start:f.name.end], s[f.value.start:f.value.end]
+		if k == "Connection" {
+			connection = append(connection, v)
+		}
+		if skip(k) {
+			continue
+		}
+		again := false
+		if many != nil {
+			again = many[k]
+			many[k] = true
+		} else {
+			for _, g := range p.fields[:i] {
+				if s[g.name.start:g.name.end] == k {
+					again = true
+					break
+				}
+			}
+		}
+		if again {
+			hdr[k] = append(hdr[k], v)
+			continue
+		}
+		vals[n] = v
+		hdr[k] = vals[n : n+1 : n+1]
+		n++
+	}
+	if p.cl.end > 0 {
+		vals[n] = s[p.cl.start:p.cl.end]
+		hdr["Content-Length"] = vals[n : n+1 : n+1]
+	}
+	return connection
+}
+
+// Header returns the head's fields as a new map, Content-Length included
+// (for 1xx and 101 responses, which are rare: it allocates).
+func (p *response) Header() http.Header {
+	h := make(http.Header, len(p.fields)+1)
+	s := string(p.raw)
+	for _, f := range p.fields {
+		k := s[f.name.start:f.name.end]
+		h[k] = append(h[k], s[f.value.start:f.value.end])
+	}
+	if p.cl.end > 0 {
+		h["Content-Length"] = []string{s[p.cl.start:p.cl.end]}
+	}
+	return h
+}
+
+// Chunked body states.
+const (
+	chunkSize = iota // a chunk-size line is next
+	chunkData        // remain bytes of chunk data are next
+	chunkEnd         // the CRLF after chunk data is next
+	chunkDone        // the last chunk and trailers were read
+)
+
+// Read reads the body, decoding chunked framing; io.EOF at its end. An
+// upstream that closes early gives io.ErrUnexpectedEOF.
+func (p *response) Read(b []byte) (int, error) {
+	switch p.framing {
+	case respNone:
+		return 0, io.EOF
+	case respLength:
+		if p.remain <= 0 {
+			return 0, io.EOF
+		}
+		if int64(len(b)) > p.remain {
+			b = b[:p.remain]
+		}
+		n, err := p.br.Read(b)
+		p.remain -= int64(n)
+		if p.remain == 0 {
+			return n, io.EOF
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return n, err
+	case respClose:
+		return p.br.Read(b)
+	}
+	// Chunked: go on past chunk boundaries while the framing is already
+	// buffered, so that after a read the buffer is empty exactly when the
+	// next byte must wait for the upstream (relay flushes then).
+	n := 0
+	for {
+		switch p.state {
+		case chunkDone:
+			return n, io.EOF
+		case chunkData:
+			if n == len(b) || n > 0 && p.br.Buffered() == 0 {
+				return n, nil
+			}
+			m := b[n:]
+			if int64(len(m)) > p.remain {
+				m = m[:p.remain]
+			}
+			k, err := p.br.Read(m)
+			n += k
+			p.remain -= int64(k)
+			if p.remain == 0 {
+				p.state = chunkEnd
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			if err != nil {
+				return n, err
+			}
+		case chunkEnd:
+			if n > 0 && !p.lineBuffered() {
+				return n, nil
+			}
+			line, err := p.chunkLine()
+			if err != nil {
+				return n, err
+			}
+			if len(line) != 0 {
+				return n, errBadChunk
+			}
+			p.state = chunkSize
+		case chunkSize:
+			if n > 0 && !p.lineBuffered() {
+				return n, nil
+			}
+			if n > 0 {
+				// The last chunk's trailers may not be here: leave it for
+				// the next read.
+				if l, _ := p.br.Peek(1); len(l) == 1 && l[0] == '0' {
+					return n, nil
+				}
+			}
+			line, err := p.chunkLine()
+			if err != nil {
+				return n, err
+			}
+			size, ok := parseChunkSize(line)
+			if !ok {
+				return n, errBadChunk
+			}
+			if size == 0 {
+				if err := p.readTrailers(); err != nil {
+					return n, err
+				}
+				p.state = chunkDone
+				return n, io.EOF
+			}
+			p.state, p.remain = chunkData, size
+		}
+	}
+}
+
+// lineBuffered reports whether a whole line is in br's buffer.
+func (p *response) lineBuffered() bool {
+	buf, _ := p.br.Peek(p.br.Buffered())
+	return indexByte(buf, '\n') >= 0
+}
+
+// chunkLine reads a line of chunked framing within br's buffer, without
+// its CRLF (or LF). A CR elsewhere in it makes it malformed.
+func (p *response) chunkLine() ([]byte, error) {
+	line, err := p.br.ReadSlice('\n')
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		} else if err == bufio.ErrBufferFull {
+			err = errBadChunk
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// readTrailers reads the trailer section after the last chunk (RFC 9112
+// section 7.1.2) into p.Trailer, within what is left of the head limit.
+func (p *response) readTrailers() error {
+	left := p.hdrLeft
+	p.raw = p.raw[:0]
+	for {
+		start, err := p.readLine(left)
+		if err == errHeaderTooLarge {
+			return errTrailerTooLong
+		}
+		if err != nil {
+			return err
+		}
+		if left -= int64(len(p.raw)-start) + 2; left < 0 {
+			return errTrailerTooLong
+		}
+		if len(p.raw) == start {
+			return nil
+		}
+		f, err := parseField(p.raw, start)
+		if err != nil {
+			return err
+		}
+		k := string(p.raw[f.name.start:f.name.end])
+		if !trailerAllowed(k) {
+			continue
+		}
+		if p.Trailer == nil {
+			p.Trailer = http.Header{}
+		}
+		p.Trailer[k] = append(p.Trailer[k], string(p.raw[f.value.start:f.value.end]))
+	}
+}
+
+// trailerAllowed reports whether a field may come as a trailer: not one
+// that frames or routes the message (RFC 9110 section 6.5.1).
+func trailerAllowed(k string) bool {
+	switch k {
+	case "Content-Length", "Transfer-Encoding", "Trailer", "Host":
+		return false
+	}
+	return !responseHopByHop(k)
+}
+
+// parseStatusLine parses "HTTP/1.x SP 3DIGIT [SP reason]" (RFC 9112
+// section 4).
+func parseStatusLine(l []byte) (minor, status int, ok bool) {
+	if len(l) < 12 || string(l[:7]) != "HTTP/1." || l[7] < '0' || l[7] > '9' || l[8] != ' ' {
+		return 0, 0, false
+	}
+	for _, c := range l[9:12] {
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		status = status*10 + int(c-'0')
+	}
+	if status < 100 || status > 599 {
+		return 0, 0, false
+	}
+	if len(l) > 12 {
+		if l[12] != ' ' {
+			return 0, 0, false
+		}
+		for _, c := range l[13:] {
+			if c != '\t' && (c < ' ' || c == 0x7f) {
+				return 0, 0, false
+			}
+		}
+	}
+	return int(l[7] - '0'), status, true
+}
+
+// parseField checks the field line raw[start:] and puts its name in
+// canonical form in place (as net/http's maps hold names).
+func parseField(raw []byte, start int) (respField, error) {
+	line := raw[start:]
+	if line[0] == ' ' || line[0] == '\t' {
+		return respField{}, errObsFold
+	}
+	colon := indexByte(line, ':')
+	if colon <= 0 {
+		return respField{}, errBadField
+	}
+	upper := true
+	for i := 0; i < colon; i++ {
+		c := line[i]
+		if !isTchar(c) {
+			return respField{}, errBadField
+		}
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			line[i] = c - ('a' - 'A')
+		case !upper && 'A' <= c && c <= 'Z':
+			line[i] = c + ('a' - 'A')
+		}
+		upper = c == '-'
+	}
+	vs, ve := colon+1, len(line)
+	for vs < ve && (line[vs] == ' ' || line[vs] == '\t') {
+		vs++
+	}
+	for ve > vs && (line[ve-1] == ' ' || line[ve-1] == '\t') {
+		ve--
+	}
+	for _, c := range line[vs:ve] {
+		if c != '\t' && (c < ' ' || c == 0x7f) {
+			return respField{}, errBadField // NUL, a bare CR, other controls
+		}
+	}
+	s := int32(start)
+	return respField{name: span{s, s + int32(colon)}, value: span{s + int32(vs), s + int32(ve)}}, nil
+}
+
+// parseLength parses a Content-Length value: decimal digits only, at most
+// 18 of them.
+func parseLength(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// parseChunkSize parses a chunk-size line: hex digits, then optional
+// whitespace and chunk extensions (ignored, but no controls in them).
+func parseChunkSize(l []byte) (int64, bool) {
+	var n int64
+	i := 0
+	for ; i < len(l); i++ {
+		c := l[i]
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			goto rest
+		}
+		if i >= 15 {
+			return 0, false // over 2^60: no real chunk
+		}
+		n = n<<4 | int64(d)
+	}
+rest:
+	if i == 0 {
+		return 0, false
+	}
+	ext := l[i:]
+	for len(ext) > 0 && (ext[0] == ' ' || ext[0] == '\t') {
+		ext = ext[1:]
+	}
+	if len(ext) > 0 && ext[0] != ';' {
+		return 0, false
+	}
+	for _, c := range ext {
+		if c != '\t' && (c < ' ' || c == 0x7f) {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// skipResponseField names the response fields not relayed: hop-by-hop
+// ones (RFC 9110 section 7.6.1) and Server (the engine sends its own).
+func skipResponseField(k string) bool {
+	return k == "Server" || responseHopByHop(k)
+}

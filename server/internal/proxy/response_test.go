@@ -1,0 +1,243 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/arkaweb/arka/config"
+)
+
+// rawUpstream answers each request with the bytes answer gives for its
+// path ("/good" always gets a small valid response), written as they are,
+// and closes the connection after answers that end with close. It is the
+// hostile or broken upstream a proxy must survive. stop ends it; the test
+// registers it after the front's cleanup (which checks for goroutines
+// left).
+func rawUpstream(t *testing.T, answer func(path string) (resp string, close bool)) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var once sync.Once
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	stop = func() {
+		once.Do(func() {
+			ln.Close()
+			mu.Lock()
+			for c := range conns {
+				c.Close()
+			}
+			mu.Unlock()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					path := strings.Fields(line + " x x")[1]
+					for {
+						l, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if l == "\r\n" {
+							break
+						}
+					}
+					resp, close := "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood", false
+					if path != "/good" {
+						resp, close = answer(path)
+					}
+					c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+					if _, err := io.WriteString(c, resp); err != nil || close {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), stop
+}
+
+// TestHostileUpstreamHeads: response heads that a lenient parser would
+// misread (smuggling, splitting, header injection) are answered 502, the
+// upstream's connection is dropped, and the next request is served.
+func TestHostileUpstreamHeads(t *testing.T) {
+	bad := map[string]string{
+		"obs-fold":           "HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 2\r\n\r\nok",
+		"obs-fold-tab":       "HTTP/1.1 200 OK\r\nX-A: 1\r\n\tfolded\r\nContent-Length: 2\r\n\r\nok",
+		"bare-cr":            "HTTP/1.1 200 OK\r\nX-A: a\rSet-Cookie: evil=1\r\nContent-Length: 2\r\n\r\nok",
+		"nul":                "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nok",
+		"space-in-name":      "HTTP/1.1 200 OK\r\nX A: 1\r\nContent-Length: 2\r\n\r\nok",
+		"space-before-colon": "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok",
+		"empty-name":         "HTTP/1.1 200 OK\r\n: 1\r\nContent-Length: 2\r\n\r\nok",
+		"no-colon":           "HTTP/1.1 200 OK\r\nX-A\r\nContent-Length: 2\r\n\r\nok",
+		"cl-and-te":          "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"te-and-cl":          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"cl-differ":          "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok!",
+		"cl-list-differ":     "HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nok!",
+		"cl-negative":        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nok",
+		"cl-plus":            "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+		"cl-hex":             "HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\nok",
+		"cl-empty":           "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\nok",
+		"cl-huge":            "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nok",
+		"te-gzip":            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nok",
+		"te-gzip-chunked":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"te-twice":           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"te-http10":          "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"status-4-digits":    "HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\nok",
+		"status-low":         "HTTP/1.1 099 Low\r\nContent-Length: 2\r\n\r\nok",
+		"status-high":        "HTTP/1.1 600 High\r\nContent-Length: 2\r\n\r\nok",
+		"status-letters":     "HTTP/1.1 2x0 OK\r\nContent-Length: 2\r\n\r\nok",
+		"version-2":          "HTTP/2 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"version-lower":      "http/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"not-http":           "ICY 200 OK\r\n\r\nok",
+		"reason-ctl":         "HTTP/1.1 200 O\x01K\r\nContent-Length: 2\r\n\r\nok",
+		"head-over-1MiB":     "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Big: "+strings.Repeat("b", 1000)+"\r\n", 1100) + "Content-Length: 2\r\n\r\nok",
+		"line-over-1MiB":     "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 1<<20+10) + "\r\nContent-Length: 2\r\n\r\nok",
+		"eof-in-head":        "HTTP/1.1 200 OK\r\nContent-Len",
+	}
+	up, stop := rawUpstream(t, func(path string) (string, bool) {
+		return bad[strings.TrimPrefix(path, "/")], true
+	})
+	h, logs := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true})
+	f := startFront(t, "h1", h)
+	t.Cleanup(stop)
+	for name := range bad {
+		resp, body := get(t, f.client, f.url("/proxy/"+name))
+		if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "ok") || resp.Header.Get("X-A") != "" || resp.Header.Get("Set-Cookie") != "" {
+			t.Errorf("%s: %d %v %.40q, want 502 and nothing of the upstream's", name, resp.StatusCode, resp.Header, body)
+		}
+		if resp, body := get(t, f.client, f.url("/proxy/good")); resp.StatusCode != 200 || body != "good" {
+			t.Errorf("after %s: %d %q", name, resp.StatusCode, body)
+		}
+	}
+	if !strings.Contains(logs.String(), "bad response") {
+		t.Errorf("no bad response logged:\n%s", logs)
+	}
+}
+
+// TestHostileUpstreamBodies: a chunked body that turns malformed after the
+// head went out is cut off (the client sees an incomplete response, never
+// a complete one), and the next request is served.
+func TestHostileUpstreamBodies(t *testing.T) {
+	bad := map[string]string{
+		"chunk-size-letters": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n",
+		"chunk-size-huge":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nfffffffffffffffffff\r\nxx\r\n0\r\n\r\n",
+		"chunk-no-crlf":      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokXX3\r\nabc\r\n0\r\n\r\n",
+		"chunk-bare-cr":      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n1;a=\rb\r\nx\r\n0\r\n\r\n",
+		"chunk-line-long":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n1;" + strings.Repeat("e", 8000) + "\r\nx\r\n0\r\n\r\n",
+		"chunk-eof":          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n5\r\nab",
+		"length-eof":         "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok",
+		"trailer-over-1MiB":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n" + strings.Repeat("X-T: "+strings.Repeat("t", 1000)+"\r\n", 1100) + "\r\n",
+		"trailer-obs-fold":   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n folded\r\n\r\n",
+	}
+	up, stop := rawUpstream(t, func(path string) (string, bool) {
+		return bad[strings.TrimPrefix(path, "/")], true
+	})
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true})
+	f := startFront(t, "h1", h)
+	t.Cleanup(stop)
+	for name := range bad {
+		// The connection is closed before the response is complete: before
+		// its head when the engine had not sent it yet, else in its body.
+		resp, err := f.client.Get(f.url("/proxy/" + name))
+		if err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				t.Errorf("%s: the client got a complete response: %d %q", name, resp.StatusCode, b)
+			}
+		}
+		if resp, body := get(t, f.client, f.url("/proxy/good")); resp.StatusCode != 200 || body != "good" {
+			t.Errorf("after %s: %d %q", name, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestUpstreamHeadsAccepted: what RFC 9112 allows is relayed as meant:
+// lower-case names in canonical form, LF line ends, a repeated identical
+// Content-Length once, a close-delimited HTTP/1.0 body, 100 Continue
+// dropped, chunk extensions ignored and trailers passed on; and the
+// connection is kept where the framing allows.
+func TestUpstreamHeadsAccepted(t *testing.T) {
+	cases := map[string]struct {
+		resp   string
+		close  bool
+		status int
+		body   string
+		hdr    map[string]string
+	}{
+		"lower-names":   {resp: "HTTP/1.1 201 Created\r\ncontent-type: text/x\r\nx-custom-NAME:  v  \r\ncontent-length: 2\r\n\r\nok", status: 201, body: "ok", hdr: map[string]string{"Content-Type": "text/x", "X-Custom-Name": "v"}},
+		"lf-only":       {resp: "HTTP/1.1 200 OK\nContent-Type: text/x\nContent-Length: 2\n\nok", status: 200, body: "ok", hdr: map[string]string{"Content-Type": "text/x"}},
+		"cl-repeated":   {resp: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok", hdr: map[string]string{"Content-Length": "2"}},
+		"cl-list-same":  {resp: "HTTP/1.1 200 OK\r\nContent-Length: 2 , 2\r\n\r\nok", status: 200, body: "ok", hdr: map[string]string{"Content-Length": "2"}},
+		"no-reason":     {resp: "HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok"},
+		"http10-close":  {resp: "HTTP/1.0 200 OK\r\nX-A: 1\r\n\r\nuntil close", close: true, status: 200, body: "until close", hdr: map[string]string{"X-A": "1"}},
+		"continue":      {resp: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok"},
+		"chunked-ext":   {resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n2;name=\"v\"\r\nok\r\n3 ; x\r\n!!!\r\n0\r\n\r\n", status: 200, body: "ok!!!"},
+		"obs-text":      {resp: "HTTP/1.1 200 OK\r\nX-A: caf\xe9\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok", hdr: map[string]string{"X-A": "caf\xe9"}},
+		"conn-named":    {resp: "HTTP/1.1 200 OK\r\nConnection: x-hop\r\nX-Hop: 1\r\nX-Keep: 2\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok", hdr: map[string]string{"X-Hop": "", "X-Keep": "2"}},
+		"set-cookie-x2": {resp: "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nX-A: 1\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok"},
+	}
+	up, stop := rawUpstream(t, func(path string) (string, bool) {
+		c := cases[strings.TrimPrefix(path, "/")]
+		return c.resp, c.close
+	})
+	h, logs := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true})
+	f := startFront(t, "h1", h)
+	t.Cleanup(stop)
+	for name, c := range cases {
+		resp, body := get(t, f.client, f.url("/proxy/"+name))
+		if resp.StatusCode != c.status || body != c.body {
+			t.Errorf("%s: %d %q, want %d %q\n%s", name, resp.StatusCode, body, c.status, c.body, logs)
+		}
+		for k, v := range c.hdr {
+			if got := resp.Header.Get(k); got != v {
+				t.Errorf("%s: %s = %q, want %q", name, k, got, v)
+			}
+		}
+		if name == "set-cookie-x2" {
+			if got := resp.Header["Set-Cookie"]; len(got) != 2 || got[0] != "a=1" || got[1] != "b=2" {
+				t.Errorf("Set-Cookie twice: %q", got)
+			}
+		}
+		if name == "cl-repeated" && len(resp.Header["Content-Length"]) > 1 {
+			t.Errorf("Content-Length relayed twice: %q", resp.Header["Content-Length"])
+		}
+	}
+	get(t, f.client, f.url("/proxy/good"))
+	// The kept-alive responses above went over one connection; the
+	// close-delimited one took a new one after it.
+	if st := h.Stats()[0]; st.Dials != 2 {
+		t.Errorf("dials %d, want 2 (the first, and one after the HTTP/1.0 close)", st.Dials)
+	}
+}
