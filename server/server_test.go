@@ -436,28 +436,7 @@ handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
 		}
 	})
 	want := 3 * 2 * len(paths) // clients x methods x paths
-	var lines []string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(logPath)
-		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
-		if len(lines) >= want {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(lines) != want {
-		t.Fatalf("access log has %d lines, want %d: %q", len(lines), want, lines)
-	}
-	for _, l := range lines {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("%v: %s", err, l)
-		}
-		if m["status"] != 499.0 {
-			t.Errorf("client gone, logged %v: %s", m["status"], l)
-		}
-	}
+	wantLogged(t, flushedLog(t, e, logPath, want), 499)
 	for _, rs := range e.Server.RouteStats() {
 		if got := rs.Classes[3].Load(); got != uint64(want/len(paths)) || rs.Classes[1].Load() != 0 {
 			t.Errorf("route %s: %d 4xx, %d 2xx; want %d 4xx", rs.Route, got, rs.Classes[1].Load(), want/len(paths))

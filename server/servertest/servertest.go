@@ -8,7 +8,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,14 +24,13 @@ import (
 
 // Env is a running server.
 type Env struct {
-	Server  *server.Server
-	Dir     string // temp directory holding site files and state
-	HTTP    string // "127.0.0.1:port" of the plain listener
-	HTTPS   string // "127.0.0.1:port" of the TLS listener
-	files   []string
-	log     *testkit.LogBuffer
-	mu      sync.Mutex
-	clients []*http.Client
+	Server *server.Server
+	Dir    string // temp directory holding site files and state
+	// HTTP and HTTPS ("127.0.0.1:port" of the plain and TLS
+	// listeners), Clients and Each.
+	enginetest.Addrs
+	files []string
+	log   *testkit.LogBuffer
 }
 
 // FreeAddr returns a loopback address with a port free right now (see
@@ -64,7 +62,7 @@ func StartWith(t testing.TB, o server.Options, sites ...string) *Env {
 	before := enginetest.Goroutines()
 	t.Cleanup(func() { enginetest.CheckLeaks(t, before) }) // runs after the shutdown below
 	plain, secure := testkit.Listen(t), testkit.Listen(t)
-	e := &Env{Dir: t.TempDir(), HTTP: plain.Addr().String(), HTTPS: secure.Addr().String(), log: &testkit.LogBuffer{}}
+	e := &Env{Dir: t.TempDir(), Addrs: enginetest.Addrs{HTTP: plain.Addr().String(), HTTPS: secure.Addr().String()}, log: &testkit.LogBuffer{}}
 	bound := map[string]net.Listener{e.HTTP: plain, e.HTTPS: secure}
 	var boundMu sync.Mutex
 	o.Listen = func(network, addr string) (net.Listener, error) {
@@ -98,13 +96,7 @@ func StartWith(t testing.TB, o server.Options, sites ...string) *Env {
 		t.Fatalf("apply: %v", err)
 	}
 	t.Cleanup(func() {
-		// Close the clients' connections first: an HTTP/2 server otherwise
-		// waits a second for the peer after GOAWAY.
-		e.mu.Lock()
-		for _, c := range e.clients {
-			c.CloseIdleConnections()
-		}
-		e.mu.Unlock()
+		e.CloseClients() // first: an HTTP/2 server waits for the peer after GOAWAY
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		e.Server.Shutdown(ctx)
@@ -138,25 +130,6 @@ func (e *Env) Reload(i int, src string) error {
 // Serve runs a single handler on the same engines for the handlers' own
 // tests).
 type Client = enginetest.Client
-
-// Clients returns an HTTP/1.1 client, an HTTP/1.1-over-TLS client and an
-// HTTP/2 client. None follows redirects or decompresses bodies.
-func (e *Env) Clients() []*Client {
-	cs := enginetest.Clients(e.HTTP, e.HTTPS)
-	e.mu.Lock()
-	for _, c := range cs {
-		e.clients = append(e.clients, c.HTTP)
-	}
-	e.mu.Unlock()
-	return cs
-}
-
-// Each runs fn as a subtest once per client.
-func (e *Env) Each(t *testing.T, fn func(t *testing.T, c *Client)) {
-	for _, c := range e.Clients() {
-		t.Run(c.Name, func(t *testing.T) { fn(t, c) })
-	}
-}
 
 // Log returns what the server wrote to its error log so far.
 func (e *Env) Log() string { return e.log.String() }

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -58,19 +57,7 @@ func (e *applianceEnv) args(t *testing.T, extra ...string) []string {
 // written: Arka serves from inside the load that writes it last.
 func (e *applianceEnv) readiness(t *testing.T) status.Readiness {
 	t.Helper()
-	var r status.Readiness
-	b, err := os.ReadFile(filepath.Join(e.state, "ready.json"))
-	for end := time.Now().Add(10 * time.Second); errors.Is(err, os.ErrNotExist) && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-		b, err = os.ReadFile(filepath.Join(e.state, "ready.json"))
-	}
-	if err != nil {
-		t.Fatalf("readiness file: %v", err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("readiness file: %v\n%s", err, b)
-	}
-	return r
+	return e.waitReadiness(t, "written", func(status.Readiness) bool { return true })
 }
 
 // waitReadiness waits up to 10 s for the readiness file to satisfy ok.
@@ -80,13 +67,31 @@ func (e *applianceEnv) waitReadiness(t *testing.T, what string, ok func(status.R
 	for {
 		var r status.Readiness
 		b, err := os.ReadFile(filepath.Join(e.state, "ready.json"))
-		if err == nil && json.Unmarshal(b, &r) == nil && ok(r) {
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err == nil && ok(r) {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("readiness never %s; last: %s", what, b)
+			t.Fatalf("readiness never %s; last: %v\n%s", what, err, b)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// reload sends arka SIGHUP and waits up to 10 s for the reload's verdict:
+// one more line of output with verdict ("configuration reloaded", "reload
+// failed", ...) than before the signal, so an earlier reload's line does
+// not count.
+func reload(t *testing.T, p *harness.Proc, verdict string) {
+	t.Helper()
+	before := strings.Count(p.Output(), verdict)
+	p.Signal(syscall.SIGHUP)
+	for end := time.Now().Add(10 * time.Second); strings.Count(p.Output(), verdict) <= before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no %q after SIGHUP:\n%s", verdict, p.Output())
+		}
 	}
 }
 
@@ -217,8 +222,7 @@ func TestApplianceLastGood(t *testing.T) {
 	if r := e.readiness(t); r.Ready || r.Config != status.ServingLastGood {
 		t.Errorf("readiness %+v", r)
 	}
-	p.Signal(syscall.SIGHUP)
-	p.WaitOutput(t, "serving=last-good")
+	reload(t, p, "serving=last-good")
 	if code, _ := fetch(t, h1, "http://"+addr+"/"); code != 200 {
 		t.Errorf("after SIGHUP with the mistake: %d", code)
 	}
@@ -399,11 +403,10 @@ handler = { type = "static", root = "`+e.www+`" }
 			if err := os.WriteFile(cert, []byte("-----BEGIN CERTIFICATE-----\njunk\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p.Signal(syscall.SIGHUP)
 			if appliance {
-				p.WaitOutput(t, "configuration reloaded")
+				reload(t, p, "configuration reloaded")
 			} else {
-				p.WaitOutput(t, "reload failed")
+				reload(t, p, "reload failed")
 			}
 			after := served()
 			if !bytes.Equal(before.Raw, after.Raw) {
@@ -428,12 +431,7 @@ handler = { type = "static", root = "`+e.www+`" }
 				t.Errorf("readiness %+v", r)
 			}
 			// A second reload with the junk still there keeps it too.
-			p.Signal(syscall.SIGHUP)
-			for end := time.Now().Add(10 * time.Second); strings.Count(p.Output(), "configuration reloaded") < 2; time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(end) {
-					t.Fatalf("no second reload:\n%s", p.Output())
-				}
-			}
+			reload(t, p, "configuration reloaded")
 			if after := served(); !bytes.Equal(before.Raw, after.Raw) {
 				t.Errorf("after a second reload: %v", after.Subject)
 			}

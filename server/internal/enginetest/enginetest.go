@@ -99,14 +99,51 @@ func (c *Client) Get(t testing.TB, path string, headers ...string) (*http.Respon
 	return c.Do(t, http.MethodGet, path, headers...)
 }
 
-// Env is a handler served by Serve.
-type Env struct {
+// Addrs are a test server's two addresses and the clients made for them
+// (Env here, servertest.Env for a whole server).
+type Addrs struct {
 	HTTP  string // "127.0.0.1:port" of the plain listener (HTTP/1.1)
 	HTTPS string // "127.0.0.1:port" of the TLS listener (HTTP/1.1 or HTTP/2 by ALPN)
-	Log   *testkit.LogBuffer
 
 	mu      sync.Mutex
 	clients []*http.Client
+}
+
+// Clients returns the three clients for the addresses (see Clients);
+// CloseClients closes their idle connections.
+func (a *Addrs) Clients() []*Client {
+	cs := Clients(a.HTTP, a.HTTPS)
+	a.mu.Lock()
+	for _, c := range cs {
+		a.clients = append(a.clients, c.HTTP)
+	}
+	a.mu.Unlock()
+	return cs
+}
+
+// Each runs fn as a subtest once per client.
+func (a *Addrs) Each(t *testing.T, fn func(t *testing.T, c *Client)) {
+	for _, c := range a.Clients() {
+		t.Run(c.Name, func(t *testing.T) { fn(t, c) })
+	}
+}
+
+// CloseClients closes the idle connections of every client Clients made:
+// done before the server shuts down, since an HTTP/2 server otherwise
+// waits a second for the peer after GOAWAY.
+func (a *Addrs) CloseClients() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// Env is a handler served by Serve; the clients' idle connections are
+// closed when the test ends.
+type Env struct {
+	Addrs
+	Log *testkit.LogBuffer
 }
 
 // checking holds the tests whose leak check Serve registered.
@@ -136,7 +173,7 @@ func Serve(t testing.TB, h http.Handler) *Env {
 	}
 	plain, secure := testkit.Listen(t), testkit.Listen(t)
 	_, _, cert := testkit.Cert(t, "localhost")
-	e := &Env{HTTP: plain.Addr().String(), HTTPS: secure.Addr().String(), Log: &testkit.LogBuffer{}}
+	e := &Env{Addrs: Addrs{HTTP: plain.Addr().String(), HTTPS: secure.Addr().String()}, Log: &testkit.LogBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.Log, nil))
 	s1 := &h1.Server{Handler: h, Logger: log}
 	s2 := &h2.Server{Handler: h, Logger: log}
@@ -184,11 +221,7 @@ func Serve(t testing.TB, h http.Handler) *Env {
 		}
 	}()
 	t.Cleanup(func() {
-		e.mu.Lock()
-		for _, c := range e.clients {
-			c.CloseIdleConnections()
-		}
-		e.mu.Unlock()
+		e.CloseClients()
 		plain.Close()
 		secure.Close()
 		hsMu.Lock()
@@ -211,25 +244,6 @@ func Serve(t testing.TB, h http.Handler) *Env {
 		}
 	})
 	return e
-}
-
-// Clients returns the three clients for e (see Clients); their idle
-// connections are closed when the test ends.
-func (e *Env) Clients() []*Client {
-	cs := Clients(e.HTTP, e.HTTPS)
-	e.mu.Lock()
-	for _, c := range cs {
-		e.clients = append(e.clients, c.HTTP)
-	}
-	e.mu.Unlock()
-	return cs
-}
-
-// Each runs fn as a subtest once per client.
-func (e *Env) Each(t *testing.T, fn func(t *testing.T, c *Client)) {
-	for _, c := range e.Clients() {
-		t.Run(c.Name, func(t *testing.T) { fn(t, c) })
-	}
 }
 
 // Goroutines returns the stacks of all goroutines, by goroutine id.

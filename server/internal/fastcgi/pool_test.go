@@ -570,6 +570,64 @@ func TestClientDisconnectStreaming(t *testing.T) {
 	}
 }
 
+// workerKill is the setup of the tests that kill the php-fpm worker
+// running a script: slowpost.php and silentsleep.php record each run in
+// runLog and their worker's pid in pidFile (RUN_LOG, PID_FILE).
+type workerKill struct {
+	h               *Handler
+	p               proto // HTTP/1.1
+	runLog, pidFile string
+}
+
+// newWorkerKill builds the handler (as mod configures it) and makes one
+// request, so that the pool keeps a connection.
+func (e *env) newWorkerKill(t *testing.T, mod func(*config.FastCGI)) *workerKill {
+	t.Helper()
+	dir := t.TempDir()
+	w := &workerKill{runLog: filepath.Join(dir, "runs"), pidFile: filepath.Join(dir, "pid")}
+	w.h = e.handler(t, func(c *config.FastCGI, _ *Options) {
+		mod(c)
+		c.Env = map[string]string{"RUN_LOG": w.runLog, "PID_FILE": w.pidFile}
+	})
+	w.p = protos(t, w.h)[0]
+	get(t, w.p.client, w.p.url+"/app/hello.php") // a kept connection
+	return w
+}
+
+// kill waits for the script to start, kills its worker with SIGKILL and
+// checks that the request (done gives its status) was answered 502
+// within wait, and that the script ran once: it was not sent again.
+func (w *workerKill) kill(t *testing.T, what string, done <-chan int, wait time.Duration) {
+	t.Helper()
+	var pid int
+	waitFor(t, "script to start", 5*time.Second, func() bool {
+		b, _ := os.ReadFile(w.pidFile)
+		pid, _ = strconv.Atoi(string(b))
+		return pid > 0
+	})
+	syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case code := <-done:
+		if code != http.StatusBadGateway {
+			t.Errorf("%s whose worker was killed: %d, want 502", what, code)
+		}
+	case <-time.After(wait):
+		t.Fatal("no answer after the worker was killed")
+	}
+	if b, _ := os.ReadFile(w.runLog); string(b) != "run\n" {
+		t.Errorf("script ran %d times, want once", strings.Count(string(b), "run"))
+	}
+}
+
+// served waits for php-fpm's new worker: the route answers 200 again.
+func (w *workerKill) served(t *testing.T) {
+	t.Helper()
+	waitFor(t, "a new worker", 5*time.Second, func() bool {
+		res, _ := get(t, w.p.client, w.p.url+"/app/hello.php")
+		return res.StatusCode == 200
+	})
+}
+
 // TestWorkerKilledUnderPOST: the php-fpm worker running a POST dies
 // (php-fpm itself stays up). The POST gets 502 and is not run a second
 // time, though a new connection would work: only requests php-fpm did not
@@ -578,43 +636,18 @@ func TestWorkerKilledUnderPOST(t *testing.T) {
 	for _, tcp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unix", true: "tcp"}[tcp], func(t *testing.T) {
 			e := newEnv(t, fpmtest.Config{MaxChildren: 1, TCP: tcp})
-			dir := t.TempDir()
-			runLog, pidFile := filepath.Join(dir, "runs"), filepath.Join(dir, "pid")
-			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
+			w := e.newWorkerKill(t, func(c *config.FastCGI) {
 				c.MaxConns = config.AutoInt{Set: true, Value: 1}
-				c.Env = map[string]string{"RUN_LOG": runLog, "PID_FILE": pidFile}
 			})
-			p := protos(t, h)[0]
-			get(t, p.client, p.url+"/app/hello.php") // a kept connection
 			done := make(chan int)
 			go func() {
-				req, _ := http.NewRequest("POST", p.url+"/app/slowpost.php", strings.NewReader("a=1"))
+				req, _ := http.NewRequest("POST", w.p.url+"/app/slowpost.php", strings.NewReader("a=1"))
 				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				res, _ := do(t, p.client, req)
+				res, _ := do(t, w.p.client, req)
 				done <- res.StatusCode
 			}()
-			var pid int
-			waitFor(t, "script to start", 5*time.Second, func() bool {
-				b, _ := os.ReadFile(pidFile)
-				pid, _ = strconv.Atoi(string(b))
-				return pid > 0
-			})
-			syscall.Kill(pid, syscall.SIGKILL)
-			select {
-			case code := <-done:
-				if code != http.StatusBadGateway {
-					t.Errorf("POST whose worker died: %d, want 502", code)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("no answer after the worker died")
-			}
-			if b, _ := os.ReadFile(runLog); string(b) != "run\n" {
-				t.Errorf("script ran %d times", strings.Count(string(b), "run"))
-			}
-			waitFor(t, "a new worker", 5*time.Second, func() bool {
-				res, _ := get(t, p.client, p.url+"/app/hello.php")
-				return res.StatusCode == 200
-			})
+			w.kill(t, "POST", done, 5*time.Second)
+			w.served(t)
 		})
 	}
 }
@@ -697,53 +730,26 @@ func TestWorkerKilledAfterRestart(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, c.cfg)
-			dir := t.TempDir()
-			runLog, pidFile := filepath.Join(dir, "runs"), filepath.Join(dir, "pid")
 			readTimeout := config.Duration(5 * time.Second)
-			h := e.handler(t, func(c *config.FastCGI, _ *Options) {
-				c.ReadTimeout = readTimeout
-				c.Env = map[string]string{"RUN_LOG": runLog, "PID_FILE": pidFile}
-			})
-			p := protos(t, h)[0]
-			get(t, p.client, p.url+"/app/hello.php") // steady state: a kept connection
+			w := e.newWorkerKill(t, func(c *config.FastCGI) { c.ReadTimeout = readTimeout })
 
 			e.fpm.Quit()
 			e.fpm.Restart()
-			if res, body := get(t, p.client, p.url+"/app/hello.php"); res.StatusCode != 200 {
+			if res, body := get(t, w.p.client, w.p.url+"/app/hello.php"); res.StatusCode != 200 {
 				t.Fatalf("first request after the restart: %d %q", res.StatusCode, body)
 			}
 
 			done := make(chan int, 1)
 			go func() {
-				res, _ := get(t, p.client, p.url+"/app/silentsleep.php?n=8")
+				res, _ := get(t, w.p.client, w.p.url+"/app/silentsleep.php?n=8")
 				done <- res.StatusCode
 			}()
-			var pid int
-			waitFor(t, "script to start", 5*time.Second, func() bool {
-				b, _ := os.ReadFile(pidFile)
-				pid, _ = strconv.Atoi(string(b))
-				return pid > 0
-			})
-			syscall.Kill(pid, syscall.SIGKILL)
-			select {
-			case code := <-done:
-				if code != http.StatusBadGateway {
-					t.Errorf("GET whose worker was killed: %d, want 502", code)
-				}
-			case <-time.After(time.Duration(readTimeout) + 3*time.Second):
-				t.Fatal("no answer after the worker was killed")
-			}
-			if b, _ := os.ReadFile(runLog); string(b) != "run\n" {
-				t.Errorf("script ran %d times, want once", strings.Count(string(b), "run"))
-			}
-			if s := h.Stats(); s.Errors != 1 {
+			w.kill(t, "GET", done, time.Duration(readTimeout)+3*time.Second)
+			if s := w.h.Stats(); s.Errors != 1 {
 				t.Errorf("stats %+v", s)
 			}
 			// php-fpm replaces the worker; the route keeps working.
-			waitFor(t, "a new worker", 5*time.Second, func() bool {
-				res, _ := get(t, p.client, p.url+"/app/hello.php")
-				return res.StatusCode == 200
-			})
+			w.served(t)
 		})
 	}
 }

@@ -222,6 +222,16 @@ func (c *conn) serve() {
 		if c.state.Load() == stateHijacked {
 			return
 		}
+		if !c.w.wroteHeader && c.w.ctx.Err() != nil {
+			// The client ended its side while the handler ran (the
+			// watcher read its FIN or TLS close_notify) and nothing was
+			// answered: logged 499, so no default 200 either, which a
+			// client that only half-closed could still read. (The
+			// watcher ends the request's context before the
+			// connection's: test the one the handler saw.)
+			c.stopWatch()
+			return
+		}
 		c.w.finish()
 		c.stopWatch()
 		// A handler deadline or a body read set the read deadline directly:

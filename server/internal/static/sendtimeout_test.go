@@ -31,41 +31,51 @@ func (l smallSendBuffer) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// The engine's write timeout (Limits.Write) bounds each write to a client that does not read, as
-// nginx's send_timeout does (the time between two successive writes), not
-// the time a large body takes: a client on a slow link that keeps reading
-// gets the whole file (RFC 9112 section 9.5: the server must not cut a
-// response that is still making progress).
-func TestSendTimeoutSlowReader(t *testing.T) {
+// serveLarge serves a file of size bytes (a repeated pattern) with the
+// static handler on an h1 engine whose write timeout is timeout, both
+// kernel buffers small (16 KiB) so that the client's reading paces the
+// server's writes, and connects to it. It returns the file's content and
+// the client's connection; all is closed when the test ends.
+func serveLarge(t *testing.T, size int, timeout time.Duration) ([]byte, net.Conn) {
+	t.Helper()
 	dir := t.TempDir()
-	body := bytes.Repeat([]byte("0123456789abcdef"), (2<<20)/16) // 2 MiB: sent from disk
+	body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 	if err := os.WriteFile(filepath.Join(dir, "large.bin"), body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const timeout = 400 * time.Millisecond
 	h, err := static.New(complete(t, &config.Static{Root: dir}), static.Options{
 		Cache: static.NewCache(static.CacheOptions{}),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	t.Cleanup(func() { h.Close() })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &h1.Server{Handler: h, Limits: limits.Limits{Write: timeout}}
 	go s.Serve(smallSendBuffer{ln})
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.(*net.TCPConn).SetReadBuffer(16 << 10)
-	io.WriteString(c, "GET /large.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	return body, c
+}
 
+// The engine's write timeout (Limits.Write) bounds each write to a client that does not read, as
+// nginx's send_timeout does (the time between two successive writes), not
+// the time a large body takes: a client on a slow link that keeps reading
+// gets the whole file (RFC 9112 section 9.5: the server must not cut a
+// response that is still making progress).
+func TestSendTimeoutSlowReader(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	body, c := serveLarge(t, 2<<20, timeout) // 2 MiB: sent from disk
+	io.WriteString(c, "GET /large.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	// Read steadily at about 3 MB/s: the 2 MiB take well over the timeout
 	// in total, while no single write waits long.
 	var got []byte
@@ -96,31 +106,8 @@ func TestSendTimeoutSlowReader(t *testing.T) {
 // dropped after the engine's write timeout, Limits.Write: the static
 // handler sets no deadline of its own that would outlive it.
 func TestSendTimeoutStoppedReader(t *testing.T) {
-	dir := t.TempDir()
-	body := bytes.Repeat([]byte("0123456789abcdef"), (8<<20)/16) // 8 MiB
-	if err := os.WriteFile(filepath.Join(dir, "large.bin"), body, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	const timeout = 300 * time.Millisecond
-	h, err := static.New(complete(t, &config.Static{Root: dir}), static.Options{Cache: static.NewCache(static.CacheOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &h1.Server{Handler: h, Limits: limits.Limits{Write: timeout}}
-	go s.Serve(smallSendBuffer{ln})
-	defer s.Close()
-
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(16 << 10)
+	body, c := serveLarge(t, 8<<20, timeout) // 8 MiB
 	io.WriteString(c, "GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n")
 	buf := make([]byte, 4<<10)
 	if _, err := io.ReadFull(c, buf); err != nil {

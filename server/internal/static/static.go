@@ -6,6 +6,24 @@
 // Serving is split in two, as the architecture asks: select (which file,
 // which representation, which status, from the cached file description and
 // the request's fields) and send (write the chosen bytes).
+//
+// # Where the time goes
+//
+// Serving the 1.3 KB page over HTTP/1.1 with TLS (arka under wrk, 64
+// connections, CPU profile), this handler is 7 % of arka's CPU: the
+// file cache lookup 2 % (otter's hash of root and name, and the clock
+// read that decides whether the entry's stat is still trusted), setting
+// the header fields 1 %, and sending 2.5 %, most of it the engine's copy
+// of the body into its write buffer. Per request it allocates nothing
+// (BenchmarkStaticSmall, BenchmarkStaticPrecompressed: 0 allocs/op): the
+// field values of every representation (ETag, Last-Modified,
+// Content-Length, Content-Type, Content-Encoding, Vary) are built once
+// when the file is cached and set as the same []string each time, which
+// also lets the HTTP/1.1 engine send the previous response's serialised
+// fields again when they are the same strings (package h1: fieldMemo):
+// the response head of a cached file is in effect computed once per
+// connection. The rest of a request's cost is the engine's, the TLS
+// record's and the kernel's (see package h1).
 package static
 
 import (
