@@ -150,6 +150,7 @@ type Handler struct {
 	idle     chan struct{} // signalled when inflight drops while closing
 	putOnce  sync.Once
 
+	stats     statCache // recent stat results under root
 	lastLocal atomic.Pointer[localStrings]
 	interned  internCache
 	reqBufs   sync.Pool // *reqBuf
