@@ -37,6 +37,9 @@ func crossCheck(sites []*Site) Errors {
 	names := map[string]claim{}
 	kinds := map[string]claim{} // address -> first site, path tells tls or not
 	for _, s := range sites {
+		// An address in both listen and tls.listen (a mistake reported
+		// once, below) is one claim of the site's default and names.
+		claimed := map[string]bool{}
 		addrs := func(tlsSide bool) []string {
 			if tlsSide {
 				return ListenStrings(s.TLS.Listen)
@@ -52,12 +55,19 @@ func crossCheck(sites []*Site) Errors {
 				path := fmt.Sprintf("%s[%d]", prefix, i)
 				if c, ok := kinds[a]; ok && strings.HasPrefix(c.path, "tls.") != tlsSide {
 					l, col := at(s, path)
-					ol, _ := at(c.site, c.path)
-					errs = append(errs, &Error{File: s.File, Line: l, Col: col,
-						Msg: fmt.Sprintf("%s is used with TLS in one site and without in another (%s:%d)", a, c.site.File, ol)})
+					ol, oc := at(c.site, c.path)
+					msg := fmt.Sprintf("%s is used with TLS in one site and without in another (%s:%d)", a, c.site.File, ol)
+					if c.site == s {
+						msg = fmt.Sprintf("%s is in both listen (at %d:%d) and tls.listen: an address serves either plain HTTP or HTTPS", a, ol, oc)
+					}
+					errs = append(errs, &Error{File: s.File, Line: l, Col: col, Msg: msg})
 				} else if !ok {
 					kinds[a] = claim{s, path}
 				}
+				if claimed[a] {
+					continue
+				}
+				claimed[a] = true
 				if !s.Default && len(s.ServerNames) == 0 {
 					if len(nameless[a]) == 0 {
 						namelessAddrs = append(namelessAddrs, a)
@@ -124,6 +134,18 @@ func crossCheck(sites []*Site) Errors {
 		for _, a := range as {
 			h, _, _ := net.SplitHostPort(a)
 			if h == "" || h == "0.0.0.0" || h == "::" {
+				if wild != "" {
+					// ":80", "0.0.0.0:80" and "[::]:80" are one socket
+					// (Go binds each for IPv4 and IPv6): the second
+					// would fail to bind.
+					c := kinds[a]
+					l, col := at(c.site, c.path)
+					w := kinds[wild]
+					wl, _ := at(w.site, w.path)
+					errs = append(errs, &Error{File: c.site.File, Line: l, Col: col,
+						Msg: fmt.Sprintf("%s and %s (%s:%d) are one address: both mean every address, IPv4 and IPv6; write the same one everywhere", a, wild, w.site.File, wl)})
+					continue
+				}
 				wild = a
 			} else if specific == "" {
 				specific = a

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -91,13 +93,18 @@ func typeWords(t string) string {
 }
 
 // valueCol returns the column of the value after "key =" on line (1-based)
-// of data, or col if there is none.
-func valueCol(data []byte, line, col int) int {
-	lines := strings.Split(string(data), "\n")
-	if line < 1 || line > len(lines) || col < 1 || col > len(lines[line-1]) {
+// of the indexed document, or col if there is none.
+func valueCol(idx *posIndex, line, col int) int {
+	l, ok := idx.line(line)
+	if !ok || col < 1 || col > len(l) {
 		return col
 	}
-	l := lines[line-1]
+	if line == 1 {
+		l = strings.TrimPrefix(l, "\ufeff") // columns do not count it (posIndex)
+	}
+	if col > len(l) {
+		return col
+	}
 	i := strings.IndexByte(l[col-1:], '=')
 	if i < 0 {
 		return col
@@ -114,6 +121,13 @@ func valueCol(data []byte, line, col int) int {
 
 // decodeError turns a BurntSushi/toml error into a located Error.
 func decodeError(name string, data []byte, err error) *Error {
+	return decodeErrorIn(name, &posIndex{src: data}, err)
+}
+
+// decodeErrorIn is decodeError with the document's index, if it has one
+// already (idx.plain not nil), so that locating many errors of a file
+// does not index it again for each.
+func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
@@ -123,10 +137,14 @@ func decodeError(name string, data []byte, err error) *Error {
 		line, col := pe.Position.Line, pe.Position.Col
 		// At the end of the input the library may point past the last line;
 		// point at the end of the last written line instead.
-		lines := strings.Split(string(data), "\n")
-		for line > 1 && (line > len(lines) || strings.TrimSpace(lines[line-1]) == "") {
+		for line > 1 {
+			l, ok := idx.line(line)
+			if ok && strings.TrimSpace(l) != "" {
+				break
+			}
 			line--
-			col = len(lines[line-1]) + 1
+			prev, _ := idx.line(line)
+			col = len(prev) + 1
 		}
 		return &Error{File: name, Line: line, Col: col, Msg: msg}
 	}
@@ -137,21 +155,25 @@ func decodeError(name string, data []byte, err error) *Error {
 		msg, typed := friendlyType(m[3])
 		e.Msg = fmt.Sprintf("%s: %s", key, msg)
 		// The library knows the line; find the key on it for the column.
-		idx := newPosIndex(data)
+		if idx.plain == nil {
+			idx = newPosIndex(idx.src) // decoded: the syntax is valid
+		}
 		plain := strings.ReplaceAll(key, `"`, "")
 		defer func() {
 			if typed && e.Line > 0 {
-				e.Col = valueCol(data, e.Line, e.Col)
+				e.Col = valueCol(idx, e.Line, e.Col)
 			}
 		}()
-		for n := 0; ; n++ {
-			offs := idx.plain[plain]
-			if n >= len(offs) {
-				break
-			}
+		// The key's occurrences are in file order: the first on or
+		// after the start of the library's line.
+		offs := idx.plain[plain]
+		n := 0
+		if s, ok := idx.lineStart(e.Line); ok {
+			n = sort.SearchInts(offs, s)
+		}
+		if n < len(offs) {
 			if l, c := idx.lineCol(offs[n]); e.Line == 0 || l == e.Line {
 				e.Line, e.Col = l, c
-				break
 			}
 		}
 	}
@@ -252,7 +274,15 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	var raw rawSite
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
-		return nil, Errors{decodeError(v.file, data, err)}
+		// A syntax error ends decoding; a value that does not fit its key
+		// is found again with every other one (lenient.go).
+		var top map[string]toml.Primitive
+		md, err = toml.Decode(string(data), &top)
+		if err != nil {
+			return nil, Errors{decodeError(v.file, data, err)}
+		}
+		raw = rawSite{}
+		v.lenientSite(&md, top, &raw)
 	}
 	site := &raw.Site
 	site.File = v.file
@@ -271,13 +301,43 @@ func (v *validator) decode(data []byte) (*Site, error) {
 			site.Routes = append(site.Routes, Route{Path: rr.Path, Handler: h, Line: line, Col: col, Options: rr.RouteOptions, index: i})
 		}
 		d.errs, v.errs = v.errs, saved
+		// A handler's keys are decoded one by one, its networks after.
+		sort.SliceStable(d.errs, func(i, j int) bool {
+			a, b := d.errs[i], d.errs[j]
+			return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+		})
 		v.routes = append(v.routes, d)
+	}
+	// A table key written as another value decodes to nothing, without
+	// an error from the library.
+	notTable := func(prefix string) func(string, string) {
+		return func(path, got string) {
+			key := plainPath(path)
+			if prefix != "" {
+				key = strings.TrimPrefix(path, prefix+".")
+			}
+			line, col := v.pos.valueAt(path)
+			v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf("%s: expected a table, got %s", key, got)})
+			v.bad = append(v.bad, path)
+		}
+	}
+	v.checkTables(reflect.ValueOf(&raw).Elem(), "", notTable(""))
+	for _, r := range site.Routes {
+		hp := fmt.Sprintf("routes[%d].handler", r.index)
+		saved := v.errs
+		v.errs = nil
+		v.checkTables(reflect.ValueOf(r.Handler), hp, notTable(hp))
+		v.routes[r.index].errs = append(v.routes[r.index].errs, v.errs...)
+		v.errs = saved
 	}
 	// Keys the schema does not know: every one is an error. Report only the
 	// outermost unknown key, not each key inside an unknown table.
 	for _, k := range unknownKeys(v.pos, md.Undecoded()) {
 		if v.inFailedRoute(k.line) {
 			continue // its handler was already reported; its keys were never decoded
+		}
+		if v.inUnknown(k.path) || v.inBad(k.path) {
+			continue // inside an unknown key lenientSite found, or a value that did not decode
 		}
 		v.unknown = append(v.unknown, &Error{File: v.file, Line: k.line, Col: k.col,
 			Msg: fmt.Sprintf("unknown key %q%s", k.path, suggest(k.path))})
@@ -314,27 +374,31 @@ func (v *validator) decodeHandler(md *toml.MetaData, i int, rr rawRoute, nets *[
 		v.failed = append(v.failed, i)
 		return nil
 	}
-	err := md.PrimitiveDecode(rr.Handler, h)
-	if err == nil {
-		// The networks' typed fields are not decoded; their written form
-		// is, for validate to parse.
-		switch h.(type) {
-		case *Proxy:
-			var w struct {
-				Nets []string `toml:"trusted_proxies"`
-			}
-			err = md.PrimitiveDecode(rr.Handler, &w)
-			*nets = w.Nets
-		case *Status:
-			var w struct {
-				Nets []string `toml:"allow"`
-			}
-			err = md.PrimitiveDecode(rr.Handler, &w)
-			*nets = w.Nets
-		}
-	}
-	if err != nil {
+	// Every key of the handler that does not decode is reported (a
+	// handler with one is not used: the route is failed).
+	failed := false
+	l := &lenient{md: md, pos: v.pos, fail: func(_ string, err error) {
 		v.typeErr(hp, err)
+		failed = true
+	}}
+	l.into(rr.Handler, reflect.ValueOf(h).Elem(), hp)
+	// The networks' typed fields are not decoded; their written form is,
+	// for validate to parse.
+	var w struct {
+		Nets []string `toml:"trusted_proxies"`
+	}
+	switch h.(type) {
+	case *Proxy:
+		l.into(rr.Handler, reflect.ValueOf(&w).Elem(), hp)
+	case *Status:
+		var s struct {
+			Nets []string `toml:"allow"`
+		}
+		l.into(rr.Handler, reflect.ValueOf(&s).Elem(), hp)
+		w.Nets = s.Nets
+	}
+	*nets = w.Nets
+	if failed {
 		v.failed = append(v.failed, i)
 		return nil
 	}
@@ -373,4 +437,67 @@ func stripTOML(err error) string {
 		return m[2] + ": " + m[3]
 	}
 	return strings.TrimPrefix(s, "toml: ")
+}
+
+// lenientSite decodes the top-level keys of a file that did not decode
+// whole into raw one at a time (see lenient), reporting each value that
+// does not fit at its position and remembering its key (v.bad), so that
+// validation does not report the zero value left in its place.
+func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive, raw *rawSite) {
+	l := &lenient{md: md, pos: v.pos, fail: func(path string, err error) {
+		e := decodeErrorIn(v.file, v.pos, err)
+		// The library locates a key by its plain path, the same for
+		// every route: where the key of this path is written wins, its
+		// value (an element of an array, "routes[1]", is a value).
+		// The library's position is kept when it lies in the value
+		// (inside a string's quotes, at a key of a table of names).
+		if _, ok := v.pos.indexed[path]; ok {
+			if line, col := v.pos.valueAt(path); e.Line != line || e.Col < col {
+				e.Line, e.Col = line, col
+			}
+		}
+		v.errs = append(v.errs, e)
+		v.bad = append(v.bad, path)
+	}}
+	dst := reflect.ValueOf(raw).Elem()
+	for _, k := range l.written("", top) {
+		f, ok := keyField(dst, k)
+		if !ok {
+			l.unknown = append(l.unknown, k)
+			continue
+		}
+		l.into(top[k], f, k)
+	}
+	for _, path := range l.unknown {
+		plain := plainPath(path)
+		line, col := v.pos.at(path)
+		if off, ok := v.pos.indexed[path]; ok {
+			line, col = v.pos.lineCol(off) // the key "" too
+		}
+		v.unknown = append(v.unknown, &Error{File: v.file, Line: line, Col: col,
+			Msg: fmt.Sprintf("unknown key %q%s", plain, suggest(plain))})
+		v.unknownPlain = append(v.unknownPlain, plain)
+	}
+}
+
+// inUnknown reports whether a plain key path lies inside an unknown key
+// that lenientSite reported.
+func (v *validator) inUnknown(plain string) bool {
+	for _, u := range v.unknownPlain {
+		if strings.HasPrefix(plain, u+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// inBad reports whether a plain key path lies inside a key whose value
+// did not decode (v.bad).
+func (v *validator) inBad(plain string) bool {
+	for _, b := range v.bad {
+		if strings.HasPrefix(plain, plainPath(b)+".") {
+			return true
+		}
+	}
+	return false
 }

@@ -73,3 +73,28 @@ func (v *validator) listen(key, what string, written []string) []ListenAddr {
 	}
 	return out
 }
+
+// listenTwice reports an address written twice in one of a site's listen
+// keys, at the repeat. (One in both listen and tls.listen is for
+// crossCheck, which knows every site's addresses.)
+func (v *validator) listenTwice(s *Site) {
+	for _, side := range []struct {
+		key   string
+		addrs []ListenAddr
+	}{{"listen", s.Listen}, {"tls.listen", s.TLS.Listen}} {
+		first := map[string]int{} // address -> index of its first entry
+		for i, a := range side.addrs {
+			if a.Port == 0 {
+				continue // not parsed: reported already
+			}
+			addr := a.String()
+			j, ok := first[addr]
+			if !ok {
+				first[addr] = i
+				continue
+			}
+			line, col := v.pos.at(fmt.Sprintf("%s[%d]", side.key, j))
+			v.errAt(fmt.Sprintf("%s[%d]", side.key, i), "%s is listed twice in %s (also at %d:%d)", addr, side.key, line, col)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"bytes"
+	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // posIndex records where each key of a TOML document is written, so that
@@ -21,9 +24,16 @@ type posIndex struct {
 	plain   map[string][]int // plain path -> offsets, in document order
 	arrays  map[string]int   // indexed path of an array of tables -> element count
 	values  map[string]int   // indexed path -> byte offset of the key's value
+	bom     int              // length of a leading byte order mark, else 0
+	lines   []int            // byte offset of each line's start (lineCol)
 }
 
+// indexBuilds counts newPosIndex calls, for a test that a file is indexed
+// once however many errors it has.
+var indexBuilds atomic.Int64
+
 func newPosIndex(src []byte) *posIndex {
+	indexBuilds.Add(1)
 	p := &posIndex{
 		src:     src,
 		indexed: map[string]int{},
@@ -32,25 +42,68 @@ func newPosIndex(src []byte) *posIndex {
 		values:  map[string]int{},
 	}
 	s := scanner{src: src, idx: p}
+	// A byte order mark, which the TOML decoder skips, is not part of the
+	// first line's columns.
+	if bytes.HasPrefix(src, []byte("\ufeff")) {
+		p.bom = 3
+		s.i = 3
+	}
 	s.document()
 	return p
 }
 
 // lineCol converts a byte offset to 1-based line and column (in bytes).
+// The line starts are found once, so that locating many errors in a large
+// file stays linear.
 func (p *posIndex) lineCol(off int) (int, int) {
 	if off < 0 {
 		return 0, 0
 	}
-	line, col := 1, 1
-	for i := 0; i < off && i < len(p.src); i++ {
-		if p.src[i] == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
+	p.findLines()
+	off = min(off, len(p.src))
+	// The last line starting at or before off.
+	n := sort.Search(len(p.lines), func(i int) bool { return p.lines[i] > off }) - 1
+	col := off - p.lines[n] + 1
+	if n == 0 && off >= p.bom {
+		col -= p.bom
+	}
+	return n + 1, col
+}
+
+// findLines records where each line starts, once.
+func (p *posIndex) findLines() {
+	if p.lines != nil {
+		return
+	}
+	p.lines = []int{0}
+	for i, c := range p.src {
+		if c == '\n' {
+			p.lines = append(p.lines, i+1)
 		}
 	}
-	return line, col
+}
+
+// lineStart returns the byte offset where line n (1-based) starts.
+func (p *posIndex) lineStart(n int) (int, bool) {
+	p.findLines()
+	if n < 1 || n > len(p.lines) {
+		return 0, false
+	}
+	return p.lines[n-1], true
+}
+
+// line returns line n (1-based) without its newline, and whether the
+// document has it.
+func (p *posIndex) line(n int) (string, bool) {
+	p.findLines()
+	if n < 1 || n > len(p.lines) {
+		return "", false
+	}
+	end := len(p.src)
+	if n < len(p.lines) {
+		end = p.lines[n] - 1
+	}
+	return string(p.src[p.lines[n-1]:end]), true
 }
 
 // at returns the line and column of the key at an indexed path, or of the
@@ -132,6 +185,12 @@ func (s *scanner) document() {
 			s.skipSpace(false)
 			start := s.i
 			parts := s.key()
+			// The tables a header implies ([routes.handler] implies
+			// routes) are located at it unless written before.
+			for k := 1; k < len(parts); k++ {
+				it, pt := s.idx.resolveTable(parts[:k], false)
+				s.idx.implied(it, pt, start)
+			}
 			table, plainTable = s.idx.resolveTable(parts, array)
 			s.idx.record(table, plainTable, start)
 			for !s.eof() && s.src[s.i] != '\n' && s.src[s.i] != '#' {
@@ -173,6 +232,16 @@ func (p *posIndex) record(indexed, plain string, off int) {
 	p.plain[plain] = append(p.plain[plain], off)
 }
 
+// implied records a table that a header or dotted key defines without
+// naming it on its own, at that header or key, if not recorded yet. Only
+// the indexed path: the plain paths match the library's keys, whose
+// implied tables are no keys of their own.
+func (p *posIndex) implied(indexed, plain string, off int) {
+	if _, ok := p.indexed[indexed]; !ok {
+		p.indexed[indexed] = off
+	}
+}
+
 func join(prefix, key string) string {
 	if prefix == "" {
 		return key
@@ -189,6 +258,12 @@ func (s *scanner) keyValue(table, plainTable string) {
 			s.i++
 		}
 		return
+	}
+	// The tables a dotted key implies (handler.type = "static" implies
+	// handler) are located at it unless written before.
+	for n := 1; n < len(parts); n++ {
+		k := strings.Join(parts[:n], ".")
+		s.idx.implied(join(table, k), join(plainTable, k), start)
 	}
 	k := strings.Join(parts, ".")
 	indexed, plain := join(table, k), join(plainTable, k)

@@ -24,6 +24,9 @@ type validator struct {
 	failed  []int          // routes whose handler table could not be decoded
 	routes  []decodedRoute // every [[routes]] entry, in file order
 	unknown Errors         // keys the schema does not know
+	bad     []string       // keys whose value could not be decoded (lenient.go)
+	// unknownPlain are the unknown keys lenientSite found (plain paths).
+	unknownPlain []string
 	// written holds values as the file writes them, where the Site has a
 	// typed form that validate parses them into.
 	written struct {
@@ -58,6 +61,8 @@ func (v *validator) validate(s *Site) {
 // routePath checks the path of the route at at ("routes[2]").
 func (v *validator) routePath(at, path string) {
 	switch {
+	case path == "" && v.badPath(at+".path"):
+		// its path is not a string: reported already
 	case path == "":
 		v.errAt(at, "route has no path (for example path = \"/\")")
 	case !strings.HasPrefix(path, "/"):
@@ -90,6 +95,9 @@ func (v *validator) handler(hp string, h Handler, nets []string) {
 }
 
 func (v *validator) errAt(path string, format string, args ...any) {
+	if v.badPath(path) {
+		return
+	}
 	line, col := v.pos.at(path)
 	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 }
@@ -104,6 +112,9 @@ func (v *validator) abs(p string) string {
 
 // errAtValue is errAt pointing at the key's value rather than the key.
 func (v *validator) errAtValue(path string, format string, args ...any) {
+	if v.badPath(path) {
+		return
+	}
 	line, col := v.pos.valueAt(path)
 	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 }
@@ -151,6 +162,7 @@ func (v *validator) site(s *Site) {
 	}
 	s.Listen = v.listen("listen", "listen", v.written.listen)
 	s.TLS.Listen = v.listen("tls.listen", "tls listen", v.written.tlsListen)
+	v.listenTwice(s)
 	switch {
 	case (s.TLS.Cert == "") != (s.TLS.Key == ""):
 		v.errAt("tls", "tls needs both cert and key (or neither, for a generated self-signed certificate)")
@@ -191,7 +203,7 @@ func (v *validator) site(s *Site) {
 	if c.GzipLevel < 1 || c.GzipLevel > 9 {
 		v.errAtValue("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
 	}
-	if len(s.Routes) == 0 && len(v.errs) == 0 {
+	if len(s.Routes) == 0 && len(v.errs) == 0 && !v.badPath("routes") {
 		v.errs = append(v.errs, &Error{File: v.file, Line: 1, Col: 1, Msg: "site has no routes (add [[routes]] with a path and a handler)"})
 	}
 	seen := map[string]int{}
@@ -366,13 +378,30 @@ func ParseUpstream(s string) (Upstream, error) {
 // ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address (a /32
 // or /128). An IPv4-mapped IPv6 network ("::ffff:10.0.0.0/104") is
 // unmapped to the IPv4 one, since client addresses are compared unmapped.
+// A network with host bits set ("10.0.0.1/8") is an error naming the
+// network meant, since it reads as either a host or a network; so is an
+// IPv6 zone ("fe80::1%eth0"), since client addresses are matched without
+// one.
 func ParsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
+	addr, bits, isNet := strings.Cut(s, "/")
+	if i := strings.IndexByte(addr, '%'); i >= 0 {
+		if a, err := netip.ParseAddr(addr); err == nil && a.Zone() != "" {
+			plain := a.WithZone("").String()
+			if isNet {
+				plain += "/" + bits
+			}
+			return netip.Prefix{}, fmt.Errorf("%q: an IPv6 zone (%%%s) is not supported here: client addresses are matched without their zone; write %q", s, a.Zone(), plain)
+		}
+	}
 	var p netip.Prefix
-	if strings.Contains(s, "/") {
+	if isNet {
 		var err error
 		if p, err = netip.ParsePrefix(s); err != nil {
 			return netip.Prefix{}, fmt.Errorf("%q is not a network like \"192.168.0.0/16\"", s)
+		}
+		if m := p.Masked(); m != p {
+			return netip.Prefix{}, fmt.Errorf("%q has host bits set; did you mean %q (the network) or %q (the one address)?", s, m.String(), p.Addr().String())
 		}
 	} else {
 		a, err := netip.ParseAddr(s)

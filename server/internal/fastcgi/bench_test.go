@@ -88,3 +88,27 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResolve maps a script's path to its file: with the stat cache
+// (see statTTL) and, for comparison, the stat it saves.
+func BenchmarkResolve(b *testing.B) {
+	e := newEnv(b, fpmtest.Config{})
+	h := e.handler(b, nil)
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		var t target
+		for b.Loop() {
+			if h.resolve("/app/hello.php", -1, &t) != resScript {
+				b.Fatal("not a script")
+			}
+		}
+	})
+	b.Run("stat", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if fileKind(h.root, "/app/hello.php", "") != kindFile {
+				b.Fatal("not a file")
+			}
+		}
+	})
+}

@@ -51,6 +51,17 @@ type conn struct {
 	// (see pool.kickUntilAnswered).
 	answered atomic.Bool
 
+	// until is the read deadline read_timeout sets (while armed > 0);
+	// short is set while a shorter one, holdDelay, is in place (see
+	// readHeld). dmu orders the changes of the read deadline between Read
+	// and abort, which runs in another goroutine.
+	until time.Time
+	short bool
+	dmu   sync.Mutex
+	// held is the request's output not yet given to the client, while a
+	// response is read (see readHeld); nil otherwise.
+	held heldOutput
+
 	closeOnce sync.Once
 	abortFn   func() // c.abort, made once
 	peek      peeker // checks a kept connection before use
@@ -82,27 +93,105 @@ func (c *conn) writeReq() error {
 	return nil
 }
 
+// heldOutput is the response output a connection's reader holds back
+// for the client (the exchange): whether there is any, and giving it to
+// the client.
+type heldOutput interface {
+	holding() bool
+	release()
+}
+
+// holdDelay is how long output already read is held back, when php-fpm
+// has sent nothing more yet, before it goes to the client: php-fpm sends
+// a page in 8 KiB pieces microseconds apart, so waiting this long gathers
+// a whole page into one write (with a Content-Length) instead of one
+// write per piece through the response buffer's goroutine, while a
+// script's flush() or pause still reaches the client within a
+// millisecond. nginx's fastcgi_buffering holds such output until a buffer
+// is full.
+var holdDelay = time.Millisecond // a variable for tests
+
 // Read implements io.Reader for the bufio.Reader. It keeps the read
 // deadline read_timeout ahead of the last time output arrived, like
 // nginx's fastcgi_read_timeout, pushing it forward at most once per
 // eighth of the timeout to keep timer work off the hot path.
 func (c *conn) Read(p []byte) (int, error) {
-	if at := c.armed.Load(); at > 0 {
+	at := c.armed.Load()
+	if at > 0 {
 		if now := monotime.Now(); now-at > int64(c.timeout/8) && c.armed.CompareAndSwap(at, now) {
-			c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+			c.until = time.Now().Add(c.timeout)
+			if !c.short {
+				c.nc.SetReadDeadline(c.until)
+			}
 		}
 	}
-	n, err := c.nc.Read(p)
+	var n int
+	var err error
+	if c.held != nil && c.held.holding() {
+		if at > 0 {
+			n, err = c.readHeld(p)
+		} else {
+			// No read timeout yet (the body is still being sent): no
+			// short wait either, the output goes out before the wait.
+			c.held.release()
+			n, err = c.nc.Read(p)
+		}
+	} else {
+		if c.short {
+			c.restoreDeadline()
+		}
+		n, err = c.nc.Read(p)
+	}
 	if n > 0 && !c.answered.Load() {
 		c.answered.Store(true)
 	}
 	return n, err
 }
 
+// readHeld reads while output is held back: it waits at most holdDelay
+// for more, then gives the held output to the client and waits on (up to
+// read_timeout) as usual.
+func (c *conn) readHeld(p []byte) (int, error) {
+	c.dmu.Lock()
+	ok, until := c.armed.Load() > 0, c.until
+	if ok {
+		d := time.Now().Add(holdDelay)
+		if d.After(until) {
+			d = until
+		}
+		c.nc.SetReadDeadline(d)
+		c.short = true
+	}
+	c.dmu.Unlock()
+	n, err := c.nc.Read(p)
+	if n > 0 || !ok || !isTimeout(err) || !time.Now().Before(until) {
+		return n, err
+	}
+	// A pause: the client gets what came so far.
+	c.held.release()
+	c.restoreDeadline()
+	return c.nc.Read(p)
+}
+
+// restoreDeadline puts back the read_timeout deadline after a short wait,
+// unless abort set its own meanwhile.
+func (c *conn) restoreDeadline() {
+	c.dmu.Lock()
+	if c.armed.Load() > 0 {
+		c.nc.SetReadDeadline(c.until)
+	}
+	c.short = false
+	c.dmu.Unlock()
+}
+
 // armRead starts the read timeout now (once the request body is sent).
 func (c *conn) armRead() {
-	if at := c.armed.Load(); at >= 0 && c.armed.CompareAndSwap(at, monotime.Now()) {
-		c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if at := c.armed.Load(); at >= 0 {
+		c.until = time.Now().Add(c.timeout)
+		c.armed.Store(monotime.Now())
+		c.nc.SetReadDeadline(c.until)
 	}
 }
 
@@ -128,8 +217,10 @@ func (c *conn) abort() {
 	c.aborted.Store(true)
 	var rec [fcgi.HeaderLen]byte
 	c.writeLocked(fcgi.AppendAbortRequest(rec[:0], 1))
+	c.dmu.Lock()
 	c.armed.Store(-1)
 	c.nc.SetReadDeadline(time.Now().Add(min(abortGrace, c.timeout)))
+	c.dmu.Unlock()
 }
 
 // peerDraining tells, after the connection ended (EOF) without answering

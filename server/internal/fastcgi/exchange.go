@@ -181,7 +181,8 @@ func (x *exchange) attempt() (sent bool, err error) {
 	x.gotBytes = false
 	c.timeout = x.h.readTimeout
 	now := time.Now()
-	c.nc.SetDeadline(now.Add(c.timeout))
+	c.until, c.short = now.Add(c.timeout), false
+	c.nc.SetDeadline(c.until)
 	if streaming {
 		// No read timeout until the body is sent: an upload may take
 		// longer than read_timeout. Writes have their own deadline.
@@ -212,7 +213,9 @@ func (x *exchange) attempt() (sent bool, err error) {
 			return false, fmt.Errorf("send request: %w", werr)
 		}
 	}
+	c.held = x
 	err = x.readResponse()
+	c.held = nil
 	if !stop() {
 		// The client left: ABORT_REQUEST is sent or being sent, after
 		// which php-fpm closes the connection.
@@ -384,17 +387,22 @@ func (x *exchange) readResponse() error {
 			x.ended = true // the rest goes out after the release (finish)
 			return nil
 		}
-		// Give the client what came once nothing more is buffered: what
-		// arrived together (often a whole page) goes out in one write, and
-		// a script that flushes (PHP's flush(), server-sent events) or
-		// pauses is seen at once. Waiting for more would hold output a
-		// script flushed: php-fpm sends a large echo as one record of any
-		// size, and a flush after a full buffer sends nothing.
-		if len(x.out) > 0 && rd.Buffered() == 0 {
-			x.emit(false, true)
-		}
+		// Output goes to the client when php-fpm pauses (see holding and
+		// conn.readHeld): what arrives within holdDelay of the last piece
+		// (often a whole page) goes out in one write, and a script that
+		// flushes (PHP's flush(), server-sent events) or pauses is seen
+		// within holdDelay. The pause is all there is to go by: php-fpm
+		// sends a large echo as one record of any size, and a flush after
+		// a full buffer sends nothing.
 	}
 }
+
+// holding reports whether body bytes read from php-fpm wait for the
+// client (conn.Read asks before it waits for more).
+func (x *exchange) holding() bool { return len(x.out) > 0 && !x.clientGone }
+
+// release gives the held bytes to the client now: php-fpm paused.
+func (x *exchange) release() { x.emit(false, true) }
 
 // outBufferSize is the most body bytes held back for one write to the
 // client (see exchange.emit).
@@ -421,7 +429,8 @@ func (x *exchange) writeHeader(block []byte) error {
 	}
 	hdr := x.w.Header()
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
-		setField(hdr, name, x.h.interned.value(v, repeat), &x.vals)
+		s, one := x.h.interned.field(v, repeat)
+		setField(hdr, name, s, one, &x.vals)
 	})
 	if ct, ok := hdr["Content-Type"]; !ok || len(ct) == 1 && ct[0] == "" {
 		// The script sent none (PHP with default_mimetype = "", or an
@@ -509,7 +518,8 @@ func (x *exchange) emit(final, flush bool) {
 		if final && x.bodyAllowed && x.bodyLeft < 0 {
 			var b [20]byte
 			delete(x.w.Header(), "Content-Length") // one the script wrote that was not a number
-			setField(x.w.Header(), "Content-Length", x.h.interned.value(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true), &x.vals)
+			s, one := x.h.interned.field(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true)
+			setField(x.w.Header(), "Content-Length", s, one, &x.vals)
 		}
 		x.w.WriteHeader(x.status)
 	}

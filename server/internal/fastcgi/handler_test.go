@@ -433,6 +433,36 @@ func TestContentLengthWhenComplete(t *testing.T) {
 	}
 }
 
+// TestHoldDelay: output php-fpm sends in pieces, while it keeps coming
+// within holdDelay, goes to the client in one piece after END_REQUEST,
+// with a Content-Length; pieces further apart than holdDelay are passed
+// on as they come (streamed, no Content-Length). pieces.php sends 8 KiB
+// pieces 60 ms apart.
+func TestHoldDelay(t *testing.T) {
+	defer func(d time.Duration) { holdDelay = d }(holdDelay)
+	for _, tc := range []struct {
+		hold   time.Duration
+		length int64
+	}{
+		{5 * time.Second, 24000},
+		{time.Millisecond, -1},
+	} {
+		holdDelay = tc.hold
+		e := newEnv(t, fpmtest.Config{})
+		h := e.handler(t, nil)
+		for _, p := range protos(t, h) {
+			res, body := get(t, p.client, p.url+"/app/pieces.php")
+			if res.StatusCode != 200 || len(body) != 24000 {
+				t.Fatalf("%s: %d, %d bytes", p.name, res.StatusCode, len(body))
+			}
+			if res.ContentLength != tc.length {
+				t.Errorf("%s, held %v: Content-Length %d, want %d", p.name, tc.hold, res.ContentLength, tc.length)
+			}
+		}
+		h.Close()
+	}
+}
+
 // TestOverLength: a script that writes more than the Content-Length it
 // declared (a download with a stray newline after it) gets its declared
 // body through, the excess dropped and logged, as nginx does, rather than
@@ -787,5 +817,44 @@ func TestReadTimeout(t *testing.T) {
 	}
 	if s := h.Stats(); s.Errors != 1 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestStatCache: a script that appears is served at once (a missing path
+// is never remembered); one that goes away is 404 at once too (php-fpm's
+// own 404 while Arka still believes the file is there), and after statTTL
+// Arka stats it again and answers 404 itself.
+func TestStatCache(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	h := e.handler(t, nil)
+	c := protos(t, h)[0]
+	file := filepath.Join(e.root, "app", "deployed.php")
+	if res, _ := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 404 {
+		t.Fatalf("before the deploy: %d, want 404", res.StatusCode)
+	}
+	if err := os.WriteFile(file, []byte(`<?php echo "v1";`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, body := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 200 || body != "v1" {
+		t.Fatalf("after the deploy: %d %q, want 200 v1", res.StatusCode, body)
+	}
+	if h.kind("/app/deployed.php", "") != kindFile {
+		t.Fatal("the script is not remembered")
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 404 {
+		t.Errorf("removed, within statTTL: %d, want 404 (from php-fpm)", res.StatusCode)
+	}
+	if h.kind("/app/deployed.php", "") != kindFile {
+		t.Error("the cache forgot the script within statTTL: it saves no stat")
+	}
+	time.Sleep(statTTL + 50*time.Millisecond)
+	if k := h.kind("/app/deployed.php", ""); k != kindMissing {
+		t.Errorf("after statTTL: kind %d, want missing", k)
+	}
+	if res, _ := get(t, c.client, c.url+"/app/deployed.php"); res.StatusCode != 404 {
+		t.Errorf("removed, after statTTL: %d, want 404", res.StatusCode)
 	}
 }

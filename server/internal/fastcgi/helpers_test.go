@@ -116,6 +116,13 @@ for ($i = 0; $i < 500; $i++) {
   echo "<p>line $i: the quick brown fox jumps over the lazy dog</p>\n";
 }
 `,
+	"app/pieces.php": `<?php
+header('Content-Type: text/plain');
+for ($i = 0; $i < 6; $i++) {
+  echo str_repeat(chr(97 + $i), 4000); // php-fpm sends each full 8 KiB buffer at once
+  usleep(30000);
+}
+`,
 	"app/mid.php": `<?php
 header('Content-Type: text/html; charset=UTF-8');
 echo str_repeat("<p>the quick brown fox jumps over the lazy dog</p>\n", 120);

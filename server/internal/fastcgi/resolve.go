@@ -56,7 +56,7 @@ func (h *Handler) resolve(p string, encSlash int, t *target) resolution {
 		if encSlash >= 0 && encSlash < len(script) {
 			return h.fallbackTarget(t)
 		}
-		switch fileKind(h.root, script, "") {
+		switch h.kind(script, "") {
 		case kindFile:
 			*t = target{scriptName: script, pathInfo: info}
 			return resScript
@@ -69,13 +69,13 @@ func (h *Handler) resolve(p string, encSlash int, t *target) resolution {
 	if encSlash >= 0 {
 		return h.fallbackTarget(t)
 	}
-	switch fileKind(h.root, p, "") {
+	switch h.kind(p, "") {
 	case kindDir:
 		if !strings.HasSuffix(p, "/") {
 			return resSlash
 		}
 		for _, idx := range h.index {
-			if fileKind(h.root, p, idx) != kindFile {
+			if h.kind(p, idx) != kindFile {
 				continue
 			}
 			if !h.isScript(idx) {
@@ -98,7 +98,7 @@ func (h *Handler) fallbackTarget(t *target) resolution {
 	if h.fallback == "" {
 		return resNotFound
 	}
-	if fileKind(h.root, h.fallback, "") != kindFile {
+	if h.kind(h.fallback, "") != kindFile {
 		h.logf("fallback script %s%s is not a regular file", h.root, h.fallback)
 		return resNotFound
 	}

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -99,4 +100,23 @@ func BenchmarkRequestBrowser(b *testing.B) {
 		"Accept-Language: en-US,en;q=0.5\r\nAccept-Encoding: gzip, deflate, br, zstd\r\n"+
 		"Connection: keep-alive\r\nUpgrade-Insecure-Requests: 1\r\nSec-Fetch-Dest: document\r\n"+
 		"Sec-Fetch-Mode: navigate\r\nSec-Fetch-Site: none\r\nPriority: u=0, i\r\n\r\n")
+}
+
+// TestHeaderBuffered: the empty line that ends a head is found with CRLF
+// and with bare LF line ends, and a head without it is not complete.
+func TestHeaderBuffered(t *testing.T) {
+	for in, want := range map[string]bool{
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n":    true,
+		"GET / HTTP/1.1\nHost: x\n\n":          true,
+		"GET / HTTP/1.1\r\nHost: x\n\r\n":      true,
+		"GET / HTTP/1.1\r\nHost: x\r\n":        false,
+		"GET / HTTP/1.1\r\nHost: x\r\n\r":      false,
+		"GET / HTTP/1.1\r\nX: a\rb\r\nY: \r\n": false,
+	} {
+		c := &conn{br: bufio.NewReader(strings.NewReader(in))}
+		c.br.Peek(1)
+		if got := c.headerBuffered(); got != want {
+			t.Errorf("%q: %v, want %v", in, got, want)
+		}
+	}
 }
