@@ -429,7 +429,8 @@ func (x *exchange) writeHeader(block []byte) error {
 	}
 	hdr := x.w.Header()
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
-		setField(hdr, name, x.h.interned.value(v, repeat), &x.vals)
+		s, one := x.h.interned.field(v, repeat)
+		setField(hdr, name, s, one, &x.vals)
 	})
 	if ct, ok := hdr["Content-Type"]; !ok || len(ct) == 1 && ct[0] == "" {
 		// The script sent none (PHP with default_mimetype = "", or an
@@ -517,7 +518,8 @@ func (x *exchange) emit(final, flush bool) {
 		if final && x.bodyAllowed && x.bodyLeft < 0 {
 			var b [20]byte
 			delete(x.w.Header(), "Content-Length") // one the script wrote that was not a number
-			setField(x.w.Header(), "Content-Length", x.h.interned.value(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true), &x.vals)
+			s, one := x.h.interned.field(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true)
+			setField(x.w.Header(), "Content-Length", s, one, &x.vals)
 		}
 		x.w.WriteHeader(x.status)
 	}
