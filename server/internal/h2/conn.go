@@ -427,44 +427,42 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		return connErr(http2.ErrCodeProtocol)
 	}
 	c.sawSettings = true
+	// The settings are applied and the ACK queued under one hold of wmu:
+	// a handler woken by a larger window must not queue DATA before the
+	// ACK (h2spec 6.9.2/1 reads the ACK first and failed 2 full runs in
+	// 7 when its DATA came before).
+	c.wmu.Lock()
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
 		}
 		switch s.ID {
 		case http2.SettingMaxFrameSize:
-			c.wmu.Lock()
 			c.peerMaxFrame = s.Val
-			c.wmu.Unlock()
 		case http2.SettingInitialWindowSize:
 			// Section 6.9.2: adjust every stream's send window by the change.
 			delta := int64(s.Val) - int64(c.peerWindow)
 			c.peerWindow = int32(s.Val)
-			c.wmu.Lock()
 			c.smu.Lock()
+			defer c.smu.Unlock()
 			for _, st := range c.streams {
 				st.sendWindow += delta
 				if st.sendWindow > 1<<31-1 {
-					c.smu.Unlock()
-					c.wmu.Unlock()
 					return connErr(http2.ErrCodeFlowControl)
 				}
 			}
-			c.smu.Unlock()
-			c.wcond.Broadcast()
-			c.wmu.Unlock()
 		case http2.SettingHeaderTableSize:
-			c.wmu.Lock()
 			c.henc.SetMaxDynamicTableSizeLimit(min(s.Val, 4096))
-			c.wmu.Unlock()
 		}
 		return nil
 	})
 	if err != nil {
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
 		return err
 	}
-	c.wmu.Lock()
 	c.fw.WriteSettingsAck()
+	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	c.kickWriter()
 	return c.checkOutputFlood()
@@ -765,9 +763,30 @@ func (c *conn) kickWriter() {
 // (or is kicked again) it yields once, so that the handlers made runnable
 // by the same read can add their frames first, then writes everything in
 // one call.
-func (c *conn) writeLoop() {
+func (c *conn) writeLoop() { c.drain(true) }
+
+// writeInline sends the output on the calling goroutine, a handler's,
+// when no writer runs, and reports whether it did; else the running
+// writer is told to look again. A stream that is the connection's only
+// one has nothing to batch with: sending its response from its own
+// goroutine saves starting a writer goroutine, its yield and its exit for
+// every request (see the package doc).
+func (c *conn) writeInline() {
+	if c.wstate.CompareAndSwap(writerIdle, writerRunning) {
+		c.drain(false)
+		return
+	}
+	c.kickWriter()
+}
+
+// drain sends the output until none is left and the writer role is given
+// back (wstate writerIdle). The caller holds the role (writerRunning or
+// writerKicked). yield: see writeLoop.
+func (c *conn) drain(yield bool) {
 	for {
-		runtime.Gosched()
+		if yield {
+			runtime.Gosched()
+		}
 		for {
 			c.wmu.Lock()
 			if len(c.out) == 0 {

@@ -85,7 +85,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	st.sendWindow = int64(c.peerWindow)
 	c.wmu.Unlock()
 	st.req = req
-	st.w = responseWriter{st: st, header: make(http.Header, 8), head: req.Method == http.MethodHead}
+	st.w = responseWriter{st: st, header: headerMaps.Get().(http.Header), head: req.Method == http.MethodHead}
 	c.smu.Lock()
 	c.streams[id] = st
 	c.active++

@@ -76,7 +76,17 @@ func (st *stream) run() {
 		if p != nil {
 			st.resetLocal(http2.ErrCodeInternal)
 		} else {
+			// The output is sent from this goroutine when the stream is
+			// the connection's only one (writeInline), else by the writer.
+			alone := c.alone()
+			st.w.flushLater = true
 			st.w.finish()
+			st.w.flushLater = false
+			if alone {
+				c.writeInline()
+			} else {
+				c.kickWriter()
+			}
 		}
 		st.ctx.cancel(context.Canceled)
 		st.running.Store(false)
@@ -93,8 +103,30 @@ func (st *stream) run() {
 			c.credit(nil, int32(left))
 		}
 		st.afterHandler()
+		st.w.releaseHeader()
 	}()
 	c.srv.Handler.ServeHTTP(&st.w, st.req)
+}
+
+// headerMaps are response header maps, reused once their response is
+// done (a handler must not use its ResponseWriter after it returned):
+// the map and its growth were two of the ten allocations of a small
+// static response.
+var headerMaps = sync.Pool{New: func() any { return make(http.Header, 8) }}
+
+// maxPooledHeader bounds the fields of a header map given back.
+const maxPooledHeader = 32
+
+// releaseHeader gives the response's header map back (the handler has
+// returned and the response is sent or given up).
+func (w *responseWriter) releaseHeader() {
+	h := w.header
+	w.header = nil
+	if h == nil || len(h) > maxPooledHeader {
+		return
+	}
+	clear(h)
+	headerMaps.Put(h)
 }
 
 // afterHandler resets a stream whose request body is still coming, and
@@ -457,6 +489,7 @@ type responseWriter struct {
 	pending     []byte
 	trailers    []string
 	aborted     bool      // under c.wmu
+	flushLater  bool      // the caller has the output sent: no kickWriter (see stream.run)
 	deadline    time.Time // write deadline (http.ResponseController)
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
@@ -509,11 +542,20 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.head {
 		return len(p), nil
 	}
+	if w.written == w.cl {
+		// The last body bytes: nothing more can follow but END_STREAM
+		// (and trailers) when the handler returns, so the output waits
+		// for that and goes out in one write (see stream.run), as
+		// net/http's buffered writer keeps a short body until then.
+		w.flushLater = true
+	}
 	if !w.headerSent && core.Hold(w.cl, len(w.pending), len(p)) {
 		w.pending = append(w.pending, p...)
 		return len(p), nil
 	}
-	if err := w.sendHeader(false); err != nil {
+	// No kick for the HEADERS frame: writeData, which follows, has the
+	// output sent.
+	if err := w.sendHeader(false, false); err != nil {
 		return 0, err
 	}
 	if err := w.writeData(p, false); err != nil {
@@ -532,8 +574,9 @@ func (w *responseWriter) WriteString(s string) (int, error) {
 }
 
 // sendHeader sends the HEADERS frame. final means the handler returned:
-// the length is what is pending, and END_STREAM goes with the data.
-func (w *responseWriter) sendHeader(final bool) error {
+// the length is what is pending, and END_STREAM goes with the data. kick
+// false leaves having the output sent to the caller (see kickWriter).
+func (w *responseWriter) sendHeader(final, kick bool) error {
 	if w.headerSent {
 		return nil
 	}
@@ -557,7 +600,9 @@ func (w *responseWriter) sendHeader(final bool) error {
 		w.st.localClosed.Store(true)
 	}
 	c.wmu.Unlock()
-	c.kickWriter()
+	if kick && !w.flushLater {
+		c.kickWriter()
+	}
 	if len(w.pending) > 0 && !w.head && w.bodyOK {
 		p := w.pending
 		w.pending = w.pending[:0]
@@ -581,6 +626,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			c.stallReset(st)
 		}
 	}()
+	alone := c.alone()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var timer *time.Timer
@@ -594,6 +640,14 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			return errAborted
 		}
 		if len(c.out) >= maxQueued && len(p) > 0 {
+			if alone && c.wstate.CompareAndSwap(writerIdle, writerRunning) {
+				// The connection's only stream sends the output itself
+				// (writeInline): no writer goroutine to wake and wait for.
+				c.wmu.Unlock()
+				c.drain(false)
+				c.wmu.Lock()
+				continue
+			}
 			// The connection's output is full: wait for the writer to take
 			// it, so a fast handler cannot queue a whole large file (the
 			// peer's windows may be huge). The writer's own write deadline
@@ -656,7 +710,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			continue
 		}
 		last := end && int(n) == len(p)
-		c.fw.WriteData(st.id, last, p[:n])
+		c.appendDataLocked(st.id, last, p[:n])
 		st.sendWindow -= n
 		c.sendConn -= n
 		p = p[n:]
@@ -668,12 +722,27 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			st.localClosed.Store(true)
 			end = false
 		}
-		if len(c.out) >= maxQueued {
+		if len(c.out) >= maxQueued && !alone {
 			c.kickWriter()
 		}
 	}
-	c.kickWriterLocked()
+	if alone && len(c.out) >= maxQueued {
+		// Sent here rather than by a writer goroutine (see above).
+		c.wmu.Unlock()
+		c.writeInline()
+		c.wmu.Lock()
+	} else if !w.flushLater {
+		c.kickWriterLocked()
+	}
 	return nil
+}
+
+// alone reports whether the connection has one stream whose handler runs:
+// its output has nothing to wait for to go out together.
+func (c *conn) alone() bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.active == 1
 }
 
 // stallReset finishes a stream reset because it got no window for
@@ -706,13 +775,67 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b 
 
 // ReadFrom copies src into the response with a pooled buffer (io.Copy would
 // allocate 32 KiB per call).
+//
+// A file's bytes come as fast as they are written, so they are not
+// handed to the writer a buffer at a time: they are queued until the
+// output is full (maxQueued) or the copy ends, and the connection's only
+// stream sends them itself (writeInline), 64 KiB per write call, with no
+// writer goroutine to wake and wait for. Other sources (a socket, a pipe)
+// may pause for long: what they gave is sent at once.
 func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	return io.CopyBuffer(writerOnly{w}, src, *bp)
+	if !isFile(src) {
+		return io.CopyBuffer((*plainWriter)(w), src, *bp)
+	}
+	held := w.flushLater
+	w.flushLater = true
+	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
+	// Complete (Write set flushLater): it goes out when the handler returns.
+	w.flushLater = held || w.written == w.cl
+	if !w.flushLater {
+		if c := w.st.c; c.alone() {
+			c.writeInline()
+		} else {
+			c.kickWriter()
+		}
+	}
+	return n, err
 }
 
-type writerOnly struct{ io.Writer }
+// isFile reports whether r reads an *os.File (as io.CopyN's
+// LimitedReader does).
+func isFile(r io.Reader) bool {
+	if l, ok := r.(*io.LimitedReader); ok {
+		r = l.R
+	}
+	_, ok := r.(*os.File)
+	return ok
+}
+
+// appendDataLocked queues a DATA frame (RFC 9113 section 6.1) straight
+// into the output (c.wmu held): x/net's Framer would copy p into a buffer
+// of its own first, 20% of the copying of a 1 MiB response.
+func (c *conn) appendDataLocked(id uint32, end bool, p []byte) {
+	if c.bufs == nil {
+		c.acquireOutLocked()
+	}
+	var flags byte
+	if end {
+		flags = byte(http2.FlagDataEndStream)
+	}
+	n := len(p)
+	c.out = append(c.out, byte(n>>16), byte(n>>8), byte(n), byte(http2.FrameData), flags,
+		byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+	c.out = append(c.out, p...)
+}
+
+// plainWriter is a responseWriter without ReadFrom, which io.CopyBuffer
+// would call again; a pointer, so it goes into an io.Writer without an
+// allocation (a struct wrapping the writer did, once per ReadFrom).
+type plainWriter responseWriter
+
+func (p *plainWriter) Write(b []byte) (int, error) { return (*responseWriter)(p).Write(b) }
 
 func (c *conn) kickWriterLocked() { c.kickWriter() }
 
@@ -722,7 +845,7 @@ func (w *responseWriter) finish() {
 		return
 	}
 	if !w.headerSent {
-		w.sendHeader(true)
+		w.sendHeader(true, true)
 		if w.st.localClosed.Load() {
 			return
 		}
@@ -757,7 +880,7 @@ func (w *responseWriter) coreHead(final bool) core.Head {
 func (w *responseWriter) Flush() { w.FlushError() }
 
 func (w *responseWriter) FlushError() error {
-	if err := w.sendHeader(false); err != nil {
+	if err := w.sendHeader(false, true); err != nil {
 		return err
 	}
 	w.st.c.kickWriter()
@@ -800,8 +923,17 @@ var connectionSpecific = map[string]bool{
 // HEADERS plus CONTINUATION frames. Called with c.wmu held.
 func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, trailers []string) {
 	c.hbuf.Reset()
+	// :status first, through the encoder, which puts a pending dynamic
+	// table size update at the start of the block (RFC 7541 section 4.2).
 	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
 	for k, vs := range h {
+		if len(vs) == 1 && len(trailers) == 0 {
+			// Checked when it was cached (fieldcache.go).
+			if enc := cachedEncoding(k, vs[0]); enc != nil {
+				c.hbuf.Write(enc)
+				continue
+			}
+		}
 		if connectionSpecific[k] || strings.HasPrefix(k, http.TrailerPrefix) || !core.ValidFieldName(k) {
 			continue
 		}
@@ -817,11 +949,23 @@ func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, 
 		}
 		lk := wire.Lower(k)
 		for _, v := range vs {
-			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: core.CleanValue(v)})
+			cv := core.CleanValue(v)
+			if enc := cacheField(k, lk, v, cv); enc != nil {
+				c.hbuf.Write(enc)
+				continue
+			}
+			c.henc.WriteField(hpack.HeaderField{Name: lk, Value: cv})
 		}
 	}
 	if _, ok := h["Date"]; !ok {
-		c.henc.WriteField(hpack.HeaderField{Name: "date", Value: wire.DateString()})
+		d := wire.DateString()
+		if enc := cachedEncoding("Date", d); enc != nil {
+			c.hbuf.Write(enc)
+		} else if enc := cacheField("Date", "date", d, d); enc != nil {
+			c.hbuf.Write(enc)
+		} else {
+			c.henc.WriteField(hpack.HeaderField{Name: "date", Value: d})
+		}
 	}
 	c.writeBlock(id, end)
 }
