@@ -19,10 +19,11 @@ const MaxMemoryLimitBytes = 1 * GiB
 
 // MaxGCHeapFloorBytes caps the derived GC heap floor (Budget.GCHeapFloorBytes):
 // the heap the collector lets grow before it runs, however small the live heap.
-// 32 MiB keeps Arka's peak RSS near nginx's (50-56 MB serving 64 clients
-// instead of 26-36 MB at Go's default 4 MiB minimum) while cutting collections
-// under load about fivefold (see ComputeBudget).
-const MaxGCHeapFloorBytes = 32 * MiB
+// 16 MiB keeps Arka's peak RSS within 1.2x nginx's (about 40 MB serving 64
+// clients, against 34-36 MB at Go's default 4 MiB minimum and nginx's 34 MB;
+// a 32 MiB floor made it 52-56 MB) while cutting collections under load
+// two- to threefold (see ComputeBudget).
+const MaxGCHeapFloorBytes = 16 * MiB
 
 // GoHeapMinimumBytes is the Go runtime's minimum heap goal at GOGC=100; the
 // runtime scales it with GOGC (runtime/mgcpacer.go, defaultHeapMinimum), which
@@ -97,20 +98,23 @@ func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 //	                     from some tens of MB, and beyond 1 GiB the page cache
 //	                     serves files better than a Go heap does (a larger limit
 //	                     only lets the collector run late on a PC)
-//	GC heap floor      = clamp(GOMEMLIMIT / 8, 4 MiB, 32 MiB): the collector runs
+//	GC heap floor      = clamp(GOMEMLIMIT / 8, 4 MiB, 16 MiB): the collector runs
 //	                     when the heap reaches max(2 x live heap, floor)
 //	                     (GCPercent). A server's live heap is small (2-6 MiB
 //	                     serving 64 clients), so Go's default goal of twice
 //	                     that meant 4-9 collections a second under load; the
-//	                     floor cuts that fivefold and CPU per request 4-5%
-//	                     (small page, proxy), for 10-25 MB more RSS. 16 MiB on
-//	                     a Pi Zero 2 W, 32 MiB from 1 GB up
+//	                     floor cuts that two- to threefold and CPU per request
+//	                     2-6% (small page, proxy), for about 5 MB more RSS.
+//	                     15.6 MiB on a Pi Zero 2 W, 16 MiB from 1 GB up
 //	open-file cache    = clamp(5% GOMEMLIMIT, 2 MiB, 64 MiB)
 //	compressed cache   = clamp(25% GOMEMLIMIT, 8 MiB, 2 GiB)
 //	content cache      = clamp(20% GOMEMLIMIT, 8 MiB, 2 GiB)
 //	                     (caches take half the limit; the other half is connections,
 //	                     buffers and GC headroom)
 //	GOMAXPROCS         = n: Go only runs what is runnable, so fewer Ps would only add latency
+//	                     (measured with the load generator on the same 2 cores:
+//	                     GOMAXPROCS=1 cost 3-19% more CPU per request on the
+//	                     proxy, and fewer requests per second)
 //	opcache MiB        = clamp(R/32, 32, 256) rounded down to 16 MiB steps
 //	pm.max_children    = clamp(min((35% R - opcache) / 32 MiB, 4n), 2, 256)
 //	                     memory bounds small boards, CPU (4 per core: PHP waits on the

@@ -13,10 +13,8 @@ import (
 // (board.Budget.GCHeapFloorBytes): after every collection it sets GOGC from
 // the live heap that collection found (board.GCPercent). Go's default goal,
 // twice the live heap, is a few MiB for a web server whose live heap is its
-// connections: 4-9 collections a second under load. With a 32 MiB floor,
-// under one (two over HTTP/2), and 4-5% less CPU per request (small page
-// over HTTP/1.1+TLS and HTTP/2, proxy over HTTP/1.1; paired runs, see the
-// commit that added it).
+// connections: 4-9 collections a second under load; with a 16 MiB floor,
+// one or two (figures in the commits that set the floor).
 //
 // It learns that a cycle ended from a cleanup (runtime.AddCleanup) on an
 // object nothing references: the cleanup runs once a collection has found

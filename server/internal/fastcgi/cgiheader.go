@@ -221,7 +221,10 @@ var hopByHop = map[string]bool{
 
 // setField adds a CGI header field to h. Values of one field name stay
 // separate entries, so Set-Cookie sent three times is three header lines.
-func setField(h http.Header, name string, v string, vals *[]string) {
+// one, when not nil, is v alone in a slice shared by every response that
+// has the field with this value (see internCache): nothing modifies a
+// header value in place, and appending to it copies.
+func setField(h http.Header, name string, v string, one []string, vals *[]string) {
 	if hopByHop[name] {
 		return
 	}
@@ -229,7 +232,11 @@ func setField(h http.Header, name string, v string, vals *[]string) {
 		h[name] = append(old, v)
 		return
 	}
-	// One backing array for the response's single-valued fields.
+	if one != nil {
+		h[name] = one
+		return
+	}
+	// One backing array for the response's other single-valued fields.
 	s := *vals
 	if len(s) == cap(s) {
 		s = make([]string, 0, 8)
@@ -240,24 +247,38 @@ func setField(h http.Header, name string, v string, vals *[]string) {
 }
 
 // internCache holds recent values of fields that repeat across responses
-// (X-Powered-By: PHP/8.2.36, Content-Type: text/html; charset=UTF-8), so
-// that the usual response costs no allocation for them. Lock-free; a
-// collision just costs an allocation.
-type internCache [32]atomic.Pointer[string]
+// (X-Powered-By: PHP/8.2.36, Content-Type: text/html; charset=UTF-8,
+// Content-Length: 25475), each also as a one-value slice to put in a
+// response header as it is, so that the usual response costs no
+// allocation for them. Lock-free; a collision just costs an allocation.
+type internCache [32]atomic.Pointer[interned]
+
+type interned struct {
+	s   string
+	one [1]string // s
+}
 
 func (c *internCache) value(v []byte, repeat bool) string {
+	s, _ := c.field(v, repeat)
+	return s
+}
+
+// field returns v as a string and, for a value that repeats, as a
+// one-value slice shared by the responses that have it (nil otherwise).
+func (c *internCache) field(v []byte, repeat bool) (string, []string) {
 	if !repeat || len(v) == 0 || len(v) > 128 {
-		return string(v)
+		return string(v), nil
 	}
 	hash := uint32(2166136261) // FNV-1a
 	for _, b := range v {
 		hash = (hash ^ uint32(b)) * 16777619
 	}
 	slot := &c[hash%uint32(len(c))]
-	if p := slot.Load(); p != nil && *p == string(v) {
-		return *p
+	if p := slot.Load(); p != nil && p.s == string(v) {
+		return p.s, p.one[:1:1]
 	}
-	s := string(v)
-	slot.Store(&s)
-	return s
+	p := &interned{s: string(v)}
+	p.one[0] = p.s
+	slot.Store(p)
+	return p.s, p.one[:1:1]
 }

@@ -86,12 +86,12 @@ func TestParseCGIHeader(t *testing.T) {
 func TestSetField(t *testing.T) {
 	h := http.Header{}
 	var vals []string
-	setField(h, "Set-Cookie", "a=1", &vals)
-	setField(h, "X-One", "1", &vals)
-	setField(h, "Set-Cookie", "b=2", &vals)
-	setField(h, "Transfer-Encoding", "chunked", &vals)
-	setField(h, "Connection", "close", &vals)
-	setField(h, "X-Two", "2", &vals)
+	setField(h, "Set-Cookie", "a=1", nil, &vals)
+	setField(h, "X-One", "1", nil, &vals)
+	setField(h, "Set-Cookie", "b=2", nil, &vals)
+	setField(h, "Transfer-Encoding", "chunked", nil, &vals)
+	setField(h, "Connection", "close", nil, &vals)
+	setField(h, "X-Two", "2", nil, &vals)
 	if got := h["Set-Cookie"]; len(got) != 2 || got[0] != "a=1" || got[1] != "b=2" {
 		t.Errorf("Set-Cookie %q", got)
 	}
@@ -114,6 +114,23 @@ func TestSetField(t *testing.T) {
 	a, b := c.value([]byte("PHP/8.2"), true), c.value([]byte("PHP/8.2"), true)
 	if a != "PHP/8.2" || b != a || c.value([]byte("PHP/8.3"), true) != "PHP/8.3" || c.value([]byte("x"), false) != "x" {
 		t.Error("internCache")
+	}
+	// A repeating value comes with one shared one-value slice, which a
+	// second value for the same field does not write into.
+	_, one1 := c.field([]byte("text/html"), true)
+	_, one2 := c.field([]byte("text/html"), true)
+	if len(one1) != 1 || cap(one1) != 1 || &one1[0] != &one2[0] || one1[0] != "text/html" {
+		t.Errorf("internCache field: %q %q", one1, one2)
+	}
+	if _, none := c.field([]byte("a=1"), false); none != nil {
+		t.Error("internCache field: a slice for a value that does not repeat")
+	}
+	h2 := http.Header{}
+	var vals2 []string
+	setField(h2, "Content-Type", "text/html", one1, &vals2)
+	setField(h2, "Content-Type", "text/plain", nil, &vals2)
+	if one1[0] != "text/html" || len(h2["Content-Type"]) != 2 {
+		t.Errorf("second value: shared slice %q, header %q", one1, h2["Content-Type"])
 	}
 }
 
@@ -157,7 +174,7 @@ func FuzzCGIHeader(f *testing.F) {
 		}
 		h := http.Header{}
 		var vals []string
-		parseCGIHeader(block, func(name string, v []byte, _ bool) { setField(h, name, string(v), &vals) })
+		parseCGIHeader(block, func(name string, v []byte, _ bool) { setField(h, name, string(v), nil, &vals) })
 		for k, vs := range h {
 			if hopByHop[k] {
 				t.Fatalf("hop-by-hop %s passed", k)

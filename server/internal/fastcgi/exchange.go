@@ -116,8 +116,12 @@ func (x *exchange) run(c *conn) {
 		// closes kept connections while they are idle (pm.max_requests, a
 		// restart, process_idle_timeout), and over TCP a request written to
 		// a connection whose peer is gone cannot be told afterwards from one
-		// whose worker died running it.
-		if c.reused && c.peek.peerClosed() {
+		// whose worker died running it. Over a unix socket it can, at once
+		// and for the price of the request's write (EPIPE from a process
+		// gone, or EOF and a probe accepted from a worker draining, see
+		// below), so a request that can be sent again skips the peek: one
+		// system call less per request.
+		if c.reused && (h.network != "unix" || x.body.kind == bodyStream) && c.peek.peerClosed() {
 			h.redialed.Add(1)
 			nc, err := h.pool.redial(ctx, c)
 			if err != nil {
@@ -429,7 +433,8 @@ func (x *exchange) writeHeader(block []byte) error {
 	}
 	hdr := x.w.Header()
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {
-		setField(hdr, name, x.h.interned.value(v, repeat), &x.vals)
+		s, one := x.h.interned.field(v, repeat)
+		setField(hdr, name, s, one, &x.vals)
 	})
 	if ct, ok := hdr["Content-Type"]; !ok || len(ct) == 1 && ct[0] == "" {
 		// The script sent none (PHP with default_mimetype = "", or an
@@ -517,7 +522,8 @@ func (x *exchange) emit(final, flush bool) {
 		if final && x.bodyAllowed && x.bodyLeft < 0 {
 			var b [20]byte
 			delete(x.w.Header(), "Content-Length") // one the script wrote that was not a number
-			setField(x.w.Header(), "Content-Length", x.h.interned.value(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true), &x.vals)
+			s, one := x.h.interned.field(strconv.AppendInt(b[:0], int64(len(x.out)), 10), true)
+			setField(x.w.Header(), "Content-Length", s, one, &x.vals)
 		}
 		x.w.WriteHeader(x.status)
 	}

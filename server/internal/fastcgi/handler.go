@@ -21,17 +21,36 @@
 //
 // # Where the time goes
 //
-// A perf profile of arka (php-fpm apart) running a tiny script for wrk over
-// HTTP/1.1: write system calls 25% of its CPU (the request to php-fpm, the
-// answer to the client), reads 18%, the scheduler and netpoll 24%, sysmon
-// 13%, resolving the script (one stat) 4%, parsing and allocation a few
-// percent. Per request (perf stat): 2 writes, 2.8 reads (the request and
-// the client's next-request wait each fail one read first in Go's net
-// package; after sending to php-fpm the wait comes first, see
-// wire.Sender), one MSG_PEEK recvfrom checking a kept connection, one
-// stat. make bench-go: 5 allocations per request, 3 of them the engine's
-// request; records are read through one 32 KiB buffer per connection
-// and body bytes copied once, into the response's write buffer.
+// Measured on the shared 2-core machine (load 10 to 20 from other work, so
+// figures that contention does not move: system calls, allocations,
+// profile shares), a tiny script and a 25 KB page for wrk over HTTP/1.1
+// with TLS, 64 connections, 32 php-fpm workers:
+//
+//   - php-fpm's own CPU is about half of the total, and the same for Arka
+//     and nginx: its workers make the same system calls per request
+//     behind either (6 reads, one per record header and body, for
+//     BEGIN_REQUEST, PARAMS, the empty PARAMS and STDIN; 2 writes for the
+//     tiny script, 5 for the page: php-fpm sends in 8 KiB pieces). Arka
+//     sends what nginx sends, the fewest records, in one write, on kept
+//     connections (FCGI_KEEP_CONN, one per worker); both pools are
+//     configured alike by tests/bench.
+//   - Arka's part (perf, tiny script): the handler is 43% of its CPU,
+//     mostly system calls: the write to php-fpm 9%, the read of its answer
+//     11%; TLS and the h1 engine most of the rest; sysmon and the
+//     scheduler about a fifth. System calls per tiny request, in this
+//     package: 1 write (the whole request), 1 read (32 KiB buffer: the
+//     whole answer and END_REQUEST). The MSG_PEEK recvfrom that checked a
+//     kept connection before use is left to TCP and streamed bodies (see
+//     exchange.run), and the script's stat (1 per request, 2.5 to 5.5 us)
+//     is remembered for statTTL.
+//   - The page: passing each 8 KiB piece on as it came made 3 to 4 client
+//     writes per page, chunked, through the response buffer's goroutine
+//     (spool.Response.drain: 23% of Arka's CPU, with its wake-ups). Pieces
+//     that follow within holdDelay are now gathered, and a page goes out
+//     whole after END_REQUEST with a Content-Length: 2 TLS records.
+//   - Allocations (make bench-go, BenchmarkFastCGI): 2 per request, both
+//     the h1 engine's; none in this package (buffers are pooled per
+//     request, response fields that repeat use shared values).
 package fastcgi
 
 import (

@@ -241,3 +241,45 @@ func TestUpstreamHeadsAccepted(t *testing.T) {
 		t.Errorf("dials %d, want 2 (the first, and one after the HTTP/1.0 close)", st.Dials)
 	}
 }
+
+// TestKeptConnectionOutlivesHeaderTimeout: a response read whole leaves
+// the response-header timeout armed on its connection (one timer update
+// per request); a connection idle for longer than that timeout is still
+// found alive and reused, and a slow streamed request body on it does not
+// run into the old deadline.
+func TestKeptConnectionOutlivesHeaderTimeout(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		io.WriteString(w, "ok "+string(b))
+	}))
+	h, logs := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseHeaderTimeout: dur(200 * time.Millisecond)})
+	f := startFront(t, "h1", h)
+	for i := 0; i < 2; i++ {
+		if resp, b := get(t, f.client, f.url("/proxy/")); resp.StatusCode != 200 || b != "ok " {
+			t.Fatalf("%d %q\n%s", resp.StatusCode, b, logs)
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	// A body of unknown length, sent slowly: streamed while the head is
+	// awaited, on the kept connection.
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("slow"))
+		time.Sleep(300 * time.Millisecond)
+		pw.Write([]byte(" body"))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", f.url("/proxy/"), pr)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok slow body" {
+		t.Errorf("streamed body after an idle wait: %d %q\n%s", resp.StatusCode, b, logs)
+	}
+	if st := h.Stats()[0]; st.Dials != 1 {
+		t.Errorf("dials %d, want 1: the kept connection was not reused\n%s", st.Dials, logs)
+	}
+}

@@ -132,6 +132,9 @@ type conn struct {
 	reused    bool     // served a request before
 	abort     func()   // unblocks every read and write: the client left
 	resp      response // the response being read, its storage reused
+	// readDeadline: the response-header timeout may still be armed (left
+	// after a response that was whole in the buffer).
+	readDeadline bool
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender
@@ -172,6 +175,11 @@ func (u *upstream) get(check bool) *conn {
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
 		age := time.Since(c.idleSince)
+		if c.readDeadline && (check || age >= checkAfter) {
+			// A passed deadline would fail the check below.
+			c.nc.SetReadDeadline(time.Time{})
+			c.readDeadline = false
+		}
 		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.raw)) {
 			c.reused = true
 			return c
