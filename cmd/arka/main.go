@@ -146,6 +146,14 @@ func run(args []string) int {
 			defer stop()
 		}
 	}
+	if path := os.Getenv("ARKA_MEMPROFILE"); path != "" {
+		// A debugging aid: a heap profile, written on exit.
+		defer func() {
+			if err := writeHeapProfile(path); err != nil {
+				logger.Error("heap profile", "err", err)
+			}
+		}()
+	}
 	if err := a.start(sites); err != nil {
 		printConfigError(err)
 		return 1
