@@ -76,8 +76,9 @@
 // and written with one: 81 -> 17 write calls per 1 MiB response, about
 // 12% less CPU per request (1063-1200 -> 920-1050 ms per 1000 requests,
 // four runs each under shared load). Files are read 64 KiB at a time
-// (fileBufs): 66 -> 18 read calls per 1 MiB response, 1073-1107 ->
-// 893-910 ms of CPU per 1000. One copy more than nginx makes remains: a
+// (fileBufs) by a connection's only stream whose peer's windows take as
+// much: 66 -> 18 read calls per 1 MiB response, 1073-1107 -> 893-910 ms
+// of CPU per 1000; a stream starved of window holds 16 KiB, as before. One copy more than nginx makes remains: a
 // body is read into a pooled buffer and copied into the output; reading
 // it straight into the output buffer, behind a reserved frame header,
 // would save it. Bounding the queued output to 64 KiB (maxQueued) keeps
