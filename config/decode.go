@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 )
@@ -135,6 +136,14 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
 		}
 		line, col := pe.Position.Line, pe.Position.Col
+		if strings.HasPrefix(pe.Message, "invalid UTF-8") {
+			// The library points near it (in a comment, at the comment's
+			// start); the first byte that is not UTF-8 is the one.
+			if off := firstInvalidUTF8(idx.src); off >= 0 {
+				line, col = idx.lineCol(off)
+			}
+			msg += " (a TOML file is UTF-8: save it as UTF-8)"
+		}
 		// At the end of the input the library may point past the last line;
 		// point at the end of the last written line instead.
 		for line > 1 {
@@ -500,4 +509,17 @@ func (v *validator) inBad(plain string) bool {
 		}
 	}
 	return false
+}
+
+// firstInvalidUTF8 returns the offset of the first byte of b that is not
+// part of valid UTF-8, or -1.
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }

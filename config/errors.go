@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -57,4 +59,28 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// quotedRE matches a string quoted as %q writes it.
+var quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// shortenQuoted shortens each quoted value in a message that is longer
+// than a line to its start and end: a message echoes what was written,
+// and a 200,000-byte server name is not worth printing whole.
+func shortenQuoted(msg string) string {
+	const keep, head, tail = 120, 60, 20 // runes
+	if len(msg) < keep {
+		return msg
+	}
+	return quotedRE.ReplaceAllStringFunc(msg, func(q string) string {
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return q
+		}
+		r := []rune(s)
+		if len(r) <= keep {
+			return q
+		}
+		return fmt.Sprintf("%q", string(r[:head])+"…"+string(r[len(r)-tail:])) + fmt.Sprintf(" (%d bytes)", len(s))
+	})
 }

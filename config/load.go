@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -47,7 +48,7 @@ func ReadFiles(path string) ([]File, error) {
 	}
 	var files []File
 	for _, f := range names {
-		data, err := os.ReadFile(f)
+		data, err := readSiteFile(f)
 		if err != nil {
 			return nil, Errors{{File: f, Msg: errText(err)}}
 		}
@@ -63,7 +64,7 @@ func LoadFiles(files []string) ([]*Site, error) {
 		errs Errors
 	)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readSiteFile(f)
 		if err != nil {
 			errs = append(errs, &Error{File: f, Msg: errText(err)})
 			continue
@@ -144,4 +145,27 @@ func Parse(name string, data []byte) (*Site, error) {
 	}
 	resolveACME([]*Site{site})
 	return site, nil
+}
+
+// readSiteFile reads a site file, refusing anything but a regular file: a
+// FIFO named like a site file would block `arka -t` and every reload
+// forever, a device would be read without end.
+func readSiteFile(name string) ([]byte, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() { // a directory: ReadFile says so
+		what := "not a regular file"
+		switch {
+		case m&os.ModeNamedPipe != 0:
+			what = "a named pipe (FIFO)"
+		case m&os.ModeDevice != 0:
+			what = "a device"
+		case m&os.ModeSocket != 0:
+			what = "a socket"
+		}
+		return nil, fmt.Errorf("%s, not a site file: a site file must be a regular file", what)
+	}
+	return os.ReadFile(name)
 }

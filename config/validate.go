@@ -99,7 +99,7 @@ func (v *validator) errAt(path string, format string, args ...any) {
 		return
 	}
 	line, col := v.pos.at(path)
-	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: shortenQuoted(fmt.Sprintf(format, args...))})
 }
 
 // abs resolves a path from the site file relative to the file's directory.
@@ -116,7 +116,7 @@ func (v *validator) errAtValue(path string, format string, args ...any) {
 		return
 	}
 	line, col := v.pos.valueAt(path)
-	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &Error{File: v.file, Line: line, Col: col, Msg: shortenQuoted(fmt.Sprintf(format, args...))})
 }
 
 func (v *validator) has(path string) bool { _, ok := v.pos.indexed[path]; return ok }

@@ -36,6 +36,7 @@ import (
 	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/static"
+	"github.com/arkaweb/arka/server/internal/wire"
 	"github.com/arkaweb/arka/server/status"
 )
 
@@ -756,7 +757,9 @@ func (l *listener) handshake(c net.Conn) {
 	}
 	l.handshaking[c] = struct{}{}
 	l.hsMu.Unlock()
-	tc := tls.Server(c, l.tlsc)
+	// Under the TLS connection, a BatchConn: the HTTP/2 engine sends the
+	// records of a large write with one system call instead of one each.
+	tc := tls.Server(&wire.BatchConn{Conn: c}, l.tlsc)
 	if l.hsTO > 0 {
 		tc.SetDeadline(time.Now().Add(l.hsTO))
 	}

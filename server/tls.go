@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/internal/atomicfile"
 )
 
 // selfSignedNames are the names of a generated certificate for a site that
@@ -83,12 +84,8 @@ func selfSigned(stateDir string, names []string, now time.Time) (*tls.Certificat
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	if err := atomicfile.Write(file, data, 0o600); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return nil, err
 	}
 	c, err := tls.X509KeyPair(data, data)
 	if err != nil {

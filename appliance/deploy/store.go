@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/internal/atomicfile"
 )
 
 // Store is the device side: generations under Dir, the API on gokrazy's
@@ -106,7 +108,7 @@ func (s *Store) readRecord() record {
 
 func (s *Store) writeRecord(r record) error {
 	b, _ := json.MarshalIndent(r, "", "  ")
-	return writeFileAtomic(filepath.Join(s.Dir, "deploy.json"), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(s.Dir, "deploy.json"), append(b, '\n'), 0o644)
 }
 
 func (s *Store) generation(id int, withManifest bool) *Generation {
@@ -308,7 +310,7 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 	}
 	ok = true
 	b, _ := json.MarshalIndent(gen, "", "  ")
-	if err := writeFileAtomic(s.genDir(id)+".json", b); err != nil {
+	if err := atomicfile.Write(s.genDir(id)+".json", b, 0o644); err != nil {
 		return nil, bad(500, "%v", err)
 	}
 	if err := s.switchTo(id, cur); err != nil {
@@ -355,7 +357,7 @@ func (s *Store) link(id int) error {
 	if err := os.Rename(tmp, filepath.Join(s.Dir, SiteLink)); err != nil {
 		return err
 	}
-	return syncDir(s.Dir)
+	return atomicfile.SyncDir(s.Dir)
 }
 
 // nextID is one more than any generation on disk.
@@ -457,34 +459,6 @@ func linkOrCopy(src, dst string, f File) error {
 	}
 	defer in.Close()
 	return writeChecked(dst, in, f)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // SortFiles orders a manifest by path.

@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/arkaweb/arka/internal/atomicfile"
 )
 
 // Dir returns the directory holding one subdirectory per device.
@@ -103,18 +105,12 @@ func ReadPassword(name, file string) (pw, path string, err error) {
 }
 
 // WriteFile writes data to path atomically with mode 0600, creating the
-// device directory (0700): through a temporary file in the same
-// directory, renamed over path.
+// device directory (0700): see package atomicfile.
 func WriteFile(path string, data []byte) error {
-	tmp, err := writeTemp(path, data)
-	if err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o600)
 }
 
 // CreateFile writes data to path unless path exists, atomically and

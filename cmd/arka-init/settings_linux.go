@@ -19,6 +19,7 @@ import (
 	"github.com/arkaweb/arka/appliance/fat16"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/appliance/settings"
+	"github.com/arkaweb/arka/internal/atomicfile"
 	"github.com/arkaweb/arka/server/status"
 )
 
@@ -351,11 +352,7 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, mode)
 }
 
 // skip reports whether a service from init.json must not run with these

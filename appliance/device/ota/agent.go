@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/appliance/device/supervise"
+	"github.com/arkaweb/arka/internal/atomicfile"
 )
 
 // BootPartition is partition 1, open for reading and in-place writing.
@@ -517,28 +518,5 @@ func (a *Agent) save(at *Attempt) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }

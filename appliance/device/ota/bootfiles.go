@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/arkaweb/arka/appliance/fat16"
+	"github.com/arkaweb/arka/internal/atomicfile"
 )
 
 // Boot files. Both root partitions boot from the one boot partition
@@ -146,15 +147,8 @@ func keepBoot(boot io.ReaderAt, file string) (BootInfo, error) {
 		os.Remove(tmp)
 		return bi, fmt.Errorf("keeping the boot files: %v", err)
 	}
-	syncDir(filepath.Dir(file))
+	atomicfile.SyncDir(filepath.Dir(file))
 	return bi, nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // readKept returns what the kept copy in file holds.

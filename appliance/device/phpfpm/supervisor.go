@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/arkaweb/arka/internal/atomicfile"
 )
 
 // Back-off between restarts of a php-fpm that died: it doubles from
@@ -180,11 +182,7 @@ func writeIfChanged(path, data string) error {
 	if b, err := os.ReadFile(path); err == nil && string(b) == data {
 		return nil
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
-		return fmt.Errorf("phpfpm: %v", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, []byte(data), 0o644); err != nil {
 		return fmt.Errorf("phpfpm: %v", err)
 	}
 	return nil

@@ -39,9 +39,10 @@
 //     11%; TLS and the h1 engine most of the rest; sysmon and the
 //     scheduler about a fifth. System calls per tiny request, in this
 //     package: 1 write (the whole request), 1 read (32 KiB buffer: the
-//     whole answer and END_REQUEST), 1 MSG_PEEK recvfrom checking a kept
-//     connection. The script's stat (1 per request, 2.5 to 5.5 us) is
-//     remembered for statTTL.
+//     whole answer and END_REQUEST). The MSG_PEEK recvfrom that checked a
+//     kept connection before use is left to TCP and streamed bodies (see
+//     exchange.run), and the script's stat (1 per request, 2.5 to 5.5 us)
+//     is remembered for statTTL.
 //   - The page: passing each 8 KiB piece on as it came made 3 to 4 client
 //     writes per page, chunked, through the response buffer's goroutine
 //     (spool.Response.drain: 23% of Arka's CPU, with its wake-ups). Pieces
@@ -170,6 +171,7 @@ type Handler struct {
 
 	stats     statCache // recent stat results under root
 	lastLocal atomic.Pointer[localStrings]
+	lastAddrs atomic.Pointer[addrBlock]
 	interned  internCache
 	reqBufs   sync.Pool // *reqBuf
 	copyBufs  sync.Pool // *[]byte of copyBufSize

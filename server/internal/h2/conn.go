@@ -91,6 +91,9 @@ type conn struct {
 	// so an idle connection has one goroutine (the reader), not two.
 	wstate  atomic.Int32 // writerIdle, writerRunning, writerKicked, writerStopped
 	writeFn func()       // c.writeLoop, bound once (a go statement on a method value allocates)
+	// batch is the connection under TLS when it can gather writes: the
+	// records of an output larger than one go out in one system call.
+	batch *wire.BatchConn
 }
 
 // Writer goroutine states (conn.wstate).
@@ -199,6 +202,9 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	c.wcond = sync.NewCond(&c.wmu)
 	c.recvConn.Store(connWindow)
 	c.pre.R = rw
+	if tc, ok := rw.(*tls.Conn); ok {
+		c.batch, _ = tc.NetConn().(*wire.BatchConn)
+	}
 	c.writeFn = c.writeLoop
 	base := s.BaseContext
 	if base == nil {
@@ -802,7 +808,7 @@ func (c *conn) drain(yield bool) {
 			if to := c.srv.Limits.WriteTimeout(); to > 0 {
 				c.rwc.SetWriteDeadline(time.Now().Add(to))
 			}
-			_, err := c.rwc.Write(buf)
+			err := c.send(buf)
 			c.wmu.Lock()
 			c.writing = false
 			if cap(buf) <= 1<<20 {
@@ -827,6 +833,33 @@ func (c *conn) drain(yield bool) {
 			}
 		}
 	}
+}
+
+// batchBufs hold the TLS records of one output while they are gathered
+// (send).
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, maxQueued+32<<10); return &b }}
+
+// send writes buf to the connection. An output of more than one TLS
+// record (16 KiB) goes out in one system call: its records are gathered
+// under the TLS connection (wire.BatchConn), where crypto/tls would write
+// each on its own, four for 64 KiB.
+func (c *conn) send(buf []byte) error {
+	if c.batch == nil || len(buf) <= 16<<10 {
+		_, err := c.rwc.Write(buf)
+		return err
+	}
+	bp := batchBufs.Get().(*[]byte)
+	c.batch.Hold(*bp)
+	_, err := c.rwc.Write(buf)
+	b, ferr := c.batch.Flush()
+	if cap(b) <= 2*maxPooledOut {
+		*bp = b[:0]
+		batchBufs.Put(bp)
+	}
+	if err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // closeStream removes a stream once both sides are done with it.

@@ -771,7 +771,10 @@ var errWriteTimeout = errors.New("h2: write deadline exceeded")
 // request (TLS sends a record, 16 KiB, per write system call either way).
 const maxQueued = 64 << 10
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+var (
+	copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+	fileBufs = sync.Pool{New: func() any { b := make([]byte, maxQueued); return &b }}
+)
 
 // ReadFrom copies src into the response with a pooled buffer (io.Copy would
 // allocate 32 KiB per call).
@@ -783,14 +786,18 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b 
 // writer goroutine to wake and wait for. Other sources (a socket, a pipe)
 // may pause for long: what they gave is sent at once.
 func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
 	if !isFile(src) {
+		bp := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(bp)
 		return io.CopyBuffer((*plainWriter)(w), src, *bp)
 	}
+	// Files are read maxQueued at a time, a full output: 16 read calls
+	// per MiB instead of 64.
+	fp := fileBufs.Get().(*[]byte)
+	defer fileBufs.Put(fp)
 	held := w.flushLater
 	w.flushLater = true
-	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
+	n, err := io.CopyBuffer((*plainWriter)(w), src, *fp)
 	// Complete (Write set flushLater): it goes out when the handler returns.
 	w.flushLater = held || w.written == w.cl
 	if !w.flushLater {
