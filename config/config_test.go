@@ -112,7 +112,7 @@ func TestErrorsAreLocated(t *testing.T) {
 		{"bad max_conns", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", max_conns = \"lots\" }\n",
 			`expected "auto" or a positive integer`},
 		{"control character in header value (RFC 9110 section 5.5)", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\", headers = { X-A = \"a\\r\\nSet-Cookie: x=1\" } }\n",
-			`:3:44: header X-A: value "a\r\nSet-Cookie: x=1" has a control character`},
+			`:3:62: header X-A: value "a\r\nSet-Cookie: x=1" has a control character`},
 		{"control character in cache_control (RFC 9110 section 5.5)", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\", cache_control = \"max-age=60\\nX: y\" }\n",
 			`cache_control "max-age=60\nX: y" has a control character`},
 		{"host_header not a host", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"127.0.0.1:1\"], host_header = \"a\\r\\nX: y\" }\n",

@@ -100,16 +100,16 @@ func (v *validator) routeOptions(at string, o *RouteOptions, allow, deny []strin
 		hp := at + ".headers"
 		check := func(key, name string, vals ...string) {
 			if !validHeaderName(name) {
-				v.errAt(hp+"."+key, "header name %q is not a valid field name (RFC 9110 section 5.1)", name)
+				v.errAt(hp+"."+key+"."+name, "header name %q is not a valid field name (RFC 9110 section 5.1)", name)
 				return
 			}
 			if framingField(name) {
-				v.errAt(hp+"."+key, framingFieldMsg, name)
+				v.errAt(hp+"."+key+"."+name, framingFieldMsg, name)
 				return
 			}
 			for _, val := range vals {
 				if !validHeaderValue(val) {
-					v.errAt(hp+"."+key, "header %s: value %q has a control character (RFC 9110 section 5.5)", name, val)
+					v.errAtValue(hp+"."+key+"."+name, "header %s: value %q has a control character (RFC 9110 section 5.5)", name, val)
 				}
 			}
 		}

@@ -292,11 +292,11 @@ func (v *validator) static(at string, s *Static) {
 	for _, k := range sortedKeys(s.Headers) {
 		val := s.Headers[k]
 		if !validHeaderName(k) {
-			v.errAt(at+".headers", "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
+			v.errAt(at+".headers."+k, "header name %q is not a valid field name (RFC 9110 section 5.1)", k)
 		} else if framingField(k) {
-			v.errAt(at+".headers", framingFieldMsg, k)
+			v.errAt(at+".headers."+k, framingFieldMsg, k)
 		} else if !validHeaderValue(val) {
-			v.errAt(at+".headers", "header %s: value %q has a control character (RFC 9110 section 5.5)", k, val)
+			v.errAtValue(at+".headers."+k, "header %s: value %q has a control character (RFC 9110 section 5.5)", k, val)
 		}
 	}
 	if !validHeaderValue(s.CacheControl) {

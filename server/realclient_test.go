@@ -2,31 +2,12 @@ package server_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/arkaweb/arka/server/servertest"
 )
-
-// readLog waits for n lines in an access log (flushed every second).
-func readLog(t *testing.T, path string, n int) []string {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	var lines []string
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(path)
-		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
-		if len(lines) >= n && lines[0] != "" {
-			return lines
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("access log has %d lines, want %d: %q", len(lines), n, lines)
-	return nil
-}
 
 // The access log names the client a trusted proxy forwarded for (the
 // address the proxy handler would forward as X-Real-IP), the direct peer
@@ -56,7 +37,7 @@ handler = { type = "static", root = "` + root + `" }
 		c.Get(t, "/", "Host: a.example", "X-Forwarded-For: 198.51.100.7, 203.0.113.5")
 		c.Get(t, "/", "Host: b.example", "X-Real-IP: 203.0.113.5")
 	})
-	for _, l := range readLog(t, jsonLog, 3) {
+	for _, l := range flushedLog(t, e, jsonLog, 3) {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatal(err)
@@ -65,7 +46,7 @@ handler = { type = "static", root = "` + root + `" }
 			t.Errorf("json line: remote %v, peer %v", m["remote"], m["peer"])
 		}
 	}
-	for _, l := range readLog(t, combined, 3) {
+	for _, l := range flushedLog(t, e, combined, 3) {
 		if !strings.HasPrefix(l, "127.0.0.1 - - [") {
 			t.Errorf("untrusted forwarding believed: %s", l)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/internal/fcgi"
 	"github.com/arkaweb/arka/tests/fpmtest"
 )
 
@@ -111,4 +112,33 @@ func BenchmarkResolve(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkParams encodes the PARAMS of a GET request with a browser's
+// header fields.
+func BenchmarkParams(b *testing.B) {
+	e := newEnv(b, fpmtest.Config{})
+	h := e.handler(b, nil)
+	u, _ := url.Parse("http://bench.local/app/hello.php")
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	r := (&http.Request{
+		Method: "GET", URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Host: "bench.local", RequestURI: u.RequestURI(), RemoteAddr: "127.0.0.1:54321",
+		Header: http.Header{
+			"Accept":          {"text/html,application/xhtml+xml"},
+			"Accept-Encoding": {"gzip, deflate, br, zstd"},
+			"User-Agent":      {"bench/1.0"},
+		},
+	}).WithContext(context.WithValue(context.Background(), http.LocalAddrContextKey, local))
+	t := target{scriptName: "/app/hello.php"}
+	buf := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		var pw fcgi.ParamsWriter
+		pw.Begin(buf[:0], 1)
+		if err := h.appendParams(&pw, r, &t, -1); err != nil {
+			b.Fatal(err)
+		}
+		buf = pw.End()
+	}
 }

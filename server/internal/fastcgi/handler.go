@@ -171,6 +171,7 @@ type Handler struct {
 
 	stats     statCache // recent stat results under root
 	lastLocal atomic.Pointer[localStrings]
+	lastAddrs atomic.Pointer[addrBlock]
 	interned  internCache
 	reqBufs   sync.Pool // *reqBuf
 	copyBufs  sync.Pool // *[]byte of copyBufSize

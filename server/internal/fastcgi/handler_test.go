@@ -858,3 +858,22 @@ func TestStatCache(t *testing.T) {
 		t.Errorf("removed, after statTTL: %d, want 404", res.StatusCode)
 	}
 }
+
+// TestAddrBlockFollowsHost: the encoded SERVER_NAME block kept from the
+// last request (addrBlock) is not reused for a request with another Host.
+func TestAddrBlockFollowsHost(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	p := protos(t, e.handler(t, nil))[0]
+	for _, host := range []string{"a.example", "a.example", "b.example:8080", "a.example"} {
+		req, _ := http.NewRequest("GET", p.url+"/app/index.php", nil)
+		req.Host = host
+		res, body := do(t, p.client, req)
+		var s map[string]any
+		if err := json.Unmarshal([]byte(body), &s); res.StatusCode != 200 || err != nil {
+			t.Fatalf("%d %v: %s", res.StatusCode, err, body)
+		}
+		if got, want := s["SERVER_NAME"], strings.Split(host, ":")[0]; got != want {
+			t.Errorf("Host %s: SERVER_NAME %q, want %q", host, got, want)
+		}
+	}
+}

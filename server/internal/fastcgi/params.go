@@ -89,6 +89,79 @@ func (h *Handler) appendParams(pw *fcgi.ParamsWriter, r *http.Request, t *target
 		var num [20]byte
 		err = pw.AddBytes("CONTENT_LENGTH", strconv.AppendInt(num[:0], contentLength, 10))
 	}
+	if err == nil {
+		err = h.appendAddrs(pw, r)
+	}
+	rip, rport := splitHostPort(r.RemoteAddr)
+	add("REMOTE_ADDR", rip)
+	add("REMOTE_PORT", rport)
+	if err != nil {
+		return err
+	}
+
+	// Request header fields as HTTP_* (RFC 3875 4.1.18).
+	if r.Host != "" {
+		if err := pw.Add("HTTP_HOST", r.Host); err != nil {
+			return err
+		}
+	}
+	for name, values := range r.Header {
+		if !passHeader(name) || len(values) == 0 {
+			continue
+		}
+		if err := appendHeaderParam(pw, name, values); err != nil {
+			return err
+		}
+	}
+	pw.AddEncoded(h.envParams)
+	return nil
+}
+
+// addrBlock is the encoded SERVER_PROTOCOL, HTTPS, REQUEST_SCHEME,
+// SERVER_NAME, SERVER_ADDR and SERVER_PORT of a request, with what they
+// are made of: requests on one site and listener (the usual case) share
+// them, so they are encoded once and copied after.
+type addrBlock struct {
+	proto, host string
+	tls         bool
+	ap          netip.AddrPort
+	enc         []byte // pairs, without record headers
+}
+
+// maxBlockHost bounds the Host values whose block is kept (a longer one
+// is encoded for its request only).
+const maxBlockHost = 255
+
+// appendAddrs adds the parameters of addrBlock.
+func (h *Handler) appendAddrs(pw *fcgi.ParamsWriter, r *http.Request) error {
+	a, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	if a == nil || len(r.Host) > maxBlockHost {
+		return h.addAddrs(pw, r)
+	}
+	ap, tls := a.AddrPort(), r.TLS != nil
+	if b := h.lastAddrs.Load(); b != nil && b.ap == ap && b.tls == tls && b.proto == r.Proto && b.host == r.Host {
+		pw.AddEncoded(b.enc)
+		return nil
+	}
+	var tmp fcgi.ParamsWriter
+	tmp.Begin(make([]byte, 0, 512), 0)
+	if err := h.addAddrs(&tmp, r); err != nil {
+		return err
+	}
+	b := &addrBlock{proto: strings.Clone(r.Proto), host: strings.Clone(r.Host), tls: tls, ap: ap, enc: tmp.Buf[fcgi.HeaderLen:]}
+	h.lastAddrs.Store(b)
+	pw.AddEncoded(b.enc)
+	return nil
+}
+
+// addAddrs encodes the parameters of addrBlock for r.
+func (h *Handler) addAddrs(pw *fcgi.ParamsWriter, r *http.Request) error {
+	var err error
+	add := func(name, value string) {
+		if err == nil {
+			err = pw.Add(name, value)
+		}
+	}
 	add("SERVER_PROTOCOL", r.Proto)
 	if r.TLS != nil {
 		add("HTTPS", "on")
@@ -119,29 +192,7 @@ func (h *Handler) appendParams(pw *fcgi.ParamsWriter, r *http.Request, t *target
 		}
 	}
 	add("SERVER_PORT", localPort)
-	rip, rport := splitHostPort(r.RemoteAddr)
-	add("REMOTE_ADDR", rip)
-	add("REMOTE_PORT", rport)
-	if err != nil {
-		return err
-	}
-
-	// Request header fields as HTTP_* (RFC 3875 4.1.18).
-	if r.Host != "" {
-		if err := pw.Add("HTTP_HOST", r.Host); err != nil {
-			return err
-		}
-	}
-	for name, values := range r.Header {
-		if !passHeader(name) || len(values) == 0 {
-			continue
-		}
-		if err := appendHeaderParam(pw, name, values); err != nil {
-			return err
-		}
-	}
-	pw.AddEncoded(h.envParams)
-	return nil
+	return err
 }
 
 // passHeader decides which request header fields become HTTP_* variables.
