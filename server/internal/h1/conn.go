@@ -346,9 +346,10 @@ func (c *conn) headerBuffered() bool {
 	}
 	b, _ := c.br.Peek(n)
 	// The empty line that ends the head: CRLF, or a bare LF (RFC 9112
-	// section 2.2). bytes.Index runs vectorised: a browser's head of
-	// 500 bytes, scanned a byte at a time, cost as much as parsing it.
-	return bytes.Index(b, crlfCRLF[1:]) >= 0 || bytes.Index(b, lfLF) >= 0
+	// section 2.2). bytes.Contains runs vectorised: scanning a browser's
+	// head of 500 bytes a byte at a time was up to a tenth of the engine's
+	// time per request (BenchmarkRequestBrowser).
+	return bytes.Contains(b, crlfCRLF[1:]) || bytes.Contains(b, lfLF)
 }
 
 var crlfCRLF, lfLF = []byte("\r\n\r\n"), []byte("\n\n")
