@@ -154,6 +154,11 @@ func run(args []string) int {
 			}
 		}()
 	}
+	// Signals are taken before the first listener opens: a SIGHUP sent as
+	// soon as the port answers (a deploy, a test) is a reload once serving
+	// starts, never the default action, which ends the process.
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 	if err := a.start(sites); err != nil {
 		printConfigError(err)
 		return 1
@@ -165,8 +170,6 @@ func run(args []string) int {
 		"listen", listenList(srv))
 	fmt.Fprintf(os.Stderr, "arka: serving %s (Ctrl-C or SIGTERM stops, SIGHUP reloads)\n", strings.Join(srv.URLs(), " "))
 
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 	for s := range sig {
 		switch s {
 		case syscall.SIGHUP:

@@ -38,9 +38,8 @@
 // MetaHeadersFrame, its Fields slice as it grew, the emit closures). Header
 // blocks are now decoded here with hpack into a reused frame and field
 // slice (hdecode.go, with the same checks), and the handler pool takes the
-// stream rather than a method value: 10 allocations per request are left
-// (the stream and its two header maps, the request and its context, one
-// in crypto/tls per record read, HPACK's decoded strings).
+// stream rather than a method value: 10 allocations per request were
+// left.
 //
 // Profiled again (arka under h2load -c 64 -m 1, the small page; CPU
 // shares of the whole process): TLS write system calls 27%, TLS reads
@@ -53,27 +52,39 @@
 // the profile. Response fields whose value strings outlive the response
 // (a static file's, the Date of the second) are encoded once, without
 // the dynamic table, and copied (fieldcache.go): writeHeaderBlock 11% ->
-// 2% of the CPU.
+// 2% of the CPU. Response header maps are pooled (headerMaps): 8
+// allocations per request are left (the stream, the request and its
+// header map, x/net's HeadersFrame, HPACK's decoded strings, two in
+// crypto/tls per record read, one in the server's dispatch). What
+// remains of the small page's CPU: the write and read system calls 44%
+// (one write, one read and one read that finds nothing per request, as
+// nginx), the scheduler 9% (the reader's hand-off to the handler's
+// worker, and the reader's wait in the poller), allocation and the
+// collector 13%, the request's header block and checks (onHeaders) 11%.
 //
 // Large bodies (the 1 MiB file) cost mostly TLS: one 16 KiB record per
 // write system call, as nginx's SSL_write (49% of the CPU), AES-GCM
-// (26%), and reads of the client's WINDOW_UPDATE frames (11%). A file
-// copied with ReadFrom is queued up to maxQueued and sent by the stream
-// itself when it is the connection's only one (no writer goroutine woken
-// per 16 KiB: writeLoop 73% -> 4% of the samples, now drain inline), and
-// DATA frames are appended to the output directly rather than through
-// x/net's Framer, which copied each payload once more (memmove 13% ->
-// 6%). crypto/tls writes each 16 KiB record with its own system call;
-// an output of several records is gathered under the TLS connection
+// (26%), and the file's reads, 16 KiB each (11%). A file copied with
+// ReadFrom is queued up to maxQueued and sent by the stream itself when
+// it is the connection's only one (no writer goroutine woken per 16 KiB:
+// writeLoop 73% -> 4% of the samples, now drain inline), and DATA frames
+// are appended to the output directly rather than through x/net's
+// Framer, which copied each payload once more (memmove 13% -> 6%).
+// crypto/tls writes each 16 KiB record with its own system call; an
+// output of several records is gathered under the TLS connection
 // (wire.BatchConn, installed by the server below every TLS connection)
 // and written with one: 81 -> 17 write calls per 1 MiB response, about
 // 12% less CPU per request (1063-1200 -> 920-1050 ms per 1000 requests,
 // four runs each under shared load). Files are read 64 KiB at a time
-// (fileBufs): 66 -> 18 read calls per 1 MiB response, 1073-1107 -> 893-910
-// ms of CPU per 1000. One copy more than nginx makes remains: a body is read into a
-// pooled buffer and copied into the output; reading it straight into the
-// output buffer, behind a reserved frame header, would save it. Bounding the queued output to 64 KiB
-// (maxQueued) keeps 64 such downloads at about 41 MB of RSS.
+// (fileBufs) by a connection's only stream whose peer's windows take as
+// much: 66 -> 18 read calls per 1 MiB response, 1073-1107 -> 893-910 ms
+// of CPU per 1000; a stream starved of window holds 16 KiB, as before. One copy more than nginx makes remains: a
+// body is read into a pooled buffer and copied into the output; reading
+// it straight into the output buffer, behind a reserved frame header,
+// would save it. Bounding the queued output to 64 KiB (maxQueued) keeps
+// 64 such downloads at about 41 MB of RSS (52 MB peak under
+// tests/bench's h2load run, before and after the batching and the 64 KiB
+// reads).
 package h2
 
 import (

@@ -791,13 +791,24 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 		defer copyBufs.Put(bp)
 		return io.CopyBuffer((*plainWriter)(w), src, *bp)
 	}
-	// Files are read maxQueued at a time, a full output: 16 read calls
-	// per MiB instead of 64.
-	fp := fileBufs.Get().(*[]byte)
-	defer fileBufs.Put(fp)
+	// Files are read maxQueued at a time, a full output (16 read calls
+	// per MiB instead of 64), when the stream is the connection's only
+	// one and the peer's windows take that much: a buffer a stream holds
+	// while it waits for window stays 16 KiB, so that a client starving
+	// its streams pins no more than before.
+	pool := &copyBufs
+	if c := w.st.c; c.alone() {
+		c.wmu.Lock()
+		if w.st.sendWindow >= maxQueued && c.sendConn >= maxQueued {
+			pool = &fileBufs
+		}
+		c.wmu.Unlock()
+	}
+	bp := pool.Get().(*[]byte)
+	defer pool.Put(bp)
 	held := w.flushLater
 	w.flushLater = true
-	n, err := io.CopyBuffer((*plainWriter)(w), src, *fp)
+	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
 	// Complete (Write set flushLater): it goes out when the handler returns.
 	w.flushLater = held || w.written == w.cl
 	if !w.flushLater {
