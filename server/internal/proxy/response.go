@@ -29,7 +29,7 @@ import (
 //     same); Content-Length a decimal number, repeated only with the same
 //     value (RFC 9112 section 6.3 item 5); the head, 1xx heads and
 //     trailers within maxResponseHeaderBytes together; chunk-size lines
-//     within the connection's read buffer (4 KiB).
+//     within maxChunkLine (4 KiB).
 //
 // Responses to HEAD and 1xx, 204 and 304 responses have no body, whatever
 // their framing fields say (RFC 9112 section 6.3 items 1 and 2). Without
@@ -441,10 +441,17 @@ func (p *response) lineBuffered() bool {
 	return indexByte(buf, '\n') >= 0
 }
 
+// maxChunkLine bounds a chunk-size line with its extensions, in bytes.
+const maxChunkLine = 4096
+
 // chunkLine reads a line of chunked framing within br's buffer, without
-// its CRLF (or LF). A CR elsewhere in it makes it malformed.
+// its CRLF (or LF), at most maxChunkLine bytes. A CR elsewhere in it makes
+// it malformed.
 func (p *response) chunkLine() ([]byte, error) {
 	line, err := p.br.ReadSlice('\n')
+	if err == nil && len(line) > maxChunkLine {
+		err = bufio.ErrBufferFull
+	}
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
