@@ -72,10 +72,9 @@ func (w *response) writeInformational(code int) {
 	writeFields(bw, w.header, nil, nil)
 	bw.WriteString("\r\n")
 	bw.Flush()
-	// Fields sent with 103 Early Hints are not repeated by default.
-	if code == http.StatusEarlyHints {
-		clear(w.header)
-	}
+	// The header map stays as it is: it is the handler's, and the final
+	// response is sent with it (as net/http does); a handler that wants
+	// fields on the 1xx only deletes them after WriteHeader.
 }
 
 func (w *response) Write(p []byte) (int, error) {

@@ -523,9 +523,9 @@ func (w *responseWriter) writeInformational(code int) {
 	}
 	c.wmu.Unlock()
 	c.kickWriter()
-	if code == http.StatusEarlyHints {
-		clear(w.header)
-	}
+	// The header map stays as it is: it is the handler's, and the final
+	// response is sent with it (as net/http does); a handler that wants
+	// fields on the 1xx only deletes them after WriteHeader.
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {

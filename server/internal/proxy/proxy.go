@@ -883,15 +883,26 @@ func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*re
 		if resp.StatusCode == http.StatusContinue {
 			continue
 		}
+		// The 1xx goes out with the fields the server set for this
+		// response (Server, X-Request-Id, ...) plus the upstream's own
+		// 1xx fields, less framing and hop-by-hop ones and never in
+		// place of the server's; then the map is as it was, so the final
+		// response carries exactly the fields it would have had without
+		// the 1xx (RFC 8297 section 2, RFC 9110 section 15.2).
 		hdr := w.Header()
-		var added []string
-		for k, vv := range resp.Header() {
-			if responseHopByHop(k) {
+		uh := resp.Header()
+		var tokens connTokens
+		tokens.parse(uh["Connection"])
+		var arr [8]string
+		added := arr[:0]
+		for k, vv := range uh {
+			if skipInterimField(k) || tokens.n > 0 && tokens.has(k) {
 				continue
 			}
-			if _, ok := hdr[k]; !ok {
-				added = append(added, k)
+			if _, ok := hdr[k]; ok {
+				continue
 			}
+			added = append(added, k)
 			hdr[k] = vv
 		}
 		w.WriteHeader(resp.StatusCode)

@@ -678,3 +678,15 @@ func asciiEqualFold(b []byte, s string) bool {
 func skipResponseField(k string) bool {
 	return k == "Server" || responseHopByHop(k)
 }
+
+// skipInterimField names the fields of an upstream 1xx response not
+// relayed: framing (a 1xx has no content, RFC 9110 section 15.2), hop-by-hop
+// ones (RFC 9110 section 7.6.1), Proxy-* and those the engine sets itself
+// (Server, Date).
+func skipInterimField(k string) bool {
+	switch k {
+	case "Content-Length", "Date":
+		return true
+	}
+	return skipResponseField(k) || len(k) > 6 && k[:6] == "Proxy-"
+}

@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/arkaweb/arka/config"
+)
+
+// serverFields sets the fields the server sets on every response before
+// the handler runs (server.go: Server, Strict-Transport-Security,
+// X-Request-Id).
+func serverFields(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Server"] = []string{"arka"}
+		w.Header()["Strict-Transport-Security"] = []string{"max-age=600"}
+		w.Header()["X-Request-Id"] = []string{"ours"}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestInterimFields: an upstream 103 is relayed with its own fields less
+// framing and hop-by-hop ones and never in place of the server's, and the
+// final response carries exactly the fields it has without the 103
+// (RFC 8297 section 2, RFC 9110 section 15.2).
+func TestInterimFields(t *testing.T) {
+	eachFront(t, func(t *testing.T, proto string) {
+		up, stop := rawUpstream(t, func(path string) (string, bool) {
+			return "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nContent-Length: 999\r\n" +
+				"Server: evil\r\nX-Request-Id: forged\r\nConnection: X-Hop\r\nX-Hop: 1\r\nProxy-Foo: 1\r\n" +
+				"Strict-Transport-Security: max-age=1\r\n\r\n" +
+				"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Up: 1\r\n\r\nc103\n", false
+		})
+		h, _ := newProxy(t, config.Proxy{Upstreams: []string{up}})
+		f := startFront(t, proto, serverFields(h))
+		t.Cleanup(stop)
+		for range 2 {
+			var mu sync.Mutex
+			var hints []http.Header
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, hdr textproto.MIMEHeader) error {
+					mu.Lock()
+					hints = append(hints, http.Header(hdr).Clone())
+					mu.Unlock()
+					return nil
+				},
+			})
+			req, _ := http.NewRequestWithContext(ctx, "GET", f.url("/proxy/c103"), nil)
+			resp, err := f.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "c103\n" || resp.Header.Get("X-Up") != "1" || resp.Header.Get("Link") != "" {
+				t.Errorf("final: body %q header %v", b, resp.Header)
+			}
+			for k, want := range map[string]string{"Server": "arka", "Strict-Transport-Security": "max-age=600", "X-Request-Id": "ours"} {
+				if got := resp.Header.Values(k); len(got) != 1 || got[0] != want {
+					t.Errorf("final %s: %q, want %q", k, got, want)
+				}
+			}
+			mu.Lock()
+			if len(hints) != 1 {
+				t.Fatalf("1xx responses: %v", hints)
+			}
+			hh := hints[0]
+			mu.Unlock()
+			if hh.Get("Link") != "</s.css>; rel=preload" {
+				t.Errorf("103 Link %q", hh.Get("Link"))
+			}
+			for _, k := range []string{"Content-Length", "X-Hop", "Connection", "Proxy-Foo"} {
+				if v, ok := hh[k]; ok {
+					t.Errorf("103 relayed %s: %q", k, v)
+				}
+			}
+			for k, want := range map[string]string{"Server": "arka", "X-Request-Id": "ours", "Strict-Transport-Security": "max-age=600"} {
+				if got := hh.Values(k); len(got) > 1 || len(got) == 1 && got[0] != want || strings.Contains(strings.Join(got, ""), "evil") {
+					t.Errorf("103 %s: %q", k, got)
+				}
+			}
+		}
+	})
+}
+
+// eachFront runs fn as a subtest per front protocol, for tests that
+// start their own upstream, proxy and front (startFront) in it.
+func eachFront(t *testing.T, fn func(t *testing.T, proto string)) {
+	for _, p := range protos {
+		t.Run(p, func(t *testing.T) { fn(t, p) })
+	}
+}
