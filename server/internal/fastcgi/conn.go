@@ -58,6 +58,10 @@ type conn struct {
 	until time.Time
 	short bool
 	dmu   sync.Mutex
+	// holdEnd is when the output held now must go to the client: holdDelay
+	// after the first held byte was read (see readHeld); zero while
+	// nothing is held.
+	holdEnd time.Time
 	// held is the request's output not yet given to the client, while a
 	// response is read (see readHeld); nil otherwise.
 	held heldOutput
@@ -134,9 +138,11 @@ func (c *conn) Read(p []byte) (int, error) {
 			// No read timeout yet (the body is still being sent): no
 			// short wait either, the output goes out before the wait.
 			c.held.release()
+			c.holdEnd = time.Time{}
 			n, err = c.nc.Read(p)
 		}
 	} else {
+		c.holdEnd = time.Time{}
 		if c.short {
 			c.restoreDeadline()
 		}
@@ -148,14 +154,22 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readHeld reads while output is held back: it waits at most holdDelay
-// for more, then gives the held output to the client and waits on (up to
-// read_timeout) as usual.
+// readHeld reads while output is held back: it waits for more until
+// holdDelay after the first held byte arrived (not after the last one, so
+// a script that flushes more often than holdDelay is not held until
+// outBufferSize fills), then gives the held output to the client and
+// waits on (up to read_timeout) as usual.
 func (c *conn) readHeld(p []byte) (int, error) {
+	now := time.Now()
+	if c.holdEnd.IsZero() {
+		c.holdEnd = now.Add(holdDelay)
+	} else if !now.Before(c.holdEnd) {
+		return c.releaseHeld(p)
+	}
 	c.dmu.Lock()
 	ok, until := c.armed.Load() > 0, c.until
 	if ok {
-		d := time.Now().Add(holdDelay)
+		d := c.holdEnd
 		if d.After(until) {
 			d = until
 		}
@@ -168,7 +182,14 @@ func (c *conn) readHeld(p []byte) (int, error) {
 		return n, err
 	}
 	// A pause: the client gets what came so far.
+	return c.releaseHeld(p)
+}
+
+// releaseHeld gives the held output to the client, then reads with the
+// read_timeout deadline.
+func (c *conn) releaseHeld(p []byte) (int, error) {
 	c.held.release()
+	c.holdEnd = time.Time{}
 	c.restoreDeadline()
 	return c.nc.Read(p)
 }

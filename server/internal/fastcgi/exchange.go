@@ -394,9 +394,10 @@ func (x *exchange) readResponse() error {
 		}
 		// Output goes to the client when php-fpm pauses (see holding and
 		// conn.readHeld): what arrives within holdDelay of the last piece
-		// (often a whole page) goes out in one write, and a script that
+		// (often a whole page) goes out in one write, but nothing is held
+		// longer than holdDelay from its first byte, so a script that
 		// flushes (PHP's flush(), server-sent events) or pauses is seen
-		// within holdDelay. The pause is all there is to go by: php-fpm
+		// within holdDelay, however often it flushes. The pause is all there is to go by: php-fpm
 		// sends a large echo as one record of any size, and a flush after
 		// a full buffer sends nothing.
 	}

@@ -463,6 +463,57 @@ func TestHoldDelay(t *testing.T) {
 	}
 }
 
+// TestHoldDelayFromFirstByte: output is held at most holdDelay from its
+// first held byte, however often more arrives meanwhile. drip.php
+// flushes a byte every 0.3 ms for a second; when every new piece pushed
+// the hold back, the client saw nothing for 0.17-1.3 s at a time. The
+// bound is loose for -race on a loaded machine.
+func TestHoldDelayFromFirstByte(t *testing.T) {
+	e := newEnv(t, fpmtest.Config{})
+	h := e.handler(t, nil)
+	for _, p := range protos(t, h) {
+		res, err := p.client.Get(p.url + "/app/drip.php")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			buf      [64 << 10]byte
+			n        int
+			gap, at  time.Duration
+			start    = time.Now()
+			last     = start
+			firstGot time.Duration
+		)
+		for {
+			m, err := res.Body.Read(buf[:])
+			now := time.Now()
+			if m > 0 {
+				if n == 0 {
+					firstGot = now.Sub(start)
+				} else if d := now.Sub(last); d > gap {
+					gap, at = d, last.Sub(start)
+				}
+				n += m
+				last = now
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+		}
+		res.Body.Close()
+		if n < 100 {
+			t.Fatalf("%s: %d bytes", p.name, n)
+		}
+		t.Logf("%s: %d bytes, first after %v, largest gap between reads %v (at %v)", p.name, n, firstGot, gap, at)
+		if gap > 100*time.Millisecond {
+			t.Errorf("%s: the client waited %v (at %v) for flushed output", p.name, gap, at)
+		}
+	}
+}
+
 // TestOverLength: a script that writes more than the Content-Length it
 // declared (a download with a stray newline after it) gets its declared
 // body through, the excess dropped and logged, as nginx does, rather than

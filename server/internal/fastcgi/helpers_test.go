@@ -123,6 +123,18 @@ for ($i = 0; $i < 6; $i++) {
   usleep(30000);
 }
 `,
+	"app/drip.php": `<?php
+// One byte and a flush() every 0.3 ms for a second: php-fpm never
+// pauses for holdDelay.
+header('Content-Type: text/plain');
+$t = microtime(true);
+while (microtime(true) - $t < 1) {
+  echo "x";
+  flush();
+  usleep(300);
+}
+echo "\nend\n";
+`,
 	"app/mid.php": `<?php
 header('Content-Type: text/html; charset=UTF-8');
 echo str_repeat("<p>the quick brown fox jumps over the lazy dog</p>\n", 120);
