@@ -517,6 +517,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 // sent all of it (response buffering): the bytes the client has not taken
 // yet, and the trailers, which follow them.
 type relayed struct {
+	head      heldHead // the status, held while out has passed nothing on
 	out       *spool.Response
 	trailer   http.Header
 	announced []string
@@ -525,6 +526,7 @@ type relayed struct {
 // finish gives the client the rest of the response, then the trailers.
 func (rr *relayed) finish(w http.ResponseWriter) {
 	if rr.out != nil {
+		rr.head.commit() // an empty body passes nothing on
 		rr.out.Finish()
 		rr.out = nil
 	}
@@ -706,7 +708,10 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 		return false, nil
 	}
 
-	reusable = h.relay(w, r, c, resp, rest)
+	reusable, f = h.relay(w, r, c, resp, rest)
+	if f != nil {
+		return false, f
+	}
 	if bodyDone != nil {
 		// The response is complete; the upload may not be, if the upstream
 		// answered early. Stop it and do not reuse the connection then.
@@ -1044,7 +1049,7 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 // response buffering the body goes through a spool.Response, and what the
 // client has not taken when the upstream has sent everything is left in
 // rest, with the trailers, for after the connection is released.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *response, rest *relayed) bool {
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *response, rest *relayed) (bool, *failure) {
 	hdr := w.Header()
 	var tokens connTokens
 	tokens.parse(resp.copyHeader(hdr, skipResponseField))
@@ -1071,32 +1076,39 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		hdr["Trailer"] = announced
 	}
 	buffered := spool.Buffering(h.respBuffer, hdr)
-	w.WriteHeader(resp.StatusCode)
 	if !resp.hasBody() {
-		return !resp.Close
+		w.WriteHeader(resp.StatusCode)
+		return !resp.Close, nil
+	}
+	var dst io.Writer = w
+	if buffered {
+		// The status goes out with the first bytes the buffer passes on:
+		// until then a body the upstream breaks is answered 502.
+		rest.head = heldHead{w: w, status: resp.StatusCode}
+		rest.out = spool.NewResponse(&rest.head, h.tempDir)
+		dst = rest.out
+	} else {
+		w.WriteHeader(resp.StatusCode)
 	}
 
 	var rc *http.ResponseController
 	if c.br.Buffered() == 0 {
 		// The body is not here yet (a long poll, an event stream that
 		// starts later): let the client have the header now.
+		rest.head.commit()
 		rc = http.NewResponseController(w)
 		rc.Flush()
 	}
 	bp := h.bufs.Get().(*[]byte)
 	defer h.bufs.Put(bp)
 	buf := *bp
-	var dst io.Writer = w
-	if buffered {
-		rest.out = spool.NewResponse(w, h.tempDir)
-		dst = rest.out
-	}
 	var written int64
+	held := rest.out != nil // nothing flushed from the response buffer yet
 	for {
 		n, rerr := resp.Read(buf)
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return false // the client left
+				return false, nil // the client left
 			}
 			written += int64(n)
 		}
@@ -1105,10 +1117,25 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		}
 		if rerr != nil {
 			if r.Context().Err() != nil {
-				return false
+				return false, nil
+			}
+			cause := "response body cut short: " + describe(rerr, 0)
+			if rest.out != nil && rest.out.Discard() {
+				rest.out = nil // nothing was passed on, nor will be
+			}
+			if rest.out == nil && rest.head.w != nil && !rest.head.sent {
+				// Nothing reached the client: answer 502 (or 504) as for
+				// a bad head, without the upstream's fields.
+				for _, f := range resp.fields {
+					delete(hdr, string(resp.raw[f.name.start:f.name.end]))
+				}
+				delete(hdr, "Content-Type")
+				delete(hdr, "Location")
+				delete(hdr, "Trailer")
+				return false, &failure{status: statusFor(rerr), cause: cause}
 			}
 			h.log.Warn("proxy: upstream failed", h.logAttrs(c.up, "method", r.Method, "status", resp.StatusCode,
-				"cause", "response body cut short: "+describe(rerr, 0))...)
+				"cause", cause)...)
 			c.up.failures.Add(1)
 			// Make the engine abort the response (close the connection or
 			// reset the stream) rather than end it as if it were complete,
@@ -1121,7 +1148,14 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		// events and long polls reach the client as they are written.
 		if c.br.Buffered() == 0 && (resp.ContentLength < 0 || written < resp.ContentLength) {
 			if rest.out != nil {
-				rest.out.Flush()
+				// Buffered: unless bytes or the end of the stream are
+				// already waiting (a non-blocking peek, only until the
+				// first flush), so a body cut short right away is still
+				// answered 502.
+				if held && alive(c.raw) {
+					held = false
+					rest.out.Flush()
+				}
 				continue
 			}
 			if rc == nil {
@@ -1135,7 +1169,39 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 	} else {
 		setTrailers(hdr, resp.Trailer, announced)
 	}
-	return !resp.Close
+	return !resp.Close, nil
+}
+
+// heldHead is the client's writer under response buffering: it sends the
+// status with the first bytes the buffer passes on, or a flush, so that
+// until then the proxy may still answer a failure instead.
+type heldHead struct {
+	w      http.ResponseWriter
+	status int
+	once   sync.Once
+	sent   bool // read only when no other goroutine writes (see relay)
+}
+
+// commit sends the status (the header follows with the body or a flush);
+// a zero heldHead does nothing.
+func (hh *heldHead) commit() {
+	if hh.w == nil {
+		return
+	}
+	hh.once.Do(func() {
+		hh.sent = true
+		hh.w.WriteHeader(hh.status)
+	})
+}
+
+func (hh *heldHead) Write(p []byte) (int, error) {
+	hh.commit()
+	return hh.w.Write(p)
+}
+
+func (hh *heldHead) Flush() {
+	hh.commit()
+	http.NewResponseController(hh.w).Flush()
 }
 
 func contains(ss []string, s string) bool {

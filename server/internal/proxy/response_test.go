@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -145,9 +146,11 @@ func TestHostileUpstreamHeads(t *testing.T) {
 	}
 }
 
-// TestHostileUpstreamBodies: a chunked body that turns malformed after the
-// head went out is cut off (the client sees an incomplete response, never
-// a complete one), and the next request is served.
+// TestHostileUpstreamBodies: a body that turns out malformed or short is
+// answered 502 when nothing of the response reached the client yet (the
+// whole answer is in the response buffer), else cut off (without response
+// buffering: the client sees an incomplete response, never a complete
+// one), and the next request is served.
 func TestHostileUpstreamBodies(t *testing.T) {
 	bad := map[string]string{
 		"chunk-size-letters": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n",
@@ -160,26 +163,46 @@ func TestHostileUpstreamBodies(t *testing.T) {
 		"trailer-over-1MiB":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n" + strings.Repeat("X-T: "+strings.Repeat("t", 1000)+"\r\n", 1100) + "\r\n",
 		"trailer-obs-fold":   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n folded\r\n\r\n",
 	}
-	up, stop := rawUpstream(t, func(path string) (string, bool) {
-		return bad[strings.TrimPrefix(path, "/")], true
-	})
-	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true})
-	f := startFront(t, "h1", h)
-	t.Cleanup(stop)
-	for name := range bad {
-		// The connection is closed before the response is complete: before
-		// its head when the engine had not sent it yet, else in its body.
-		resp, err := f.client.Get(f.url("/proxy/" + name))
-		if err == nil {
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err == nil {
-				t.Errorf("%s: the client got a complete response: %d %q", name, resp.StatusCode, b)
+	for _, buffering := range []bool{true, false} {
+		t.Run(fmt.Sprintf("response_buffering=%v", buffering), func(t *testing.T) {
+			up, stop := rawUpstream(t, func(path string) (string, bool) {
+				return bad[strings.TrimPrefix(path, "/")], true
+			})
+			h, logs := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true, ResponseBuffering: &buffering})
+			f := startFront(t, "h1", h)
+			t.Cleanup(stop)
+			for name := range bad {
+				resp, err := f.client.Get(f.url("/proxy/" + name))
+				if buffering && !strings.HasSuffix(name, "-eof") {
+					// The fault is in the bytes the proxy has when it
+					// finds it. (At an end of stream that comes after a
+					// pause the proxy has flushed what came: cut off.)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusBadGateway || err != nil || strings.Contains(string(b), "ok") {
+						t.Errorf("%s: %d %v %.40q (%v), want 502", name, resp.StatusCode, resp.Header, b, err)
+					}
+				} else if err == nil && resp.StatusCode != http.StatusBadGateway {
+					// The connection is closed before the response is
+					// complete: before its head when the engine had not
+					// sent it yet, else in its body.
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err == nil {
+						t.Errorf("%s: the client got a complete response: %d %q", name, resp.StatusCode, b)
+					}
+				}
+				if resp, body := get(t, f.client, f.url("/proxy/good")); resp.StatusCode != 200 || body != "good" {
+					t.Errorf("after %s: %d %q", name, resp.StatusCode, body)
+				}
 			}
-		}
-		if resp, body := get(t, f.client, f.url("/proxy/good")); resp.StatusCode != 200 || body != "good" {
-			t.Errorf("after %s: %d %q", name, resp.StatusCode, body)
-		}
+			if n := strings.Count(logs.String(), "status=502"); buffering && n < len(bad)-2 {
+				t.Errorf("%d of %d failures logged 502:\n%s", n, len(bad), logs.String())
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/arkaweb/arka/config"
 )
@@ -132,6 +133,51 @@ func TestUpstreamHeadLimit(t *testing.T) {
 		}
 		if n := strings.Count(logs.String(), "upstream sent too big header"); n != 2 {
 			t.Errorf("%d log lines say why, want 2:\n%s", n, logs.String())
+		}
+	})
+}
+
+// TestBrokenBodyBuffered: with response buffering, an upstream body found
+// broken before anything of the response reached the client is answered
+// 502 (and logged so); one that breaks after the head went out (a pause
+// flushed it) is cut off: the client never sees a complete response.
+func TestBrokenBodyBuffered(t *testing.T) {
+	eachFront(t, func(t *testing.T, proto string) {
+		up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, bw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			bw.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Up: 1\r\n\r\n2\r\nok\r\n")
+			if strings.HasSuffix(r.URL.Path, "/late") {
+				bw.Flush()
+				time.Sleep(100 * time.Millisecond)
+			}
+			bw.WriteString("zz\r\n")
+			bw.Flush()
+		}))
+		h, logs := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+		f := startFront(t, proto, h)
+		resp, err := f.client.Get(f.url("/proxy/now"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway || err != nil || strings.Contains(string(b), "ok") || resp.Header.Get("X-Up") != "" {
+			t.Errorf("now: %d %v %.40q (%v), want 502 without the upstream's", resp.StatusCode, resp.Header, b, err)
+		}
+		if !strings.Contains(logs.String(), "status=502") {
+			t.Errorf("log: %s", logs.String())
+		}
+		resp, err = f.client.Get(f.url("/proxy/late"))
+		if err == nil {
+			b, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil || resp.StatusCode != 200 {
+				t.Errorf("late: %d %q, want a 200 cut off", resp.StatusCode, b)
+			}
 		}
 	})
 }

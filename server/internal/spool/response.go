@@ -225,6 +225,25 @@ func (b *Response) Finish() error {
 	return err
 }
 
+// Discard ends the response without passing on what was written, when
+// nothing was passed on yet (no Flush, memory never full): then it frees
+// the buffers as Finish does and reports true. Otherwise it does nothing
+// and reports false: the caller finishes or abandons the response as
+// usual. A backend that fails before the client got anything can so be
+// answered with an error instead.
+func (b *Response) Discard() bool {
+	b.mu.Lock()
+	if b.running {
+		b.mu.Unlock()
+		return false
+	}
+	b.drop()
+	b.fr, b.fw = 0, 0
+	b.mu.Unlock()
+	b.Finish()
+	return true
+}
+
 // drop returns the memory chunks (b.mu held).
 func (b *Response) drop() {
 	for i, c := range b.chunks {
