@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"sync/atomic"
+
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // The CGI response header (RFC 3875 section 6): the script's STDOUT starts
@@ -13,13 +15,13 @@ import (
 // line; the body follows. "Status" sets the HTTP status, "Location" makes
 // it a redirect, every other field is a response header field.
 
-// maxHeaderBytes bounds the CGI header block. php-fpm sends all headers
-// in its first STDOUT record, so this only guards against a script that
-// never ends its header block.
-const maxHeaderBytes = 64 << 10
+// maxHeaderBytes bounds the CGI header block, as read and as a header list
+// counts it (limits.UpstreamHeaderBytes: one limit for every upstream's
+// response head); beyond it the answer is 502.
+const maxHeaderBytes = limits.UpstreamHeaderBytes
 
 var (
-	errHeaderTooLarge = errors.New("CGI response header larger than 64 KiB")
+	errHeaderTooLarge = limits.ErrUpstreamHeader
 	errHeaderLine     = errors.New("malformed CGI response header line")
 	errStatus         = errors.New("malformed CGI Status header")
 )

@@ -14,6 +14,7 @@ import (
 
 	"github.com/arkaweb/arka/internal/fcgi"
 	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
@@ -428,9 +429,15 @@ func (x *exchange) writeHeader(block []byte) error {
 	}
 	// Check the whole block first, so a bad one leaves the response
 	// header untouched for the 502.
-	res, err := parseCGIHeader(block, func(string, []byte, bool) {})
+	size := 0 // the header list size (limits.FieldSize)
+	res, err := parseCGIHeader(block, func(name string, v []byte, _ bool) {
+		size += limits.FieldSize(len(name), len(v))
+	})
 	if err != nil {
 		return err
+	}
+	if size > maxHeaderBytes {
+		return errHeaderTooLarge
 	}
 	hdr := x.w.Header()
 	parseCGIHeader(block, func(name string, v []byte, repeat bool) {

@@ -7,6 +7,7 @@
 package limits
 
 import (
+	"errors"
 	"os"
 	"sync/atomic"
 	"time"
@@ -156,3 +157,22 @@ func (bodyTimeout) Temporary() bool { return true }
 func (bodyTimeout) Is(err error) bool {
 	return err == os.ErrDeadlineExceeded
 }
+
+// UpstreamHeaderBytes bounds a response head from an upstream: a reverse
+// proxy's HTTP/1.1 server (status line and header fields, 1xx heads and
+// trailers included) and a FastCGI application (the CGI header block).
+// The head is counted as HTTP/2 counts a header list, each field's name
+// and value plus 32 bytes (RFC 9113 section 6.5.2, FieldSize), and the
+// bytes read for it may not exceed it either. A larger head is answered
+// 502 and logged, as nginx answers "upstream sent too big header" beyond
+// proxy_buffer_size (4-8 KiB): relayed, it would be more than HTTP/2
+// clients accept (nghttp2 ends the connection with COMPRESSION_ERROR).
+const UpstreamHeaderBytes = 32 << 10
+
+// FieldSize is the size of a header field as a header list counts it:
+// name and value lengths in bytes plus 32 (RFC 9113 section 6.5.2).
+func FieldSize(name, value int) int { return name + value + 32 }
+
+// ErrUpstreamHeader is the error of an upstream response head larger than
+// UpstreamHeaderBytes.
+var ErrUpstreamHeader = errors.New("upstream sent too big header: more than 32 KiB counted as an HTTP/2 header list (RFC 9113 section 6.5.2)")

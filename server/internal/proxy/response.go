@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/arkaweb/arka/server/internal/limits"
 )
 
 // The upstream's response, read by the proxy itself (RFC 9112) rather than
@@ -75,7 +77,7 @@ var (
 	errBadTE          = errors.New("unsupported Transfer-Encoding (only chunked)")
 	errLengthAndTE    = errors.New("both Content-Length and Transfer-Encoding")
 	errBadChunk       = errors.New("malformed chunked encoding")
-	errTrailerTooLong = errors.New("response trailers larger than 1 MiB")
+	errTrailerTooLong = errors.New("upstream sent too big trailers: head and trailers more than 32 KiB")
 )
 
 // reset forgets the previous response, keeping modest storage for the next.
@@ -135,6 +137,7 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 	p.raw = p.raw[:0]
 	var clSeen, te, keepAlive bool
 	var teSpan span
+	size := 0 // the header list size (limits.FieldSize)
 	for {
 		start, err := p.readLine(maxResponseHeaderBytes)
 		if err != nil {
@@ -150,6 +153,9 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 		f, err := parseField(p.raw, start)
 		if err != nil {
 			return err
+		}
+		if size += limits.FieldSize(int(f.name.end-f.name.start), int(f.value.end-f.value.start)); size > maxResponseHeaderBytes {
+			return errHeaderTooLarge
 		}
 		name := p.raw[f.name.start:f.name.end]
 		switch string(name) {

@@ -14,13 +14,15 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // maxResponseHeaderBytes bounds an upstream's response head (status line and
-// header fields); a larger one is a bad response (502).
-const maxResponseHeaderBytes = 1 << 20
+// header fields, as read and as a header list counts them); a larger one
+// is a bad response (502). The number is limits.UpstreamHeaderBytes.
+const maxResponseHeaderBytes = limits.UpstreamHeaderBytes
 
 // checkAfter is how long a connection may sit in the idle pool before it is
 // checked, with a non-blocking peek, for a close by the upstream. Busy
@@ -147,7 +149,7 @@ type limitReader struct {
 	limited bool
 }
 
-var errHeaderTooLarge = errors.New("response header larger than 1 MiB")
+var errHeaderTooLarge = limits.ErrUpstreamHeader
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if !l.limited {

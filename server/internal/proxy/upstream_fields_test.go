@@ -96,3 +96,42 @@ func eachFront(t *testing.T, fn func(t *testing.T, proto string)) {
 		t.Run(p, func(t *testing.T) { fn(t, p) })
 	}
 }
+
+// TestUpstreamHeadLimit: an upstream response head larger than
+// limits.UpstreamHeaderBytes, as read or counted as an HTTP/2 header list
+// (RFC 9113 section 6.5.2), is answered 502 and logged; one just under it
+// is relayed.
+func TestUpstreamHeadLimit(t *testing.T) {
+	heads := map[string]string{
+		// 30 KiB in one field: under the limit.
+		"fits": "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 30<<10) + "\r\nContent-Length: 2\r\n\r\nok",
+		// 200 KB in one field.
+		"field": "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 200_000) + "\r\nContent-Length: 2\r\n\r\nok",
+		// 1,000 fields of 6 bytes: 6 KB read, 34 KB as a header list.
+		"list": "HTTP/1.1 200 OK\r\n" + strings.Repeat("A: b\r\n", 1000) + "Content-Length: 2\r\n\r\nok",
+	}
+	eachFront(t, func(t *testing.T, proto string) {
+		up, stop := rawUpstream(t, func(path string) (string, bool) {
+			return heads[strings.TrimPrefix(path, "/")], false
+		})
+		h, logs := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true})
+		f := startFront(t, proto, h)
+		t.Cleanup(stop)
+		resp, body := get(t, f.client, f.url("/proxy/fits"))
+		if resp.StatusCode != 200 || body != "ok" || len(resp.Header.Get("X-Big")) != 30<<10 {
+			t.Errorf("fits: %d %q, X-Big %d bytes", resp.StatusCode, body, len(resp.Header.Get("X-Big")))
+		}
+		for _, name := range []string{"field", "list"} {
+			resp, body := get(t, f.client, f.url("/proxy/"+name))
+			if resp.StatusCode != http.StatusBadGateway || body == "ok" || resp.Header.Get("X-Big") != "" || resp.Header.Get("A") != "" {
+				t.Errorf("%s: %d %.40q, want 502", name, resp.StatusCode, body)
+			}
+		}
+		if resp, body := get(t, f.client, f.url("/proxy/good")); resp.StatusCode != 200 || body != "good" {
+			t.Errorf("after: %d %q", resp.StatusCode, body)
+		}
+		if n := strings.Count(logs.String(), "upstream sent too big header"); n != 2 {
+			t.Errorf("%d log lines say why, want 2:\n%s", n, logs.String())
+		}
+	})
+}
