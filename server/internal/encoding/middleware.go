@@ -36,7 +36,10 @@ type Options struct {
 // Cache-Control: no-transform (RFC 9111 section 5.2.2.6), setting a cookie
 // (unless Options.CompressCookies; BREACH), partial (206),
 // bodiless (1xx, 204, 304), not of a compressible type, or shorter than
-// MinSize.
+// MinSize. A HEAD response takes GET's decision when its length is known
+// (a Content-Length, or the body a handler wrote anyway) and is not coded
+// otherwise, as GET's decision depends on that length (RFC 9110 section
+// 9.3.2).
 type Middleware struct {
 	o    Options
 	pool sync.Pool
@@ -72,7 +75,7 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 			if vw == nil {
 				vw = &varyWriter{}
 			}
-			*vw = varyWriter{ResponseWriter: w, minSize: m.o.MinSize}
+			*vw = varyWriter{ResponseWriter: w, minSize: m.o.MinSize, head: r.Method == http.MethodHead}
 			h.ServeHTTP(vw, r)
 			vw.ResponseWriter = nil
 			m.vary.Put(vw)
@@ -181,9 +184,9 @@ func (e *encWriter) decideFromHeaders() {
 		}
 		return
 	}
-	if e.head && h.Get("Content-Type") != "" {
-		e.start()
-	}
+	// HEAD without a Content-Length (a script's answer: php-fpm sends no
+	// body for HEAD) is not coded: whether GET's would be depends on a
+	// length not known here (see finish).
 }
 
 func (e *encWriter) pass() {
@@ -323,6 +326,13 @@ func (e *encWriter) finish(r *http.Request) {
 		// left and the handler wrote nothing: the server logs that as 499.
 		e.WriteHeader(http.StatusOK)
 	}
+	// A HEAD response still undecided has no Content-Length and fewer
+	// than MinSize body bytes (none, from php-fpm): it goes out as it is,
+	// as GET's would if short, as nginx's gzip filter does for every HEAD.
+	// Coding it (as before) told a cache that a short GET answer, sent as
+	// is, was coded (RFC 9111 section 4.3.5); left as is, a cache keeps
+	// the Content-Encoding of a coded one (section 3.2: fields the HEAD
+	// response lacks stay).
 	switch e.st {
 	case undecided:
 		if e.status == 0 && len(e.buf) == 0 {
@@ -332,7 +342,7 @@ func (e *encWriter) finish(r *http.Request) {
 		// unless the handler declared trailers, which a response with a
 		// Content-Length cannot carry.
 		h := e.w.Header()
-		if h.Get("Content-Length") == "" && !e.head && len(h["Trailer"]) == 0 {
+		if h.Get("Content-Length") == "" && (!e.head || len(e.buf) > 0) && len(h["Trailer"]) == 0 {
 			h["Content-Length"] = []string{strconv.Itoa(len(e.buf))}
 		}
 		e.pass()
@@ -351,6 +361,7 @@ func (e *encWriter) finish(r *http.Request) {
 type varyWriter struct {
 	http.ResponseWriter
 	minSize int64
+	head    bool // a HEAD request: not coded without a Content-Length
 	done    bool
 }
 
@@ -361,7 +372,7 @@ func (v *varyWriter) WriteHeader(code int) {
 		if code != http.StatusNoContent && code != http.StatusNotModified && code != http.StatusPartialContent &&
 			h.Get("Content-Encoding") == "" && Compressible(h.Get("Content-Type")) &&
 			!wire.HasToken(h["Cache-Control"], "no-transform") {
-			if cl := h.Get("Content-Length"); cl == "" || longEnough(cl, v.minSize) {
+			if cl := h.Get("Content-Length"); cl == "" && !v.head || longEnough(cl, v.minSize) {
 				addVary(h)
 			}
 		}

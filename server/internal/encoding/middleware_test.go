@@ -179,6 +179,13 @@ func TestMiddlewareSniffsAndHead(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("Content-Length", "4200")
 		},
+		"/unsized": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+		},
+		"/shortbody": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<p>short</p>")
+		},
 	}, func(t *testing.T, c *enginetest.Client) {
 		resp, b := do(t, c, "GET", "/sniffed", "gzip")
 		if resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
@@ -190,6 +197,25 @@ func TestMiddlewareSniffsAndHead(t *testing.T) {
 		resp, b = do(t, c, "HEAD", "/head", "zstd")
 		if resp.Header.Get("Content-Encoding") != "zstd" || len(b) != 0 {
 			t.Errorf("HEAD: %q, %d bytes", resp.Header.Get("Content-Encoding"), len(b))
+		}
+		// No length and no body (php-fpm's HEAD): GET's coding is not
+		// known, none is claimed, nor a Vary.
+		for _, ae := range []string{"zstd", ""} {
+			resp, b = do(t, c, "HEAD", "/unsized", ae)
+			if resp.Header.Get("Content-Encoding") != "" || resp.Header.Get("Vary") != "" || resp.Header.Get("Content-Length") != "" || len(b) != 0 {
+				t.Errorf("HEAD without a length, %q: %v, %d bytes", ae, resp.Header, len(b))
+			}
+		}
+		// A handler that writes GET's body for HEAD gets GET's decision.
+		for path, coded := range map[string]bool{"/sniffed": true, "/shortbody": false} {
+			get, _ := do(t, c, "GET", path, "zstd")
+			head, _ := do(t, c, "HEAD", path, "zstd")
+			if g, h := get.Header.Get("Content-Encoding"), head.Header.Get("Content-Encoding"); g != h || (g != "") != coded {
+				t.Errorf("%s: Content-Encoding: GET %q, HEAD %q", path, g, h)
+			}
+			if !coded && get.Header.Get("Content-Length") != head.Header.Get("Content-Length") {
+				t.Errorf("%s: Content-Length: GET %v, HEAD %v", path, get.Header, head.Header)
+			}
 		}
 	})
 }

@@ -806,3 +806,19 @@ func TestIdleLongerThanHeaderTimeout(t *testing.T) {
 		t.Errorf("silent new connection closed after %v, want about 200ms", d)
 	}
 }
+
+// TestETagSpelling: the entity tag field goes out as RFC 9110 spells it,
+// "ETag", though net/http's canonical key (the one every handler and
+// lookup uses) is "Etag"; also when the connection's previous fields are
+// reused (fieldMemo).
+func TestETagSpelling(t *testing.T) {
+	etag := []string{`"5e1-c"`}
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Etag"] = etag
+		io.WriteString(w, "tagged")
+	}))
+	out := exchange(t, addr, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	if n := strings.Count(out, "\r\nETag: \"5e1-c\"\r\n"); n != 2 || strings.Contains(out, "Etag") {
+		t.Errorf("ETag spelled otherwise:\n%s", out)
+	}
+}

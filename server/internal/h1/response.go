@@ -230,8 +230,15 @@ outer:
 				continue outer
 			}
 		}
+		name := k
+		if k == "Etag" {
+			// net/http's canonical key; RFC 9110 section 8.8.3 spells
+			// it ETag (field names are case-insensitive; this is for
+			// people reading responses).
+			name = "ETag"
+		}
 		for _, v := range h[k] {
-			out = append(out, k...)
+			out = append(out, name...)
 			out = append(out, ": "...)
 			out = append(out, core.CleanValue(v)...)
 			out = append(out, "\r\n"...)

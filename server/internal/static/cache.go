@@ -62,10 +62,10 @@ type CacheStats struct {
 type fileKey struct{ root, name string }
 
 type variantKey struct {
-	root, name  string
-	size, mtime int64
-	ino         uint64
-	coding      encoding.Coding
+	root, name         string
+	size, mtime, ctime int64
+	ino                uint64
+	coding             encoding.Coding
 }
 
 // entryOverhead approximates the bytes an entry costs beyond names and
@@ -131,16 +131,18 @@ const (
 	kOther               // device, socket, fifo: never served
 )
 
-// fileID identifies one version of a file.
+// fileID identifies one version of a file. The change time tells apart
+// a file rewritten in place with its size and mtime restored (cp -p, a
+// restore from backup), which size, mtime and inode alone do not.
 type fileID struct {
-	size, mtime int64 // bytes; Unix nanoseconds
-	ino, dev    uint64
+	size, mtime, ctime int64 // bytes; Unix nanoseconds
+	ino, dev           uint64
 }
 
 func idOf(fi fs.FileInfo) fileID {
 	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino, id.dev = st.Ino, uint64(st.Dev)
+		id.ino, id.dev, id.ctime = st.Ino, uint64(st.Dev), ctimeOf(st)
 	}
 	return id
 }
@@ -360,7 +362,7 @@ func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.Fi
 // the variant budget. It returns nil if the file cannot be read or the
 // result is not smaller.
 func (c *Cache) variant(root *os.Root, key fileKey, id *rep, cd encoding.Coding, level int, maxSize int64) *rep {
-	vk := variantKey{root: key.root, name: key.name, size: id.id.size, mtime: id.id.mtime, ino: id.id.ino, coding: cd}
+	vk := variantKey{root: key.root, name: key.name, size: id.id.size, mtime: id.id.mtime, ctime: id.id.ctime, ino: id.id.ino, coding: cd}
 	if v, ok := c.variants.GetIfPresent(vk); ok {
 		return v
 	}
@@ -524,6 +526,6 @@ func (c *Cache) dropVariants(key fileKey, old, now *entry) {
 		return
 	}
 	for cd := encoding.Zstd; cd < encoding.NumCodings; cd++ {
-		c.variants.Invalidate(variantKey{root: key.root, name: key.name, size: id.size, mtime: id.mtime, ino: id.ino, coding: cd})
+		c.variants.Invalidate(variantKey{root: key.root, name: key.name, size: id.size, mtime: id.mtime, ctime: id.ctime, ino: id.ino, coding: cd})
 	}
 }

@@ -295,3 +295,69 @@ func TestMultiRangeFromDisk(t *testing.T) {
 		}
 	})
 }
+
+// TestRewrittenSameSizeAndMtime: a file rewritten in place with the same
+// size and modification time (cp -p, rsync -t --inplace, a restore from
+// backup) is served new once the cache looks at it again (DefaultValid):
+// its change time (ctime) differs. Both the body held in memory and a
+// variant compressed on the fly from it are dropped.
+func TestRewrittenSameSizeAndMtime(t *testing.T) {
+	dir := t.TempDir()
+	page := func(v string) string { return strings.Repeat("<p>version "+v+" of the page</p>\n", 100) }
+	files := map[string][2]string{
+		"a.txt":     {"OLD-CONTENT\n", "NEW-CONTENT\n"},
+		"page.html": {page("old"), page("new")},
+	}
+	mtime := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, v := range files {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(v[0]), 0o644)
+		os.Chtimes(p, mtime, mtime)
+	}
+	cfg := config.Static{Root: dir}
+	c := static.NewCache(static.CacheOptions{})
+	h, err := static.New(complete(t, &cfg), static.Options{Cache: c, Compress: true, MinSize: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(); c.Close() })
+	cl := enginetest.Serve(t, h).Clients()[0]
+	body := func(name string) string {
+		resp, b := cl.Get(t, "/"+name, "Accept-Encoding: gzip")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", name, resp.StatusCode)
+		}
+		return string(decode(t, resp.Header.Get("Content-Encoding"), b))
+	}
+	for name, v := range files {
+		if got := body(name); got != v[0] {
+			t.Fatalf("%s: %.30q", name, got)
+		}
+	}
+	for name, v := range files {
+		p := filepath.Join(dir, name)
+		f, err := os.OpenFile(p, os.O_WRONLY, 0) // same inode
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte(v[1]), 0)
+		f.Close()
+		os.Chtimes(p, mtime, mtime)
+	}
+	deadline := time.Now().Add(static.DefaultValid + 500*time.Millisecond)
+	for {
+		stale := 0
+		for name, v := range files {
+			if got := body(name); got != v[1] {
+				stale++
+				if time.Now().After(deadline) {
+					t.Errorf("%s still served as %.30q after %v", name, got, static.DefaultValid+500*time.Millisecond)
+				}
+			}
+		}
+		if stale == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
