@@ -533,17 +533,12 @@ func (rr *relayed) finish(w http.ResponseWriter) {
 	setTrailers(w.Header(), rr.trailer, rr.announced)
 }
 
-// setTrailers puts the upstream's trailers into the response header:
-// announced ones under their names, others with http.TrailerPrefix.
+// setTrailers puts the upstream's trailers into the response header under
+// their names: only announced ones are read (response.readTrailers).
 func setTrailers(hdr, trailer http.Header, announced []string) {
 	for k, vv := range trailer {
-		if vv == nil {
-			continue
-		}
-		if contains(announced, k) {
+		if vv != nil && contains(announced, k) {
 			hdr[k] = vv
-		} else {
-			hdr[http.TrailerPrefix+k] = vv
 		}
 	}
 }

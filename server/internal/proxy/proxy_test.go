@@ -820,13 +820,17 @@ func TestUnixSocketUpstream(t *testing.T) {
 	}
 }
 
+// TestTrailersBothWays: trailers go both ways; of the upstream's, only
+// those its Trailer field announced and that may be trailers (not
+// Set-Cookie, RFC 9110 section 6.5.1) reach the client.
 func TestTrailersBothWays(t *testing.T) {
 	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Trailer", "X-Checksum")
+		w.Header().Set("Trailer", "X-Checksum, Set-Cookie")
 		io.WriteString(w, "body;")
 		w.(http.Flusher).Flush()
 		w.Header().Set("X-Checksum", "req="+r.Trailer.Get("X-Req-Sum"))
+		w.Header().Set("Set-Cookie", "evil=1")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "unannounced")
 	}))
 	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
@@ -845,8 +849,8 @@ func TestTrailersBothWays(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if string(b) != "body;" || resp.Trailer.Get("X-Checksum") != "req=42" || resp.Trailer.Get("X-Late") != "unannounced" {
-			t.Errorf("body %q trailers %v", b, resp.Trailer)
+		if string(b) != "body;" || resp.Trailer.Get("X-Checksum") != "req=42" || len(resp.Trailer) != 1 || resp.Header.Get("Set-Cookie") != "" {
+			t.Errorf("body %q trailers %v header %v", b, resp.Trailer, resp.Header)
 		}
 	})
 }

@@ -497,8 +497,8 @@ func (p *response) readTrailers() error {
 			return err
 		}
 		k := string(p.raw[f.name.start:f.name.end])
-		if !trailerAllowed(k) {
-			continue
+		if !contains(p.announced, k) {
+			continue // not announced, or not allowed (trailerAllowed)
 		}
 		if p.Trailer == nil {
 			p.Trailer = http.Header{}
@@ -507,11 +507,25 @@ func (p *response) readTrailers() error {
 	}
 }
 
-// trailerAllowed reports whether a field may come as a trailer: not one
-// that frames or routes the message (RFC 9110 section 6.5.1).
+// trailerAllowed reports whether an upstream's trailer field is relayed
+// (when its Trailer field announced it, RFC 9110 section 6.6.2): not one
+// RFC 9110 section 6.5.1 forbids in trailers, that frames the message
+// (Content-*, Transfer-Encoding, Trailer), routes it (Host), authenticates
+// (Set-Cookie, WWW-Authenticate, Authentication-Info, Proxy-*), or
+// controls the response (Cache-Control, Expires, Age, Date, Vary,
+// Location, Retry-After, ETag, Last-Modified, Server); and not a hop-by-hop
+// one. A client that acts on such a field in the header section would
+// never see it there: a proxy that relays it lets an upstream smuggle
+// cookies or cache rules past whoever checks the header section.
 func trailerAllowed(k string) bool {
 	switch k {
-	case "Content-Length", "Transfer-Encoding", "Trailer", "Host":
+	case "Transfer-Encoding", "Trailer", "Host", "Set-Cookie", "Cookie",
+		"Authorization", "Www-Authenticate", "Authentication-Info",
+		"Cache-Control", "Expires", "Age", "Date", "Vary", "Location", "Retry-After",
+		"Etag", "Last-Modified", "Server", "Pragma", "Max-Forwards", "Range", "Expect":
+		return false
+	}
+	if len(k) > 8 && k[:8] == "Content-" || len(k) > 6 && k[:6] == "Proxy-" {
 		return false
 	}
 	return !responseHopByHop(k)
