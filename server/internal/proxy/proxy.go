@@ -1071,6 +1071,14 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		hdr["Trailer"] = announced
 	}
 	buffered := spool.Buffering(h.respBuffer, hdr)
+	reset := resp.StatusCode == http.StatusResetContent
+	if reset {
+		// No content in a 205 (RFC 9110 section 15.3.6): what the
+		// upstream sent is read and dropped.
+		hdr["Content-Length"] = []string{"0"}
+		delete(hdr, "Trailer")
+		announced, buffered = nil, false
+	}
 	if !resp.hasBody() {
 		w.WriteHeader(resp.StatusCode)
 		return !resp.Close, nil
@@ -1084,6 +1092,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		dst = rest.out
 	} else {
 		w.WriteHeader(resp.StatusCode)
+	}
+	if reset {
+		dst = io.Discard
 	}
 
 	var rc *http.ResponseController

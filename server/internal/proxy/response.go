@@ -175,6 +175,9 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 					return errBadLength
 				}
 				if !clSeen {
+					for len(e) > 1 && e[0] == '0' {
+						e = e[1:] // relayed as a number: "0004" is 4
+					}
 					// e lies in p.raw: its offset is how much less room
 					// follows it.
 					s := int32(cap(p.raw) - cap(e))

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -178,6 +179,51 @@ func TestBrokenBodyBuffered(t *testing.T) {
 			if err == nil || resp.StatusCode != 200 {
 				t.Errorf("late: %d %q, want a 200 cut off", resp.StatusCode, b)
 			}
+		}
+	})
+}
+
+// TestUpstreamLengthNormalized: a Content-Length with leading zeros is
+// relayed as the number it is, and a 205 goes out without the content its
+// upstream sent (RFC 9110 section 15.3.6), the upstream connection staying
+// in step.
+func TestUpstreamLengthNormalized(t *testing.T) {
+	answers := map[string]string{
+		"zeros": "HTTP/1.1 200 OK\r\nContent-Length: 0004\r\n\r\nabcd",
+		"reset": "HTTP/1.1 205 Reset Content\r\nContent-Length: 5\r\n\r\nhello",
+	}
+	eachFront(t, func(t *testing.T, proto string) {
+		up, stop := rawUpstream(t, func(path string) (string, bool) {
+			return answers[strings.TrimPrefix(path, "/")], false
+		})
+		h, _ := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true})
+		f := startFront(t, proto, h)
+		t.Cleanup(stop)
+		resp, body := get(t, f.client, f.url("/proxy/zeros"))
+		if resp.StatusCode != 200 || body != "abcd" || resp.ContentLength != 4 {
+			t.Errorf("zeros: %d %q length %d", resp.StatusCode, body, resp.ContentLength)
+		}
+		if proto == "h1" {
+			c, err := net.Dial("tcp", f.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "GET /proxy/zeros HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			raw, _ := io.ReadAll(c)
+			c.Close()
+			if !strings.Contains(string(raw), "\r\nContent-Length: 4\r\n") {
+				t.Errorf("zeros on the wire: %q", raw)
+			}
+		}
+		for range 2 {
+			resp, body = get(t, f.client, f.url("/proxy/reset"))
+			if resp.StatusCode != http.StatusResetContent || body != "" {
+				t.Errorf("reset: %d %q", resp.StatusCode, body)
+			}
+		}
+		if resp, body := get(t, f.client, f.url("/proxy/good")); resp.StatusCode != 200 || body != "good" {
+			t.Errorf("after: %d %q", resp.StatusCode, body)
 		}
 	})
 }
