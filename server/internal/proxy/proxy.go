@@ -517,7 +517,6 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 // sent all of it (response buffering): the bytes the client has not taken
 // yet, and the trailers, which follow them.
 type relayed struct {
-	head      heldHead // the status, held while out has passed nothing on
 	out       *spool.Response
 	trailer   http.Header
 	announced []string
@@ -526,7 +525,6 @@ type relayed struct {
 // finish gives the client the rest of the response, then the trailers.
 func (rr *relayed) finish(w http.ResponseWriter) {
 	if rr.out != nil {
-		rr.head.commit() // an empty body passes nothing on
 		rr.out.Finish()
 		rr.out = nil
 	}
@@ -1083,25 +1081,29 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		w.WriteHeader(resp.StatusCode)
 		return !resp.Close, nil
 	}
+	// The body is not here yet (a long poll, an event stream that starts
+	// later): the client has the header now. Else, buffered, the status
+	// goes out with the first bytes the buffer passes on (HoldStatus):
+	// until then a body the upstream breaks is answered 502.
+	early := c.br.Buffered() == 0
+	held := buffered && !early // the status is held (a 502 is still possible)
 	var dst io.Writer = w
-	if buffered {
-		// The status goes out with the first bytes the buffer passes on:
-		// until then a body the upstream breaks is answered 502.
-		rest.head = heldHead{w: w, status: resp.StatusCode}
-		rest.out = spool.NewResponse(&rest.head, h.tempDir)
-		dst = rest.out
-	} else {
+	if !held {
 		w.WriteHeader(resp.StatusCode)
+	}
+	if buffered {
+		rest.out = spool.NewResponse(w, h.tempDir)
+		if held {
+			rest.out.HoldStatus(resp.StatusCode)
+		}
+		dst = rest.out
 	}
 	if reset {
 		dst = io.Discard
 	}
 
 	var rc *http.ResponseController
-	if c.br.Buffered() == 0 {
-		// The body is not here yet (a long poll, an event stream that
-		// starts later): let the client have the header now.
-		rest.head.commit()
+	if early {
 		rc = http.NewResponseController(w)
 		rc.Flush()
 	}
@@ -1109,7 +1111,6 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 	defer h.bufs.Put(bp)
 	buf := *bp
 	var written int64
-	held := rest.out != nil // nothing flushed from the response buffer yet
 	for {
 		n, rerr := resp.Read(buf)
 		if n > 0 {
@@ -1129,7 +1130,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 			if rest.out != nil && rest.out.Discard() {
 				rest.out = nil // nothing was passed on, nor will be
 			}
-			if rest.out == nil && rest.head.w != nil && !rest.head.sent {
+			if rest.out == nil && held {
 				// Nothing reached the client: answer 502 (or 504) as for
 				// a bad head, without the upstream's fields.
 				for _, f := range resp.fields {
@@ -1159,7 +1160,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 				// first flush), so a body cut short right away is still
 				// answered 502.
 				if held && alive(c.raw) {
-					held = false
+					held = false // Flush sends the status
 					rest.out.Flush()
 				}
 				continue
@@ -1176,38 +1177,6 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		setTrailers(hdr, resp.Trailer, announced)
 	}
 	return !resp.Close, nil
-}
-
-// heldHead is the client's writer under response buffering: it sends the
-// status with the first bytes the buffer passes on, or a flush, so that
-// until then the proxy may still answer a failure instead.
-type heldHead struct {
-	w      http.ResponseWriter
-	status int
-	once   sync.Once
-	sent   bool // read only when no other goroutine writes (see relay)
-}
-
-// commit sends the status (the header follows with the body or a flush);
-// a zero heldHead does nothing.
-func (hh *heldHead) commit() {
-	if hh.w == nil {
-		return
-	}
-	hh.once.Do(func() {
-		hh.sent = true
-		hh.w.WriteHeader(hh.status)
-	})
-}
-
-func (hh *heldHead) Write(p []byte) (int, error) {
-	hh.commit()
-	return hh.w.Write(p)
-}
-
-func (hh *heldHead) Flush() {
-	hh.commit()
-	http.NewResponseController(hh.w).Flush()
 }
 
 func contains(ss []string, s string) bool {

@@ -67,6 +67,7 @@ type Response struct {
 	err     error // the client's write error, once there is one
 	drained bool  // the drain has returned
 	spilled bool
+	status  int // held status (HoldStatus), 0 once sent
 }
 
 // NewResponse returns a Response writing to w, with its file in dir (""
@@ -79,7 +80,23 @@ func NewResponse(w io.Writer, dir string) *Response {
 	return b
 }
 
+// HoldStatus makes the Response send status with WriteHeader (its writer
+// must be an http.ResponseWriter) before the first bytes it passes on, a
+// flush, or at Finish: until then the caller may still Discard the
+// response and answer otherwise. Call it before any Write.
+func (b *Response) HoldStatus(status int) { b.status = status }
+
+// sendStatus sends the held status, if any; only the goroutine that
+// drains calls it (or Finish once the drain has returned).
+func (b *Response) sendStatus() {
+	if s := b.status; s != 0 {
+		b.status = 0
+		b.w.(http.ResponseWriter).WriteHeader(s)
+	}
+}
+
 func (b *Response) flush() {
+	b.sendStatus()
 	switch w := b.w.(type) {
 	case http.Flusher:
 		w.Flush()
@@ -213,6 +230,7 @@ func (b *Response) Finish() error {
 	for !b.drained {
 		b.cond.Wait()
 	}
+	b.sendStatus() // nothing was passed on: an empty body
 	b.drop()
 	if b.file != nil {
 		b.file.Close()
@@ -239,6 +257,7 @@ func (b *Response) Discard() bool {
 	}
 	b.drop()
 	b.fr, b.fw = 0, 0
+	b.status = 0
 	b.mu.Unlock()
 	b.Finish()
 	return true
@@ -294,6 +313,7 @@ func (b *Response) drain() {
 			return // closed and empty
 		}
 		b.mu.Unlock()
+		b.sendStatus()
 		_, err := b.w.Write(p)
 		b.mu.Lock()
 		if err != nil {
