@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // body is the request body reader of one connection, reused per request.
@@ -155,38 +157,8 @@ func readChunkSize(br *bufio.Reader) (int64, error) {
 		}
 		return 0, err
 	}
-	var size int64
-	i := 0
-	for ; i < len(line); i++ {
-		c := line[i]
-		var d byte
-		switch {
-		case '0' <= c && c <= '9':
-			d = c - '0'
-		case 'a' <= c && c <= 'f':
-			d = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			goto ext
-		}
-		if i >= 15 {
-			return 0, errChunk // would overflow
-		}
-		size = size<<4 | int64(d)
-	}
-ext:
-	if i == 0 {
-		return 0, errChunk
-	}
-	rest := line[i:]
-	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
-		rest = rest[1:]
-	}
-	if len(rest) > 0 && rest[0] != ';' || len(rest) == 0 && len(line) > i {
-		return 0, errChunk // whitespace only before a chunk extension (BWS ";")
-	}
-	if !fieldValueOK(rest) {
+	size, ok := wire.ParseChunkSize(line)
+	if !ok {
 		return 0, errChunk
 	}
 	return size, nil

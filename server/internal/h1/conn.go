@@ -444,12 +444,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 		// connection holds little for it.
 		c.line = append(c.line, line[:min(len(line), maxLoggedLine)]...)
 	}
-	sp1 := indexByte(line, ' ')
+	sp1 := bytes.IndexByte(line, ' ')
 	if sp1 <= 0 {
 		return nil, badRequest("malformed request line")
 	}
 	rest := line[sp1+1:]
-	sp2 := indexByte(rest, ' ')
+	sp2 := bytes.IndexByte(rest, ' ')
 	if sp2 < 0 {
 		return nil, badRequest("malformed request line")
 	}
@@ -505,7 +505,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		if line[0] == ' ' || line[0] == '\t' {
 			return nil, badRequest("obsolete line folding") // RFC 9112 section 5.2
 		}
-		colon := indexByte(line, ':')
+		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
 			return nil, badRequest("malformed header field")
 		}
@@ -703,13 +703,4 @@ func wantsClose(r *http.Request) bool {
 		return !wire.HasToken(conn, "keep-alive")
 	}
 	return wire.HasToken(conn, "close")
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }

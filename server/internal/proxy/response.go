@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
 
 	"github.com/arkaweb/arka/server/internal/limits"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // The upstream's response, read by the proxy itself (RFC 9112) rather than
@@ -165,11 +167,7 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 				// A list of one value repeated is that value (RFC 9112
 				// section 6.3 item 5); anything else is an error.
 				var e []byte
-				if i := indexByte(v, ','); i >= 0 {
-					e, v = trimOWS(v[:i]), v[i+1:]
-				} else {
-					e, v = trimOWS(v), nil
-				}
+				e, v = nextElement(v)
 				n, ok := parseLength(e)
 				if !ok || clSeen && n != p.ContentLength {
 					return errBadLength
@@ -198,11 +196,7 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 		case "Connection":
 			for v := p.raw[f.value.start:f.value.end]; len(v) > 0; {
 				var e []byte
-				if i := indexByte(v, ','); i >= 0 {
-					e, v = trimOWS(v[:i]), v[i+1:]
-				} else {
-					e, v = trimOWS(v), nil
-				}
+				e, v = nextElement(v)
 				switch {
 				case asciiEqualFold(e, "close"):
 					p.Close = true
@@ -215,11 +209,7 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 			// section 6.6.2); framing and hop-by-hop names never go.
 			for v := p.raw[f.value.start:f.value.end]; len(v) > 0; {
 				var e []byte
-				if i := indexByte(v, ','); i >= 0 {
-					e, v = trimOWS(v[:i]), v[i+1:]
-				} else {
-					e, v = trimOWS(v), nil
-				}
+				e, v = nextElement(v)
 				if len(e) == 0 {
 					continue
 				}
@@ -428,7 +418,7 @@ func (p *response) Read(b []byte) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			size, ok := parseChunkSize(line)
+			size, ok := wire.ParseChunkSize(line)
 			if !ok {
 				return n, errBadChunk
 			}
@@ -447,7 +437,7 @@ func (p *response) Read(b []byte) (int, error) {
 // lineBuffered reports whether a whole line is in br's buffer.
 func (p *response) lineBuffered() bool {
 	buf, _ := p.br.Peek(p.br.Buffered())
-	return indexByte(buf, '\n') >= 0
+	return bytes.IndexByte(buf, '\n') >= 0
 }
 
 // maxChunkLine bounds a chunk-size line with its extensions, in bytes.
@@ -569,7 +559,7 @@ func parseField(raw []byte, start int) (respField, error) {
 	if line[0] == ' ' || line[0] == '\t' {
 		return respField{}, errObsFold
 	}
-	colon := indexByte(line, ':')
+	colon := bytes.IndexByte(line, ':')
 	if colon <= 0 {
 		return respField{}, errBadField
 	}
@@ -619,55 +609,14 @@ func parseLength(b []byte) (int64, bool) {
 	return n, true
 }
 
-// parseChunkSize parses a chunk-size line: hex digits, then optional
-// whitespace and chunk extensions (ignored, but no controls in them).
-func parseChunkSize(l []byte) (int64, bool) {
-	var n int64
-	i := 0
-	for ; i < len(l); i++ {
-		c := l[i]
-		var d byte
-		switch {
-		case '0' <= c && c <= '9':
-			d = c - '0'
-		case 'a' <= c && c <= 'f':
-			d = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			goto rest
-		}
-		if i >= 15 {
-			return 0, false // over 2^60: no real chunk
-		}
-		n = n<<4 | int64(d)
+// nextElement splits the first element off a comma-separated field value
+// (RFC 9110 section 5.6.1), optional whitespace trimmed: e lies in v (its
+// offset in the head is kept for Content-Length), rest follows the comma.
+func nextElement(v []byte) (e, rest []byte) {
+	if i := bytes.IndexByte(v, ','); i >= 0 {
+		return trimOWS(v[:i]), v[i+1:]
 	}
-rest:
-	if i == 0 {
-		return 0, false
-	}
-	ext := l[i:]
-	for len(ext) > 0 && (ext[0] == ' ' || ext[0] == '\t') {
-		ext = ext[1:]
-	}
-	if len(ext) > 0 && ext[0] != ';' {
-		return 0, false
-	}
-	for _, c := range ext {
-		if c != '\t' && (c < ' ' || c == 0x7f) {
-			return 0, false
-		}
-	}
-	return n, true
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
+	return trimOWS(v), nil
 }
 
 func trimOWS(b []byte) []byte {
