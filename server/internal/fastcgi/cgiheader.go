@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/arkaweb/arka/server/internal/limits"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // The CGI response header (RFC 3875 section 6): the script's STDOUT starts
@@ -87,7 +88,7 @@ func parseCGIHeader(block []byte, field func(name string, value []byte, repeat b
 		if !validValue(value) {
 			return res, errHeaderLine
 		}
-		if asciiEqualFold(name, "Status") {
+		if wire.EqualFoldASCII(name, "Status") {
 			code, ok := parseStatus(value)
 			if !ok || res.status != 0 {
 				return res, errStatus
@@ -164,26 +165,6 @@ var tokenChar = func() (t [128]bool) {
 	return t
 }()
 
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		d := s[i]
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
-			return false
-		}
-	}
-	return true
-}
-
 // commonNames are header names scripts send often, in canonical form, so
 // that naming them costs no allocation. repeat marks fields whose values
 // are usually the same from one response to the next, worth interning.
@@ -206,7 +187,7 @@ var commonNames = []struct {
 // whether its values tend to repeat.
 func canonicalName(name []byte) (string, bool) {
 	for _, c := range commonNames {
-		if asciiEqualFold(name, c.name) {
+		if wire.EqualFoldASCII(name, c.name) {
 			return c.name, c.repeat
 		}
 	}

@@ -198,9 +198,9 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 				var e []byte
 				e, v = nextElement(v)
 				switch {
-				case asciiEqualFold(e, "close"):
+				case wire.EqualFoldASCII(e, "close"):
 					p.Close = true
-				case asciiEqualFold(e, "keep-alive"):
+				case wire.EqualFoldASCII(e, "keep-alive"):
 					keepAlive = true
 				}
 			}
@@ -230,7 +230,7 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 		if clSeen {
 			return errLengthAndTE
 		}
-		if minor == 0 || !asciiEqualFold(p.raw[teSpan.start:teSpan.end], "chunked") {
+		if minor == 0 || !wire.EqualFoldASCII(p.raw[teSpan.start:teSpan.end], "chunked") {
 			return errBadTE
 		}
 	}
@@ -627,22 +627,6 @@ func trimOWS(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // skipResponseField names the response fields not relayed: hop-by-hop

@@ -199,3 +199,25 @@ func ParseContentLength(vals []string) (int64, error) {
 	}
 	return n, nil
 }
+
+// EqualFoldASCII reports whether b and s are equal with ASCII letters
+// compared without case, as field names and tokens are (RFC 9110 sections
+// 5.1 and 5.6.2); bytes from 0x80 up must be equal. No allocation.
+func EqualFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
