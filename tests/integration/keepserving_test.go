@@ -84,6 +84,25 @@ func (e *applianceEnv) waitReadiness(t *testing.T, what string, ok func(status.R
 // one more line of output with verdict ("configuration reloaded", "reload
 // failed", ...) than before the signal, so an earlier reload's line does
 // not count.
+// tlsSite is the default site a.test on plainAddr and, with cert and key,
+// tlsAddr: a status page at /status and static files from www.
+func tlsSite(plainAddr, tlsAddr, cert, key, www string) string {
+	return `default = true
+server_names = ["a.test"]
+listen = ["` + plainAddr + `"]
+[tls]
+listen = ["` + tlsAddr + `"]
+cert = "` + cert + `"
+key = "` + key + `"
+[[routes]]
+path = "/status"
+handler = { type = "status" }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "` + www + `" }
+`
+}
+
 func reload(t *testing.T, p *harness.Proc, verdict string) {
 	t.Helper()
 	before := strings.Count(p.Output(), verdict)
@@ -301,20 +320,7 @@ func TestApplianceBadKey(t *testing.T) {
 	cert, key := filepath.Join(e.dir, "cert.pem"), filepath.Join(e.dir, "key.pem")
 	os.WriteFile(cert, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"), 0o644)
 	os.WriteFile(key, []byte("not a key\n"), 0o600)
-	e.write(t, "a.toml", `default = true
-server_names = ["a.test"]
-listen = ["`+plainAddr+`"]
-[tls]
-listen = ["`+tlsAddr+`"]
-cert = "`+cert+`"
-key = "`+key+`"
-[[routes]]
-path = "/status"
-handler = { type = "status" }
-[[routes]]
-path = "/"
-handler = { type = "static", root = "`+e.www+`" }
-`)
+	e.write(t, "a.toml", tlsSite(plainAddr, tlsAddr, cert, key, e.www))
 	e.write(t, "b.toml", site(goodSite, other, e.www))
 	harness.Start(t, nil, e.args(t), plainAddr, tlsAddr, other)
 	h1, h2 := harness.Clients()
@@ -368,20 +374,7 @@ func TestReloadBadCertKeepsCert(t *testing.T) {
 			plainAddr, tlsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
 			os.WriteFile(filepath.Join(e.www, "index.html"), []byte("page\n"), 0o644)
 			cert, key := harness.WriteCert(t, e.dir, "a.test")
-			e.write(t, "a.toml", `default = true
-server_names = ["a.test"]
-listen = ["`+plainAddr+`"]
-[tls]
-listen = ["`+tlsAddr+`"]
-cert = "`+cert+`"
-key = "`+key+`"
-[[routes]]
-path = "/status"
-handler = { type = "status" }
-[[routes]]
-path = "/"
-handler = { type = "static", root = "`+e.www+`" }
-`)
+			e.write(t, "a.toml", tlsSite(plainAddr, tlsAddr, cert, key, e.www))
 			args := e.args(t)
 			if !appliance {
 				args = []string{"-c", e.sites, "-state", e.state}
