@@ -3,7 +3,6 @@ package h1
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -262,46 +261,33 @@ func (c *conn) stopWatch() {
 		x.mu.Unlock()
 		x.cancel(context.Canceled)
 		if w != nil {
-			w.abort.Store(true)
-			c.rwc.SetReadDeadline(aLongTimeAgo)
-			<-w.stopped
-			c.rwc.SetReadDeadline(time.Time{})
+			c.endWatch(w)
 			c.deadline = time.Time{}
-			c.watch = nil
-			if len(w.got) > 0 {
-				c.br.Reset(io.MultiReader(&byteReader{b: w.got[0]}, c.rwc))
-			}
 		}
 	}
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
 
-type byteReader struct {
-	b    byte
-	done bool
-}
-
-func (r *byteReader) Read(p []byte) (int, error) {
-	if r.done || len(p) == 0 {
-		return 0, io.EOF
-	}
-	p[0] = r.b
-	r.done = true
-	return 1, nil
-}
-
 // stopWatchForHijack stops a running watcher before the handler takes the
 // connection over.
 func (c *conn) stopWatchForHijack() {
 	if w := c.watch; w != nil {
-		w.abort.Store(true)
-		c.rwc.SetReadDeadline(aLongTimeAgo)
-		<-w.stopped
-		c.rwc.SetReadDeadline(time.Time{})
-		c.watch = nil
-		if len(w.got) > 0 {
-			c.br.Reset(io.MultiReader(&byteReader{b: w.got[0]}, c.rwc))
-		}
+		c.endWatch(w)
+	}
+}
+
+// endWatch stops the watcher w (a read deadline in the past wakes its
+// read) and waits for it; a byte it read is given back in front of the
+// connection (c.pre), so the next request starts with it.
+func (c *conn) endWatch(w *watcher) {
+	w.abort.Store(true)
+	c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-w.stopped
+	c.rwc.SetReadDeadline(time.Time{})
+	c.watch = nil
+	if len(w.got) > 0 {
+		c.pre.Keep(w.got[0])
+		c.br.Reset(&c.pre)
 	}
 }

@@ -32,6 +32,10 @@ func (p *PrefixReader) Fill() error {
 	}
 }
 
+// Keep makes b the next byte Read gives, as if Fill had read it: for a
+// byte another reader of R took first (h1's client-gone watcher).
+func (p *PrefixReader) Keep(b byte) { p.b[0], p.n = b, 1 }
+
 // Read gives the byte Fill kept, if any, then reads R.
 func (p *PrefixReader) Read(b []byte) (int, error) {
 	if p.n > 0 && len(b) > 0 {

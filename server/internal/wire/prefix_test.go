@@ -60,3 +60,12 @@ func TestPrefixReader(t *testing.T) {
 		t.Fatalf("Read after a failed Fill: %d, %v", n, err)
 	}
 }
+
+func TestPrefixReaderKeep(t *testing.T) {
+	p := PrefixReader{R: strings.NewReader("ET /")}
+	p.Keep('G')
+	b, err := io.ReadAll(&p)
+	if err != nil || string(b) != "GET /" {
+		t.Fatalf("read %q, %v; want the kept byte first: \"GET /\"", b, err)
+	}
+}
