@@ -270,7 +270,10 @@ func (w *ParamsWriter) Add(name, value string) error {
 	return nil
 }
 
-// AddBytes is Add with the value in a byte slice.
+// AddBytes is Add with the value in a byte slice. It repeats Add's body
+// on purpose: one generic function over string | []byte made the value
+// escape, an allocation per parameter (BenchmarkParams in fastcgi: 0 -> 1
+// allocs/op).
 func (w *ParamsWriter) AddBytes(name string, value []byte) error {
 	if err := w.Reserve(len(name), len(value)); err != nil {
 		return err
