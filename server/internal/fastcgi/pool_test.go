@@ -190,7 +190,8 @@ func TestSaturation(t *testing.T) {
 // request gets 503 with Retry-After at once (while the busy request still
 // holds the connection: it never waited for one); the queued ones are
 // served. The busy script holds its connection until the test releases
-// it, not for a time a loaded machine may outlast.
+// it, not for a time a loaded machine may outlast, and the others are
+// sent once it holds it.
 func TestQueueFull(t *testing.T) {
 	e := newEnv(t, fpmtest.Config{MaxChildren: 1})
 	h := e.handler(t, func(c *config.FastCGI, _ *Options) {
@@ -217,7 +218,10 @@ func TestQueueFull(t *testing.T) {
 			res, body := get(t, p.client, p.url+"/app/gate.php?f="+url.QueryEscape(gate))
 			codes[i], bodies[i] = res.StatusCode, body
 		})
-		waitFor(t, "request to arrive", 10*time.Second, func() bool { s := h.Stats(); return s.Busy+s.Queued == i+1 })
+		// The first request holds the connection before the others come:
+		// while its connection is still being opened and probed it waits
+		// in the queue too, and a third arrival would find the queue full.
+		waitFor(t, "request to arrive", 10*time.Second, func() bool { s := h.Stats(); return s.Busy == 1 && s.Queued == i })
 	}
 	if s := h.Stats(); s.Queued != 2 || s.Busy != 1 {
 		t.Fatalf("stats %+v", s)
