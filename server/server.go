@@ -653,6 +653,13 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 			// challenge offers it (RFC 8737 section 6.2).
 			NextProtos:     []string{"h2", "http/1.1", "http/1.0", acme.ALPNProto},
 			GetCertificate: l.certificate,
+			// Records of up to 16 KiB from the first byte, as nginx's
+			// default ssl_buffer_size: crypto/tls would otherwise cut
+			// the first 128 KiB of a connection into records of about
+			// one TCP segment (1.2 KiB, then growing), each sealed and
+			// written with its own system call, so a small page on a
+			// new connection went out in two records and two writes.
+			DynamicRecordSizingDisabled: true,
 		}
 		l.tlsc.CipherSuites = tls12CipherSuites
 		// Sites with [tls] min_version = "1.3" get this one, by SNI.
