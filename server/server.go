@@ -594,6 +594,11 @@ type listener struct {
 
 	hsMu        sync.Mutex
 	handshaking map[net.Conn]struct{} // TLS handshakes in progress
+
+	// nextTLS hands an accepted TLS connection to a waiting tlsWorker;
+	// idleTLS counts those waiting.
+	nextTLS chan net.Conn
+	idleTLS atomic.Int32
 }
 
 // makeRoom closes up to n connections that hold a slot under the
@@ -666,6 +671,7 @@ func (s *Server) newListener(addr string, raw net.Listener, isTLS bool) *listene
 		l.tlsc13 = l.tlsc.Clone()
 		l.tlsc13.MinVersion = tls.VersionTLS13
 		l.tlsc.GetConfigForClient = l.configForClient
+		l.nextTLS = make(chan net.Conn)
 	}
 	l.h1 = &h1.Server{Handler: l, Limits: s.limits, Logger: s.log, Rejected: l.rejected}
 	if limited != nil {
@@ -753,7 +759,7 @@ func (l *listener) acceptTLS() error {
 			return err
 		}
 		delay = 0
-		go l.handshake(c)
+		l.handOver(c)
 	}
 }
 
