@@ -22,8 +22,8 @@ var cutBody = strings.Repeat("<p>0123456789abcdef</p>\n", 3000) // 72000 bytes
 // Content-Length longer than what it sends, "/chunked-*" sends chunks
 // without the last one; "*-close" then closes the connection after a
 // pause, "*-reset" resets it (RST); "/small-*" sends only 10 bytes of
-// the body. "/nohead" closes before sending anything, "/halfhead" in the
-// middle of the head.
+// the body. "/nohead" closes before sending anything, "/resethead" resets
+// the connection then, "/halfhead" closes in the middle of the head.
 func brokenUpstream(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,6 +62,9 @@ func brokenUpstream(t *testing.T) string {
 				head := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
 				switch {
 				case path == "/nohead":
+					return
+				case path == "/resethead":
+					c.(*net.TCPConn).SetLinger(0)
 					return
 				case path == "/halfhead":
 					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Ty")
@@ -141,7 +144,7 @@ handler = { type = "proxy", upstreams = ["`+up+`"] }
 				}
 			}
 		}
-		for _, path := range []string{"/nohead", "/halfhead"} {
+		for _, path := range []string{"/nohead", "/resethead", "/halfhead"} {
 			resp, body := c.Get(t, path)
 			if resp.StatusCode != http.StatusBadGateway || strings.Contains(string(body), "Content-Ty") {
 				t.Errorf("%s: %d %q, want 502", path, resp.StatusCode, body)
