@@ -876,8 +876,17 @@ func TestSharedPool(t *testing.T) {
 			t.Fatalf("/index.php: %v, slowest %v", codes, slowest)
 		}
 	}
-	if n := dialer.count(); n > 2 {
-		t.Errorf("%d connections dialed for 2 workers", n)
+	// Connections that carried a record: under load a probe slower than
+	// kickEvery makes the pool open and close others (writing nothing) to
+	// wake php-fpm, which are no connections kept.
+	used := 0
+	for _, c := range dialer.all() {
+		if len(c.written()) > 0 {
+			used++
+		}
+	}
+	if used > 2 {
+		t.Errorf("%d connections used for 2 workers (%d dialed)", used, dialer.count())
 	}
 	// Closing one handler leaves the pool to the other.
 	if err := a.Close(); err != nil {
