@@ -31,10 +31,14 @@ func TestHeadFieldsMatchGet(t *testing.T) {
 	os.MkdirAll(www, 0o755)
 	os.WriteFile(filepath.Join(www, "small.txt"), []byte("small\n"), 0o644)
 	os.WriteFile(filepath.Join(www, "large.html"), []byte(strings.Repeat("<p>the quick brown fox</p>\n", 400)), 0o644)
+	logPath := filepath.Join(dir, "access.log")
 	e := servertest.Start(t, `default = true
 listen = ["{{HTTP}}"]
 [tls]
 listen = ["{{HTTPS}}"]
+[log]
+enabled = true
+path = "`+logPath+`"
 [[routes]]
 path = "/php/"
 handler = { type = "fastcgi", address = "`+fpm.Address+`", root = "`+dir+`" }
@@ -79,4 +83,18 @@ handler = { type = "static", root = "`+www+`" }
 			}
 		}
 	})
+	// HEAD sent no body, whatever the handler wrote (PHP's answer, run as
+	// GET): the access log says no bytes ("-").
+	heads := 0
+	for _, l := range flushedLog(t, e, logPath, 3*5*3*2) {
+		if strings.Contains(l, `"HEAD `) {
+			heads++
+			if !strings.Contains(l, `" 200 - "`) {
+				t.Errorf("HEAD logged with body bytes: %s", l)
+			}
+		}
+	}
+	if heads != 3*5*3 {
+		t.Errorf("%d HEAD lines logged, want %d", heads, 3*5*3)
+	}
 }
