@@ -1154,6 +1154,16 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		// Flush when the next read would wait for the upstream: server-sent
 		// events and long polls reach the client as they are written.
 		if c.br.Buffered() == 0 && (resp.ContentLength < 0 || written < resp.ContentLength) {
+			if resp.ContentLength >= 0 && c.lr.full {
+				// The last read filled the buffer: the rest of a body of
+				// known length is most likely in the socket already (a
+				// 30 KB page comes in two reads), and a flush or a peek
+				// now would cost a system call for nothing. Should the
+				// upstream pause right at that boundary, the bytes wait
+				// for its next ones. Streams of unknown length (events,
+				// long polls) are always flushed.
+				continue
+			}
 			if rest.out != nil {
 				// Buffered: unless bytes or the end of the stream are
 				// already waiting (a non-blocking peek, only until the

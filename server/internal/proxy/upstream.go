@@ -142,18 +142,23 @@ type conn struct {
 	send wire.Sender
 }
 
-// limitReader bounds the bytes read while a response head is parsed.
+// limitReader bounds the bytes read while a response head is parsed, and
+// notes whether the last read filled its buffer (then more bytes are
+// probably waiting in the socket already).
 type limitReader struct {
 	r       io.Reader
 	n       int64
 	limited bool
+	full    bool
 }
 
 var errHeaderTooLarge = limits.ErrUpstreamHeader
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if !l.limited {
-		return l.r.Read(p)
+		n, err := l.r.Read(p)
+		l.full = n == len(p) && n > 0
+		return n, err
 	}
 	if l.n <= 0 {
 		return 0, errHeaderTooLarge
@@ -163,6 +168,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	}
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
+	l.full = n == len(p) && n > 0
 	return n, err
 }
 
