@@ -73,10 +73,10 @@ type conn struct {
 	memo    fieldMemo // the last response's header fields (response.go)
 	body    body
 	watch   *watcher // set while a request context is being watched
-	// watchTimer starts the watcher of watchX, the request that armed it
-	// last (ctx.go: startWatch); made once per connection.
-	watchTimer *time.Timer
+	// watchX is the request that asked for the watcher, since watchSince
+	// (monotime); the server's scanner starts it (ctx.go: startWatch).
 	watchX     atomic.Pointer[reqCtx]
+	watchSince atomic.Int64
 	deadline   time.Time
 	// rmu guards the read deadline while a handler runs: its body reads
 	// (possibly on another goroutine) arm the body read timeout, and its
@@ -182,9 +182,7 @@ func (c *conn) serve() {
 			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
 		}
 		c.cancel()
-		if c.watchTimer != nil {
-			c.watchTimer.Stop()
-		}
+		c.watchX.Store(nil)
 		if c.state.Load() != stateHijacked {
 			c.rwc.Close()
 			c.br.Reset(nil)

@@ -48,9 +48,10 @@
 //
 // A handler that waits on its request context (proxy, FastCGI) gets
 // the client-gone watch only after watchDelay, through AfterFunc without
-// goroutine or Done channel, on one timer per connection (ctx.go). An idle
-// keep-alive connection holds no write buffer, and over TLS no read
-// buffer either (conn.go: waitRequest).
+// goroutine or Done channel, and with no timer of its own: one scanner
+// per server starts the watchers of requests that have waited that long
+// (ctx.go: watchLoop). An idle keep-alive connection holds no write
+// buffer, and over TLS no read buffer either (conn.go: waitRequest).
 package h1
 
 import (
@@ -101,6 +102,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
+	watching  atomic.Bool // watchLoop runs (ctx.go)
 	wg        sync.WaitGroup
 	seq       uint64 // connections accepted (conn.seq), under mu
 }
