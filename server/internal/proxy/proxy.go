@@ -728,9 +728,19 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 // (wire.Sender): the request line's read system call that Go's net package
 // would spend learning that nothing came yet. With bytes already buffered
 // from the upstream (none should be), it only flushes.
+//
+// The deadline is moved only when the one in force (left by the last
+// response, which was whole in the buffer) is more than a second (an
+// eighth of a shorter timeout) nearer than the timeout asks: a busy
+// connection then updates the runtime's timer about once a second rather
+// than once a request (1.74 deadline updates per request before, proxied
+// small answer and 30 KB page together).
 func (h *Handler) send(c *conn) error {
-	c.nc.SetReadDeadline(time.Now().Add(h.headerTimeout))
-	c.readDeadline = true
+	t := time.Now().Add(h.headerTimeout)
+	if !c.readDeadline || t.Sub(c.rdl) >= min(time.Second, h.headerTimeout/8) {
+		c.nc.SetReadDeadline(t)
+		c.rdl, c.readDeadline = t, true
+	}
 	if c.br.Buffered() > 0 {
 		return c.bw.Flush()
 	}
@@ -825,8 +835,8 @@ func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, st
 	}
 	st.mu.Lock()
 	if !st.done {
-		c.nc.SetReadDeadline(time.Now().Add(h.headerTimeout))
-		c.readDeadline = true
+		c.rdl, c.readDeadline = time.Now().Add(h.headerTimeout), true
+		c.nc.SetReadDeadline(c.rdl)
 	}
 	st.mu.Unlock()
 	return nil

@@ -137,6 +137,7 @@ type conn struct {
 	// readDeadline: the response-header timeout may still be armed (left
 	// after a response that was whole in the buffer).
 	readDeadline bool
+	rdl          time.Time // the response-header deadline send set last
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender
