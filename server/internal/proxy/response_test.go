@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/arkaweb/arka/config"
 )
@@ -304,5 +306,27 @@ func TestKeptConnectionOutlivesHeaderTimeout(t *testing.T) {
 	}
 	if st := h.Stats()[0]; st.Dials != 1 {
 		t.Errorf("dials %d, want 1: the kept connection was not reused\n%s", st.Dials, logs)
+	}
+}
+
+// TestHeadTextShared: a response head with the same text as the upstream's
+// last one reuses its string (so the engine's field memo matches by
+// identity); a different one gets its own.
+func TestHeadTextShared(t *testing.T) {
+	var last atomic.Pointer[string]
+	a := response{last: &last, raw: []byte("Content-Type: text/plainDate: x")}
+	b := response{last: &last, raw: []byte("Content-Type: text/plainDate: x")}
+	s1, s2 := a.text(), b.text()
+	if s1 != s2 || unsafe.StringData(s1) != unsafe.StringData(s2) {
+		t.Fatal("the same head text was not shared")
+	}
+	b.raw = []byte("Content-Type: text/plainDate: y")
+	s3 := b.text()
+	if s3 != string(b.raw) || unsafe.StringData(s3) == unsafe.StringData(s1) {
+		t.Fatalf("a changed head gave %q", s3)
+	}
+	b.raw[0] = 'X' // the connection's buffer is reused: the string must not change
+	if s3[0] != 'C' {
+		t.Fatal("the text aliases the read buffer")
 	}
 }

@@ -47,6 +47,9 @@ type upstream struct {
 	dials     atomic.Uint64
 	downUntil atomic.Int64 // passive health: monotime.Now() until which it is skipped
 	sick      atomic.Bool  // active health: the last check failed
+	// head is the text of the last response head read from the upstream
+	// (response.text).
+	head atomic.Pointer[string]
 }
 
 // UpstreamStats are one upstream's figures for the status page.
@@ -243,6 +246,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
+	c.resp.last = &u.head
 	c.send.Init(raw, c.bw.Flush)
 	return c, nil
 }
