@@ -670,7 +670,7 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 	if err != nil {
 		var berr error
 		if bodyDone != nil {
-			c.nc.SetDeadline(aLongTimeAgo)
+			c.kill()
 			berr = <-bodyDone
 		}
 		var cbe *clientBodyError
@@ -684,14 +684,17 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 		}
 		return false, h.headFailure(c, err)
 	}
-	if resp.StatusCode == http.StatusSwitchingProtocols || !resp.buffered() {
-		// The body is still to come, maybe slowly (a long poll, an event
-		// stream): no deadline on it. A body already in the buffer is
-		// read without waiting, so the deadline is left for the next
-		// request to move (one timer update per request, not two).
+	if resp.StatusCode == http.StatusSwitchingProtocols {
 		c.nc.SetReadDeadline(time.Time{})
 		c.readDeadline = false
 	}
+	// A body still to come may come slowly (a long poll, an event stream)
+	// and has no deadline, but the response-header deadline is left armed
+	// for the next request (send moves it about once a second): should it
+	// pass while the body is read, the read clears it and goes on
+	// (limitReader.Read). Clearing it here and setting it again for the
+	// next request were two timer updates per request of the 30 KB page.
+	c.lr.body = true
 
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		if upgrade == "" || bodyDone != nil {
@@ -715,7 +718,7 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 			}
 		default:
 			reusable = false
-			c.nc.SetDeadline(aLongTimeAgo)
+			c.kill()
 			_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
 			<-bodyDone
 		}
@@ -826,11 +829,11 @@ func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, st
 		}
 	}
 	if src.err != nil {
-		c.nc.SetDeadline(aLongTimeAgo) // the upstream must not wait for the rest
+		c.kill() // the upstream must not wait for the rest
 		return &clientBodyError{src.err}
 	}
 	if err != nil {
-		c.nc.SetDeadline(aLongTimeAgo)
+		c.kill()
 		return err
 	}
 	st.mu.Lock()
@@ -876,7 +879,7 @@ func (h *Handler) copyOut(c *conn, buf []byte, src io.Reader, chunked bool) erro
 // readHead reads the response head, relaying informational responses
 // (103 Early Hints) and dropping 100 Continue.
 func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*response, error) {
-	c.lr.limited, c.lr.n = true, maxResponseHeaderBytes
+	c.lr.limited, c.lr.n, c.lr.body = true, maxResponseHeaderBytes, false
 	defer func() { c.lr.limited = false }()
 	resp := &c.resp
 	for {

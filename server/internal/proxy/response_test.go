@@ -330,3 +330,33 @@ func TestHeadTextShared(t *testing.T) {
 		t.Fatal("the text aliases the read buffer")
 	}
 }
+
+// TestSlowBodyOutlivesHeaderDeadline: the response-header deadline stays
+// armed while a body is read (one timer update per request less); a body
+// that takes longer than the timeout, with and without a length, still
+// comes whole, and the connection is reused afterwards.
+func TestSlowBodyOutlivesHeaderDeadline(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/length" {
+			w.Header().Set("Content-Length", "10")
+		}
+		io.WriteString(w, "start")
+		w.(http.Flusher).Flush()
+		time.Sleep(500 * time.Millisecond)
+		io.WriteString(w, "-end")
+		w.(http.Flusher).Flush()
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(w, "!")
+	}))
+	h, logs := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseHeaderTimeout: dur(200 * time.Millisecond)})
+	f := startFront(t, "h1", h)
+	for _, p := range []string{"/length", "/chunked", "/length"} {
+		resp, b := get(t, f.client, f.url("/proxy"+p))
+		if resp.StatusCode != 200 || b != "start-end!" {
+			t.Fatalf("%s: %d %q\n%s", p, resp.StatusCode, b, logs)
+		}
+	}
+	if st := h.Stats()[0]; st.Dials != 1 || st.Failures != 0 {
+		t.Errorf("dials %d, failures %d: want one connection reused, no failure\n%s", st.Dials, st.Failures, logs)
+	}
+}

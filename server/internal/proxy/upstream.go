@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,7 +141,10 @@ type conn struct {
 	// readDeadline: the response-header timeout may still be armed (left
 	// after a response that was whole in the buffer).
 	readDeadline bool
-	rdl          time.Time // the response-header deadline send set last
+	// killed: every read and write is made to fail (kill); the connection
+	// is not used again.
+	killed atomic.Bool
+	rdl    time.Time // the response-header deadline send set last
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender
@@ -154,6 +158,8 @@ type limitReader struct {
 	n       int64
 	limited bool
 	full    bool
+	body    bool  // a response body is being read (relay)
+	c       *conn // the connection read
 }
 
 var errHeaderTooLarge = limits.ErrUpstreamHeader
@@ -161,6 +167,18 @@ var errHeaderTooLarge = limits.ErrUpstreamHeader
 func (l *limitReader) Read(p []byte) (int, error) {
 	if !l.limited {
 		n, err := l.r.Read(p)
+		if n == 0 && err != nil && l.body && l.c.readDeadline && os.IsTimeout(err) && !l.c.killed.Load() {
+			// The response-header deadline, left armed, passed while
+			// the body was read: bodies have no deadline. A kill (the
+			// client left, the exchange failed) after the check is
+			// seen after the clear, and wins.
+			l.c.nc.SetReadDeadline(time.Time{})
+			l.c.readDeadline = false
+			if l.c.killed.Load() {
+				l.c.nc.SetDeadline(aLongTimeAgo)
+			}
+			n, err = l.r.Read(p)
+		}
 		l.full = n == len(p) && n > 0
 		return n, err
 	}
@@ -174,6 +192,12 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	l.n -= int64(n)
 	l.full = n == len(p) && n > 0
 	return n, err
+}
+
+// kill makes every read and write on c fail at once, for good.
+func (c *conn) kill() {
+	c.killed.Store(true)
+	c.nc.SetDeadline(aLongTimeAgo)
 }
 
 // get returns a pooled connection that still looks open, or nil. With
@@ -245,7 +269,8 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	c.lr.r = nc
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
-	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
+	c.lr.c = c
+	c.abort = c.kill
 	c.resp.last = &u.head
 	c.send.Init(raw, c.bw.Flush)
 	return c, nil
