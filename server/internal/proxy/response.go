@@ -260,12 +260,6 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 	return nil
 }
 
-// buffered reports whether the whole body (or its absence) is known
-// without another read: no body, or all of a length-framed one buffered.
-func (p *response) buffered() bool {
-	return p.framing == respNone || p.framing == respLength && p.remain <= int64(p.br.Buffered())
-}
-
 // hasBody reports whether a body follows the head.
 func (p *response) hasBody() bool { return p.framing != respNone }
 
