@@ -46,6 +46,16 @@
 // timeout. TestRequestWhileHandling fails so within 3 s with that change.
 // The read that fails costs one short system call, no copy.
 //
+// A body write larger than the write buffer's room, after the head (and
+// any body start) went into the buffer, is sent with them in one writev
+// over plain TCP (response.writeBody, conn.writeBuffers), where bufio
+// would write its filled buffer and then the rest: a proxied or FastCGI
+// page of 30 KB took two write system calls, now one (perf stat of the
+// proxy's 30 KB page: 2.93 -> 1.94 writes per request, the other being the
+// request upstream). A wrapper of the TCP connection keeps the writev by
+// passing net.Buffers on (buffersWriter). Static files still go by
+// sendfile (ReadFrom), and Hijack's bufio.ReadWriter is unchanged.
+//
 // A handler that waits on its request context (proxy, FastCGI) gets
 // the client-gone watch only after watchDelay, through AfterFunc without
 // goroutine or Done channel, and with no timer of its own: one scanner
