@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -106,18 +107,20 @@ func TestTLSFirstRecordsFull(t *testing.T) {
 
 // TestTLSConnectionBursts: bursts of new TLS connections, each with one
 // request, are all served (by goroutines that wait for the next
-// connection after one ends, see tlsWorker), and when the server shuts
-// down none of those goroutines is left (servertest checks for leaks).
+// connection after one ends, see tlsWorker), at most 16 of those wait
+// afterwards, and when the server shuts down none is left (servertest
+// checks for leaks).
 func TestTLSConnectionBursts(t *testing.T) {
 	dir := t.TempDir()
 	e := servertest.Start(t, siteFor(`"localhost"`, www(t, dir, "a", "hello"), true))
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	for burst := range 3 {
+	before := runtime.NumGoroutine()
+	for burst := range 2 {
 		var wg sync.WaitGroup
-		errs := make(chan error, 200)
-		for range 200 {
+		errs := make(chan error, 100)
+		for range 100 {
 			wg.Go(func() {
 				resp, err := client.Get("https://" + e.HTTPS + "/")
 				if err != nil {
@@ -136,5 +139,14 @@ func TestTLSConnectionBursts(t *testing.T) {
 		for err := range errs {
 			t.Fatalf("burst %d: %v", burst, err)
 		}
+	}
+	// Of the goroutines that served 100 connections at once, at most 16
+	// wait for more (maxIdleTLSWorkers).
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+16+8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+16+8 {
+		t.Errorf("%d goroutines after the bursts, %d before", n, before)
 	}
 }
