@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/internal/fcgi"
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 // The pool keeps at most max connections to one FastCGI server and one
@@ -65,7 +66,7 @@ type waiter struct {
 	queued     bool
 	user       any // the handler it waits for: each has its own queue.size
 	r          *http.Request
-	timer      *time.Timer
+	deadline   int64 // monotime.Now() at which queue.timeout ends the wait
 }
 
 // dialer opens a connection (connect_timeout applied).
@@ -92,6 +93,11 @@ type pool struct {
 	capN     int                // learnt capacity, while capUntil is ahead
 	capUntil time.Time
 	sweeper  *time.Timer // closes idle connections; nil when none are idle
+	// expiry ends the waits that passed their queue.timeout (see expire):
+	// one timer for the queue, armed for expiryAt (monotime.Now() units,
+	// 0 when not armed), rather than one per waiter.
+	expiry   *time.Timer
+	expiryAt int64
 
 	refs  int            // handlers using the pool (guarded by Pools.mu)
 	users map[any][2]int // each handler's max_conns and queue.size
@@ -205,7 +211,9 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 	}
 	w := p.waiters.Get().(*waiter)
 	w.r, w.user = r, user
+	w.deadline = monotime.Now() + int64(queueTimeout)
 	p.push(w)
+	p.armExpiry(w.deadline)
 	if grow {
 		p.startGrow()
 	}
@@ -263,34 +271,21 @@ func (p *pool) grow() {
 	}
 }
 
-// wait waits in the queue for a grant.
+// wait waits in the queue for a grant: a connection, or an error from
+// the pool (errQueueTimeout from expire, errClosing, a dial error).
 func (p *pool) wait(ctx context.Context, w *waiter, queueTimeout time.Duration) (*conn, error) {
-	start := time.Now()
+	start := w.deadline - int64(queueTimeout)
 	defer func() {
-		d := int64(time.Since(start))
+		d := monotime.Now() - start
 		p.waits.Add(1)
 		p.waitNanos.Add(d)
 		for m := p.waitMax.Load(); d > m && !p.waitMax.CompareAndSwap(m, d); m = p.waitMax.Load() {
 		}
 	}()
-	if w.timer == nil {
-		w.timer = time.NewTimer(queueTimeout)
-	} else {
-		w.timer.Reset(queueTimeout)
-	}
 	var g grant
 	select {
 	case g = <-w.ch:
-		w.timer.Stop()
-	case <-w.timer.C:
-		if p.leave(w) {
-			p.timedOut.Add(1)
-			p.recycle(w)
-			return nil, errQueueTimeout
-		}
-		g = <-w.ch // granted just as the timer fired: take it
 	case <-ctx.Done():
-		w.timer.Stop()
 		if p.leave(w) {
 			p.recycle(w)
 			return nil, ctx.Err()
@@ -617,6 +612,47 @@ func (p *pool) sweep() {
 	}
 }
 
+// armExpiry (p.mu held) has expire run by at, a waiter's deadline.
+func (p *pool) armExpiry(at int64) {
+	if p.expiryAt != 0 && p.expiryAt <= at {
+		return // armed for an earlier deadline: expire re-arms for the rest
+	}
+	p.expiryAt = at
+	d := time.Duration(at - monotime.Now())
+	if p.expiry == nil {
+		p.expiry = time.AfterFunc(d, p.expire)
+	} else {
+		p.expiry.Reset(d)
+	}
+}
+
+// expire ends the waits whose queue.timeout has passed (errQueueTimeout)
+// and arms the timer for the earliest deadline left. Waiters of one
+// handler queue in deadline order, so the timer is set once per wait only
+// when the queue was empty or a handler with a shorter queue.timeout
+// joins; a firing that finds nothing due costs one walk of the queue.
+func (p *pool) expire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expiryAt = 0
+	now := monotime.Now()
+	var next int64
+	for w := p.head; w != nil; {
+		nw := w.next
+		if w.deadline <= now {
+			p.unlink(w)
+			p.timedOut.Add(1)
+			w.ch <- grant{err: errQueueTimeout}
+		} else if next == 0 || w.deadline < next {
+			next = w.deadline
+		}
+		w = nw
+	}
+	if next != 0 {
+		p.armExpiry(next)
+	}
+}
+
 // leave takes w out of the queue; false means it was granted meanwhile.
 func (p *pool) leave(w *waiter) bool {
 	p.mu.Lock()
@@ -731,6 +767,10 @@ func (p *pool) shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	for w := p.pop(); w != nil; w = p.pop() {
 		w.ch <- grant{err: errClosing}
+	}
+	if p.expiry != nil {
+		p.expiry.Stop()
+		p.expiryAt = 0
 	}
 	var busy []*conn
 	for c := range p.all {
