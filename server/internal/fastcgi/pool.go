@@ -64,7 +64,7 @@ type waiter struct {
 	ch         chan grant // capacity 1: a grant never blocks the granter
 	prev, next *waiter
 	queued     bool
-	user       any // the handler it waits for: each has its own queue.size
+	count      *int // the count in pool.queued of the handler it waits for (each has its own queue.size)
 	r          *http.Request
 	deadline   int64 // monotime.Now() at which queue.timeout ends the wait
 }
@@ -102,8 +102,10 @@ type pool struct {
 	refs  int            // handlers using the pool (guarded by Pools.mu)
 	users map[any][2]int // each handler's max_conns and queue.size
 	// queued counts each handler's requests in the shared FIFO, so that a
-	// route's own queue.size holds even when routes share the pool.
-	queued map[any]int
+	// route's own queue.size holds even when routes share the pool. Each
+	// waiter keeps its handler's counter (waiter.count): one map look-up
+	// per queued request, in acquire.
+	queued map[any]*int
 
 	probeTimeout, idleTimeout time.Duration // the defaults; tests shorten them
 
@@ -162,6 +164,7 @@ func (p *pool) unconfigure(user any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.users, user)
+	delete(p.queued, user) // waiters still queued keep their counter
 	if len(p.users) > 0 {
 		p.recompute()
 	}
@@ -204,13 +207,21 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 		return c, nil
 	}
 	grow := p.open < p.limit() && p.dialing <= p.waiting
-	if !grow && p.queued[user] >= queueMax {
+	count := p.queued[user]
+	if count == nil {
+		if p.queued == nil {
+			p.queued = map[any]*int{}
+		}
+		count = new(int)
+		p.queued[user] = count
+	}
+	if !grow && *count >= queueMax {
 		p.mu.Unlock()
 		p.rejected.Add(1)
 		return nil, errQueueFull
 	}
 	w := p.waiters.Get().(*waiter)
-	w.r, w.user = r, user
+	w.r, w.count = r, count
 	w.deadline = monotime.Now() + int64(queueTimeout)
 	p.push(w)
 	p.armExpiry(w.deadline)
@@ -665,7 +676,7 @@ func (p *pool) leave(w *waiter) bool {
 }
 
 func (p *pool) recycle(w *waiter) {
-	w.r, w.user = nil, nil
+	w.r, w.count = nil, nil
 	p.waiters.Put(w)
 }
 
@@ -679,19 +690,7 @@ func (p *pool) push(w *waiter) {
 	}
 	p.tail = w
 	p.waiting++
-	p.countQueued(w.user, 1)
-}
-
-// countQueued keeps the per-handler count of queued requests.
-func (p *pool) countQueued(user any, d int) {
-	if p.queued == nil {
-		p.queued = map[any]int{}
-	}
-	if n := p.queued[user] + d; n > 0 {
-		p.queued[user] = n
-	} else {
-		delete(p.queued, user)
-	}
+	*w.count++
 }
 
 func (p *pool) pop() *waiter {
@@ -715,7 +714,7 @@ func (p *pool) unlink(w *waiter) {
 	}
 	w.prev, w.next, w.queued = nil, nil, false
 	p.waiting--
-	p.countQueued(w.user, -1)
+	*w.count--
 }
 
 func (p *pool) hook(event string, r *http.Request) {
