@@ -361,6 +361,23 @@ func (x *exchange) readResponse() error {
 					rd.Discard(len(p))
 					continue
 				}
+				if len(hb) == 0 {
+					// The usual case: the whole CGI header is in the first
+					// piece read (php-fpm sends it with the start of the
+					// body, up to 8 KiB). It is parsed where it lies, and
+					// the body bytes after it are copied once, to the
+					// output (appending the piece to hb first copied them
+					// twice: 1.1% of Arka's CPU on the 25 KB page).
+					if n := headerEnd(p); n >= 0 {
+						headerDone = true
+						if err := x.writeHeader(p[:n]); err != nil {
+							return err
+						}
+						x.writeBody(p[n:])
+						rd.Discard(len(p))
+						continue
+					}
+				}
 				hb = append(hb, p...)
 				rd.Discard(len(p))
 				if n := headerEnd(hb); n >= 0 {
