@@ -150,3 +150,50 @@ func TestTLSConnectionBursts(t *testing.T) {
 		t.Errorf("%d goroutines after the bursts, %d before", n, before)
 	}
 }
+
+// BenchmarkTLSResumedConn is the bench test newconn-tls in one process: a
+// new TLS 1.3 connection per request that resumes the previous session
+// (X25519 key exchange, no certificate signature), one small page, then
+// Connection: close. ns/op and allocs/op include Go's TLS client, about
+// as costly as the server; -cpuprofile or -memprofile with -focus
+// server tells them apart.
+func BenchmarkTLSResumedConn(b *testing.B) {
+	dir := b.TempDir()
+	root := filepath.Join(dir, "www")
+	os.MkdirAll(root, 0o755)
+	os.WriteFile(filepath.Join(root, "index.html"), []byte(strings.Repeat("x", 1335)), 0o644)
+	e := servertest.Start(b, siteFor(`"localhost"`, root, true))
+	cfg := &tls.Config{InsecureSkipVerify: true, ServerName: "localhost", NextProtos: []string{"http/1.1"}, ClientSessionCache: tls.NewLRUClientSessionCache(1)}
+	req := []byte("GET /index.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	buf := make([]byte, 64<<10)
+	one := func() bool {
+		c, err := tls.Dial("tcp", e.HTTPS, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for {
+			n, err := c.Read(buf)
+			got += n
+			if err != nil {
+				break
+			}
+		}
+		if got < 1335 {
+			b.Fatalf("read %d bytes", got)
+		}
+		return c.ConnectionState().DidResume
+	}
+	one() // a full handshake; its ticket is resumed from here on
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if !one() {
+			b.Fatal("session not resumed")
+		}
+	}
+}
