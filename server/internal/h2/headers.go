@@ -196,7 +196,11 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 
 	st.ctxVal.Context = c.ctx
 	st.ctx = &st.ctxVal
-	r := c.tmpl.WithContext(st.ctx)
+	// The request lives in the stream, one allocation for both: the copy
+	// WithContext makes does not escape (it is inlined), so it is made on
+	// the stack and copied once more into place.
+	st.reqVal = *c.tmpl.WithContext(st.ctx)
+	r := &st.reqVal
 	r.Method = method
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
 	r.RemoteAddr = c.remote

@@ -45,6 +45,7 @@ type stream struct {
 	body   body
 	w      responseWriter
 	req    *http.Request
+	reqVal http.Request // req points here (newRequest)
 	url    url.URL
 }
 
