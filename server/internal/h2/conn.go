@@ -321,10 +321,7 @@ func (c *conn) readLoop(helper bool) {
 			ended = true
 			return
 		}
-		f, err := c.fr.ReadFrame()
-		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
-			f, err = c.readHeaderBlock(hf)
-		}
+		f, err := c.readFrame()
 		if err != nil {
 			c.readError(err)
 			ended = true
