@@ -89,22 +89,24 @@ type conn struct {
 	// The writer goroutine runs only while there is output to send:
 	// kickWriter starts it, and it ends once everything queued is sent,
 	// so an idle connection has one goroutine (the reader), not two.
-	wstate  atomic.Int32 // writerIdle, writerRunning, writerKicked, writerStopped
-	writeFn func()       // c.writeLoop, bound once (a go statement on a method value allocates)
+	wstate atomic.Int32 // writerIdle, writerRunning, writerKicked, writerStopped
+	writeFn   func() // c.writeLoop, bound once (a go statement on a method value allocates)
 	// batch is the connection under TLS when it can gather writes: the
 	// records of an output larger than one go out in one system call.
 	batch *wire.BatchConn
 
 	// Handlers run on the reader goroutine (inline.go): inline is the
 	// stream onHeaders left to run there, role who reads frames meanwhile,
-	// lendFn and watch hand reading to another goroutine, roleBack gives
-	// it back, noInline counts streams left to the workers after a lend.
-	inline   *stream
-	role     atomic.Int32
-	roleBack chan bool
-	lendFn   func()
-	watch    *time.Timer
-	noInline int
+	// lendFn hands reading to another goroutine, roleBack gives it back,
+	// noInline counts streams left to the workers after a lend, inlineSeq
+	// counts inline runs and watchSeq is the count the watchdog saw last.
+	inline    *stream
+	role      atomic.Int32
+	roleBack  chan bool
+	lendFn    func()
+	noInline  int
+	inlineSeq atomic.Uint32
+	watchSeq  uint32 // the watchdog's (Server.inlineWatch)
 }
 
 // Writer goroutine states (conn.wstate).

@@ -17,15 +17,15 @@ import "time"
 //
 //   - waits for flow-control window, which only the reader can bring
 //     (writeData calls lendNow), or
-//   - is still running inlineWait after it started (a proxied or FastCGI
-//     request waiting for its upstream, a handler waiting on its request's
-//     context): a timer lends reading then.
+//   - is still running one to two inlineWait after it started (a proxied
+//     or FastCGI request waiting for its upstream, a handler waiting on
+//     its request's context): the server's watchdog lends reading then.
 //
 // When the handler returns, the serving goroutine waits until the helper
 // gives reading back, which it does before its next read; a helper that
 // reads the connection's end ends it. After a lend, the connection's next
 // inlineBackoff streams go to the workers, so a connection whose requests
-// go to an upstream pays for the timer and the helper once in a while,
+// go to an upstream pays for the wait and the helper once in a while,
 // not per request.
 //
 // Reading belongs to whoever c.role says; the transitions are atomic:
@@ -44,14 +44,17 @@ const (
 	roleEnded
 )
 
-// inlineWait is how long a handler running inline keeps the reader before
-// reading is lent to a helper goroutine: a small static response takes
-// tens of microseconds.
-const inlineWait = time.Millisecond
+// inlineWait is the watchdog's tick: a handler running inline keeps the
+// reader between one and two of them before reading is lent to a helper
+// goroutine. A small static response takes tens of microseconds; the
+// margin is for a busy machine, where a goroutine can wait that long for
+// a thread, and each needless lend sends the next inlineBackoff streams
+// to the workers.
+const inlineWait = 2 * time.Millisecond
 
 // inlineBackoff is the number of streams of a connection dispatched to
 // workers after reading was lent once.
-const inlineBackoff = 64
+const inlineBackoff = 16
 
 // inlineOK reports whether stream st, just opened by the reader (serving
 // goroutine, roleOwn) as the connection's only running one, runs inline.
@@ -73,15 +76,11 @@ func (c *conn) inlineOK(st *stream) bool {
 // helper read its end and ended it).
 func (c *conn) runInline(st *stream) bool {
 	st.inline = true
+	c.inlineSeq.Add(1)
 	c.role.Store(roleInline)
-	if c.watch == nil {
-		c.watch = time.AfterFunc(inlineWait, c.lendFn)
-	} else {
-		c.watch.Reset(inlineWait)
-	}
+	c.srv.watchInline()
 	st.run()
 	if c.role.CompareAndSwap(roleInline, roleOwn) {
-		c.watch.Stop()
 		return true
 	}
 	c.noInline = inlineBackoff
@@ -91,7 +90,61 @@ func (c *conn) runInline(st *stream) bool {
 	return false // roleEnded
 }
 
-// lendLater lends reading to the calling goroutine (the timer's, or one
+// watchInline has the watchdog run (inlineWatch). It costs an atomic load
+// per inline run, and a store and a lock once per tick.
+func (s *Server) watchInline() {
+	if s.inlineSeen.Load() {
+		return
+	}
+	s.inlineSeen.Store(true)
+	s.watchMu.Lock()
+	if !s.watching {
+		s.watching = true
+		go s.inlineWatch()
+	}
+	s.watchMu.Unlock()
+}
+
+// inlineWatch is the watchdog of handlers running inline: every inlineWait
+// it lends reading on each connection whose inline handler was already
+// running at the previous tick (the same run: c.inlineSeq unchanged), so
+// a handler keeps the reader between one and two inlineWait. One
+// goroutine for the server rather than a timer per connection, whose
+// Reset and Stop for every request cost 1.5% of the CPU of the small page
+// (perf); it ends after two ticks without inline runs.
+func (s *Server) inlineWatch() {
+	quiet := 0
+	for {
+		time.Sleep(inlineWait)
+		if s.inlineSeen.Swap(false) {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			seq := c.inlineSeq.Load()
+			if c.role.Load() == roleInline && seq == c.watchSeq {
+				go c.lendFn()
+			}
+			c.watchSeq = seq
+		}
+		s.mu.Unlock()
+		if quiet < 2 {
+			continue
+		}
+		s.watchMu.Lock()
+		if s.inlineSeen.Load() {
+			s.watchMu.Unlock() // a run began since: watch on
+			continue
+		}
+		s.watching = false
+		s.watchMu.Unlock()
+		return
+	}
+}
+
+// lendLater lends reading to the calling goroutine (one the watchdog or
 // lendNow started) if a handler still runs inline, and reads until it
 // gives reading back or the connection ends.
 func (c *conn) lendLater() {

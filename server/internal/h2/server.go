@@ -139,6 +139,11 @@ type Server struct {
 	closing atomic.Bool
 	wg      sync.WaitGroup
 	pool    workers
+
+	// The watchdog of handlers running inline (inline.go).
+	inlineSeen atomic.Bool // an inline run began since the last tick
+	watchMu    sync.Mutex
+	watching   bool // inlineWatch runs
 }
 
 const (
