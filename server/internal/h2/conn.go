@@ -360,15 +360,27 @@ func (c *conn) setReadDeadline() {
 // last handler ended while none runs, else none. Frames that start no
 // stream (PING, WINDOW_UPDATE, a body for a finished handler) do not move
 // it, so a connection whose streams make no progress ends as idle.
+//
+// An idle deadline is kept while it falls within a quarter of the
+// timeout after the one due, and set to 5/4 of it when moved: a
+// connection is closed between Idle and 5/4 Idle after its last stream,
+// and the deadline moves about once per quarter of the timeout rather
+// than after every response (1.2% of the small page's CPU, perf).
 func (c *conn) armIdleLocked() {
-	var d time.Time
-	if to := c.srv.Limits.IdleTimeout(); c.active == 0 && to > 0 {
-		d = c.idleSince.Add(to)
+	to := c.srv.Limits.IdleTimeout()
+	if c.active > 0 || to <= 0 {
+		if !c.rdeadline.IsZero() {
+			c.rdeadline = time.Time{}
+			c.rwc.SetReadDeadline(c.rdeadline)
+		}
+		return
 	}
-	if !d.Equal(c.rdeadline) {
-		c.rdeadline = d
-		c.rwc.SetReadDeadline(d)
+	d := c.idleSince.Add(to)
+	if !c.rdeadline.Before(d) && c.rdeadline.Sub(d) <= to/4 {
+		return
 	}
+	c.rdeadline = d.Add(to / 4)
+	c.rwc.SetReadDeadline(c.rdeadline)
 }
 
 // readError handles an error from the frame reader: connection errors get
