@@ -206,11 +206,16 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	r.RemoteAddr = c.remote
 	r.TLS = c.tls
 	r.RequestURI = path
-	h := make(http.Header, len(f.Fields))
+	regular := f.RegularFields()
+	h := make(http.Header, len(regular))
+	// The fields' values share one backing array, each a full slice of
+	// one (a handler's append copies it): one allocation for the header
+	// rather than one per field (a browser sends ten or more).
+	vals := make([]string, len(regular))
 	var cookies []string
 	var hostField string
 	hosts := 0
-	for _, hf := range f.RegularFields() {
+	for i, hf := range regular {
 		name := hf.Name
 		switch name {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
@@ -227,7 +232,12 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 			hosts++
 		}
 		k := wire.Canonical(name)
-		h[k] = append(h[k], hf.Value)
+		if vs, ok := h[k]; ok {
+			h[k] = append(vs, hf.Value)
+		} else {
+			vals[i] = hf.Value
+			h[k] = vals[i : i+1 : i+1]
+		}
 	}
 	// Section 8.3.1: the target's authority is :authority, else Host; it
 	// is required for http and https, carries no userinfo, and a Host
