@@ -34,16 +34,21 @@
 //     request, its close_notify, EAGAINs), three writes (the server's
 //     flight with its session ticket, the answer, close_notify), close;
 //     the rest is the scheduler's futex and nanosleep.
-//   - 15-20 % the rest of crypto/tls: HKDF of the key schedule (HMAC-SHA256,
-//     several hundred small allocations per handshake), the ticket's
-//     decryption and the new one's encryption, AES-GCM set-up.
-//   - 10 % allocation and collection, mostly crypto/tls's; 1-3 % stack
-//     growth of the goroutine that handshakes (kept low by reusing
-//     goroutines, see tlsWorker).
+//   - 15-20 % the rest of crypto/tls: HKDF of the key schedule
+//     (HMAC-SHA256), the ticket's decryption and the new one's
+//     encryption, AES-GCM set-up.
+//   - 10 % allocation and collection: about 440 allocations per resumed
+//     connection, 390 of them in crypto/tls's handshake, the rest the
+//     HTTP/1.1 engine's (BenchmarkTLSResumedConn with -memprofile).
+//   - 1-3 % stack growth of the goroutine that handshakes (kept low by
+//     reusing goroutines, see tlsWorker).
 //
 // A full handshake adds the certificate's signature (ECDSA P-256, fast in
 // Go; an RSA 2048 key costs about 1 ms a handshake) and, for clients that
-// offer it (current browsers, OpenSSL 3.5), ML-KEM-768 encapsulation.
+// offer it (current browsers, OpenSSL 3.5), ML-KEM-768 encapsulation:
+// 0.52-0.53 ms of CPU per connection against nginx's 0.65-0.68 ms
+// (openssl s_time -new, two clients, same certificate; resuming with
+// -reuse 0.38-0.39 against 0.46-0.47).
 package server
 
 import (

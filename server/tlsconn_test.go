@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -106,18 +107,20 @@ func TestTLSFirstRecordsFull(t *testing.T) {
 
 // TestTLSConnectionBursts: bursts of new TLS connections, each with one
 // request, are all served (by goroutines that wait for the next
-// connection after one ends, see tlsWorker), and when the server shuts
-// down none of those goroutines is left (servertest checks for leaks).
+// connection after one ends, see tlsWorker), at most 16 of those wait
+// afterwards, and when the server shuts down none is left (servertest
+// checks for leaks).
 func TestTLSConnectionBursts(t *testing.T) {
 	dir := t.TempDir()
 	e := servertest.Start(t, siteFor(`"localhost"`, www(t, dir, "a", "hello"), true))
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	for burst := range 3 {
+	before := runtime.NumGoroutine()
+	for burst := range 2 {
 		var wg sync.WaitGroup
-		errs := make(chan error, 200)
-		for range 200 {
+		errs := make(chan error, 100)
+		for range 100 {
 			wg.Go(func() {
 				resp, err := client.Get("https://" + e.HTTPS + "/")
 				if err != nil {
@@ -135,6 +138,62 @@ func TestTLSConnectionBursts(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			t.Fatalf("burst %d: %v", burst, err)
+		}
+	}
+	// Of the goroutines that served 100 connections at once, at most 16
+	// wait for more (maxIdleTLSWorkers).
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+16+8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+16+8 {
+		t.Errorf("%d goroutines after the bursts, %d before", n, before)
+	}
+}
+
+// BenchmarkTLSResumedConn is the bench test newconn-tls in one process: a
+// new TLS 1.3 connection per request that resumes the previous session
+// (X25519 key exchange, no certificate signature), one small page, then
+// Connection: close. ns/op and allocs/op include Go's TLS client, about
+// as costly as the server; -cpuprofile or -memprofile with -focus
+// server tells them apart.
+func BenchmarkTLSResumedConn(b *testing.B) {
+	dir := b.TempDir()
+	root := filepath.Join(dir, "www")
+	os.MkdirAll(root, 0o755)
+	os.WriteFile(filepath.Join(root, "index.html"), []byte(strings.Repeat("x", 1335)), 0o644)
+	e := servertest.Start(b, siteFor(`"localhost"`, root, true))
+	cfg := &tls.Config{InsecureSkipVerify: true, ServerName: "localhost", NextProtos: []string{"http/1.1"}, ClientSessionCache: tls.NewLRUClientSessionCache(1)}
+	req := []byte("GET /index.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	buf := make([]byte, 64<<10)
+	one := func() bool {
+		c, err := tls.Dial("tcp", e.HTTPS, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for {
+			n, err := c.Read(buf)
+			got += n
+			if err != nil {
+				break
+			}
+		}
+		if got < 1335 {
+			b.Fatalf("read %d bytes", got)
+		}
+		return c.ConnectionState().DidResume
+	}
+	one() // a full handshake; its ticket is resumed from here on
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if !one() {
+			b.Fatal("session not resumed")
 		}
 	}
 }

@@ -3,8 +3,10 @@ package server
 import "net"
 
 // maxIdleTLSWorkers bounds the goroutines that wait for a TLS connection
-// after serving one (see tlsWorker).
-const maxIdleTLSWorkers = 128
+// after serving one (see tlsWorker): enough for the ups and downs of the
+// number of connections under steady load, few enough that a burst of
+// connections leaves little behind.
+const maxIdleTLSWorkers = 16
 
 // tlsWorker serves c (handshake, then its HTTP/1.1 or HTTP/2 engine to
 // the end) and then waits for the next connection the accept loop hands
