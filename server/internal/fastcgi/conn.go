@@ -46,6 +46,11 @@ type conn struct {
 	// 0 while no read deadline applies (a body is still being sent), -1
 	// once it is fixed (after ABORT_REQUEST).
 	armed atomic.Int64
+	// heard is when the silence read_timeout limits began (monotime.Now()):
+	// the last read that brought output, or the request's sending (while
+	// armed > 0; written by the reading goroutine, and by armRead before
+	// armed is set).
+	heard int64
 
 	// answered is set once the server sent anything on the connection
 	// (see pool.kickUntilAnswered).
@@ -115,43 +120,80 @@ type heldOutput interface {
 // is full.
 var holdDelay = time.Millisecond // a variable for tests
 
-// Read implements io.Reader for the bufio.Reader. It keeps the read
-// deadline read_timeout ahead of the last time output arrived, like
-// nginx's fastcgi_read_timeout, pushing it forward at most once per
-// eighth of the timeout to keep timer work off the hot path.
+// Read implements io.Reader for the bufio.Reader. It fails with a
+// timeout once php-fpm has sent nothing for read_timeout, counted from
+// the last read that brought output (or from the request's sending),
+// like nginx's fastcgi_read_timeout. To keep timer work off the hot path
+// the read deadline is pushed forward at most once per eighth of the
+// timeout, so it may fire up to that much early: the read then looks at
+// the silence so far and, short of read_timeout, sets the deadline to
+// its exact end and waits on. A read after a timeout (the first read
+// after wire.Sender's wait ended on the deadline) moves nothing: only
+// output does.
 func (c *conn) Read(p []byte) (int, error) {
-	at := c.armed.Load()
-	if at > 0 {
-		if now := monotime.Now(); now-at > int64(c.timeout/8) && c.armed.CompareAndSwap(at, now) {
-			c.until = time.Now().Add(c.timeout)
-			if !c.short {
-				c.nc.SetReadDeadline(c.until)
+	for {
+		at := c.armed.Load()
+		n, err := c.read(p, at)
+		if n > 0 {
+			if at > 0 {
+				now := monotime.Now()
+				c.heard = now
+				if now-at > int64(c.timeout/8) && c.armed.CompareAndSwap(at, now) {
+					c.until = time.Now().Add(c.timeout)
+					if !c.short {
+						c.nc.SetReadDeadline(c.until)
+					}
+				}
 			}
+			if !c.answered.Load() {
+				c.answered.Store(true)
+			}
+			return n, err
+		}
+		if at <= 0 || !isTimeout(err) || !c.rearm() {
+			return n, err
 		}
 	}
-	var n int
-	var err error
+}
+
+// rearm, after the read deadline passed, sets it to read_timeout after
+// the silence began and reports whether that is still ahead (the
+// deadline, pushed forward once per eighth of read_timeout, fired early).
+func (c *conn) rearm() bool {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.armed.Load() <= 0 {
+		return false // ABORT_REQUEST fixed the deadline
+	}
+	left := time.Duration(c.heard + int64(c.timeout) - monotime.Now())
+	if left <= 0 {
+		return false
+	}
+	c.until = time.Now().Add(left)
+	if !c.short {
+		c.nc.SetReadDeadline(c.until)
+	}
+	return true
+}
+
+// read reads into p, holding output back for holdDelay where it can (see
+// readHeld); at is c.armed as Read loaded it.
+func (c *conn) read(p []byte, at int64) (int, error) {
 	if c.held != nil && c.held.holding() {
 		if at > 0 {
-			n, err = c.readHeld(p)
-		} else {
-			// No read timeout yet (the body is still being sent): no
-			// short wait either, the output goes out before the wait.
-			c.held.release()
-			c.holdEnd = time.Time{}
-			n, err = c.nc.Read(p)
+			return c.readHeld(p)
 		}
-	} else {
+		// No read timeout yet (the body is still being sent): no short
+		// wait either, the output goes out before the wait.
+		c.held.release()
 		c.holdEnd = time.Time{}
-		if c.short {
-			c.restoreDeadline()
-		}
-		n, err = c.nc.Read(p)
+		return c.nc.Read(p)
 	}
-	if n > 0 && !c.answered.Load() {
-		c.answered.Store(true)
+	c.holdEnd = time.Time{}
+	if c.short {
+		c.restoreDeadline()
 	}
-	return n, err
+	return c.nc.Read(p)
 }
 
 // readHeld reads while output is held back: it waits for more until
@@ -211,7 +253,8 @@ func (c *conn) armRead() {
 	defer c.dmu.Unlock()
 	if at := c.armed.Load(); at >= 0 {
 		c.until = time.Now().Add(c.timeout)
-		c.armed.Store(monotime.Now())
+		c.heard = monotime.Now()
+		c.armed.Store(c.heard)
 		c.nc.SetReadDeadline(c.until)
 	}
 }

@@ -184,13 +184,17 @@ func (x *exchange) attempt() (sent bool, err error) {
 	c := x.c
 	streaming := x.body.kind == bodyStream || x.body.kind == bodyFile
 	x.gotBytes = false
+	now := monotime.Now()
 	if at := c.armed.Load(); !streaming && at > 0 && !c.short && c.timeout == x.h.readTimeout &&
-		monotime.Now()-at <= int64(c.timeout/8) {
+		now-at <= int64(c.timeout/8) {
 		// The deadlines the previous request set, read_timeout ahead,
 		// were set less than an eighth of read_timeout ago: they stand,
 		// as conn.Read leaves them while output keeps coming, and Read
-		// pushes them forward as usual. On a busy connection this spares
-		// two deadline changes per request (the runtime's timers).
+		// pushes them forward as usual (or, should they pass before
+		// read_timeout of silence from now, sets the read deadline to
+		// its end). On a busy connection this spares two deadline
+		// changes per request (the runtime's timers).
+		c.heard = now
 	} else {
 		c.timeout = x.h.readTimeout
 		c.until, c.short = time.Now().Add(c.timeout), false
@@ -201,7 +205,8 @@ func (x *exchange) attempt() (sent bool, err error) {
 			c.armed.Store(0)
 			c.nc.SetReadDeadline(time.Time{})
 		} else {
-			c.armed.Store(monotime.Now())
+			c.heard = now
+			c.armed.Store(now)
 		}
 	}
 	var stop func() bool
