@@ -676,6 +676,7 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 			return false, h.sendFailure(c, err)
 		}
 	} else {
+		c.headBy = time.Time{} // writeBody sets the deadline exactly
 		if c.readDeadline {
 			// Left armed by the last response: the head may come only
 			// after the whole body is sent.
@@ -769,9 +770,13 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 // eighth of a shorter timeout) nearer than the timeout asks: a busy
 // connection then updates the runtime's timer about once a second rather
 // than once a request (1.74 deadline updates per request before, proxied
-// small answer and 30 KB page together).
+// small answer and 30 KB page together). Should that deadline pass before
+// the timeout's end (c.headBy), the head's read sets it to that end and
+// waits on (conn.headEarly): a silent upstream gets 504 after the
+// timeout, never up to a second before it.
 func (h *Handler) send(c *conn) error {
 	t := time.Now().Add(h.headerTimeout)
+	c.headBy = t
 	if !c.readDeadline || t.Sub(c.rdl) >= min(time.Second, h.headerTimeout/8) {
 		c.nc.SetReadDeadline(t)
 		c.rdl, c.readDeadline = t, true

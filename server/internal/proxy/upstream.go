@@ -145,6 +145,11 @@ type conn struct {
 	// is not used again.
 	killed atomic.Bool
 	rdl    time.Time // the response-header deadline send set last
+	// headBy is when the response-header timeout of the request send
+	// sent ends (the deadline in force may be earlier, see send); zero
+	// for a request whose body is streamed (writeBody sets the deadline
+	// exactly).
+	headBy time.Time
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender
@@ -189,9 +194,30 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		p = p[:l.n]
 	}
 	n, err := l.r.Read(p)
+	if n == 0 && err != nil && l.c.headEarly(err) {
+		n, err = l.r.Read(p)
+	}
 	l.n -= int64(n)
 	l.full = n == len(p) && n > 0
 	return n, err
+}
+
+// headEarly reports, after a read of the response head failed with err,
+// whether that was the deadline send kept firing before the
+// response-header timeout ended, and then sets the deadline to that end.
+func (c *conn) headEarly(err error) bool {
+	if c.headBy.IsZero() || !os.IsTimeout(err) || c.killed.Load() || !time.Now().Before(c.headBy) {
+		return false
+	}
+	c.rdl = c.headBy
+	c.nc.SetReadDeadline(c.rdl)
+	if c.killed.Load() {
+		// A kill after the check is seen after the deadline's change,
+		// and wins.
+		c.nc.SetDeadline(aLongTimeAgo)
+		return false
+	}
+	return true
 }
 
 // kill makes every read and write on c fail at once, for good.
