@@ -40,6 +40,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/encoding"
 	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
 
@@ -177,7 +178,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// directory separator, and no file name holds a slash: such a
 		// path names no file (404, or the fallback), as Apache's
 		// AllowEncodedSlashes Off answers.
-		e = h.o.Cache.lookup(h.root, fileKey{h.rootPath, name}, h.siblings, h.index)
+		e = h.o.Cache.lookup(h.root, fileKey{h.rootPath, name}, h.siblings, h.index, monotime.Start(w))
 	}
 	switch e.kind {
 	case kFile:
@@ -192,7 +193,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range e.index {
-			ie := h.o.Cache.lookup(h.root, fileKey{h.rootPath, in}, h.siblings, nil)
+			ie := h.o.Cache.lookup(h.root, fileKey{h.rootPath, in}, h.siblings, nil, monotime.Start(w))
 			if ie.kind == kFile {
 				h.serve(w, r, in, ie)
 				return
@@ -210,7 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if h.fallback != "" {
-		fe := h.o.Cache.lookup(h.root, fileKey{h.rootPath, h.fallback}, h.siblings, nil)
+		fe := h.o.Cache.lookup(h.root, fileKey{h.rootPath, h.fallback}, h.siblings, nil, monotime.Start(w))
 		if fe.kind == kFile {
 			h.serve(w, r, h.fallback, fe)
 			return
