@@ -75,7 +75,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.n.Add(1)
 		lc := &limitConn{Conn: c, l: l, addr: addr}
-		if tc, ok := c.(*net.TCPConn); ok {
+		if tc, ok := c.(tcpConn); ok {
 			return &limitTCPConn{limitConn: lc, tcp: tc}, nil
 		}
 		return lc, nil
@@ -113,10 +113,17 @@ func (c *limitConn) Close() error {
 	return c.Conn.Close()
 }
 
+// tcpConn is what a TCP connection offers beyond net.Conn: sendfile and
+// half-close (*net.TCPConn, *wire.RawTCPConn).
+type tcpConn interface {
+	ReadFrom(io.Reader) (int64, error)
+	CloseWrite() error
+}
+
 // limitTCPConn keeps sendfile and half-close available to the engine.
 type limitTCPConn struct {
 	*limitConn
-	tcp *net.TCPConn
+	tcp tcpConn
 }
 
 func (c *limitTCPConn) ReadFrom(r io.Reader) (int64, error) { return c.tcp.ReadFrom(r) }

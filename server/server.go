@@ -701,10 +701,15 @@ type socket struct {
 
 func (s *socket) Accept() (net.Conn, error) {
 	c, err := s.raw.Accept()
-	if err != nil && s.detached.Load() {
-		return nil, net.ErrClosed
+	if err != nil {
+		if s.detached.Load() {
+			return nil, net.ErrClosed
+		}
+		return nil, err
 	}
-	return c, err
+	// Reads and writes without the runtime's system call bookkeeping
+	// (wire.Raw), for plain HTTP and beneath TLS alike.
+	return wire.Raw(c), nil
 }
 
 // Close closes the socket unless another listener took it over.
