@@ -128,3 +128,8 @@ type limitTCPConn struct {
 
 func (c *limitTCPConn) ReadFrom(r io.Reader) (int64, error) { return c.tcp.ReadFrom(r) }
 func (c *limitTCPConn) CloseWrite() error                   { return c.tcp.CloseWrite() }
+
+// WriteBuffers writes b to the TCP connection in one writev (the HTTP/1.1
+// engine's head and body; net.Buffers.WriteTo uses writev only for the
+// net package's own types).
+func (c *limitTCPConn) WriteBuffers(b *net.Buffers) (int64, error) { return b.WriteTo(c.tcp) }

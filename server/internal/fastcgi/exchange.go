@@ -184,17 +184,25 @@ func (x *exchange) attempt() (sent bool, err error) {
 	c := x.c
 	streaming := x.body.kind == bodyStream || x.body.kind == bodyFile
 	x.gotBytes = false
-	c.timeout = x.h.readTimeout
-	now := time.Now()
-	c.until, c.short = now.Add(c.timeout), false
-	c.nc.SetDeadline(c.until)
-	if streaming {
-		// No read timeout until the body is sent: an upload may take
-		// longer than read_timeout. Writes have their own deadline.
-		c.armed.Store(0)
-		c.nc.SetReadDeadline(time.Time{})
+	if at := c.armed.Load(); !streaming && at > 0 && !c.short && c.timeout == x.h.readTimeout &&
+		monotime.Now()-at <= int64(c.timeout/8) {
+		// The deadlines the previous request set, read_timeout ahead,
+		// were set less than an eighth of read_timeout ago: they stand,
+		// as conn.Read leaves them while output keeps coming, and Read
+		// pushes them forward as usual. On a busy connection this spares
+		// two deadline changes per request (the runtime's timers).
 	} else {
-		c.armed.Store(monotime.Now())
+		c.timeout = x.h.readTimeout
+		c.until, c.short = time.Now().Add(c.timeout), false
+		c.nc.SetDeadline(c.until)
+		if streaming {
+			// No read timeout until the body is sent: an upload may take
+			// longer than read_timeout. Writes have their own deadline.
+			c.armed.Store(0)
+			c.nc.SetReadDeadline(time.Time{})
+		} else {
+			c.armed.Store(monotime.Now())
+		}
 	}
 	var stop func() bool
 	if streaming || c.br.Buffered() > 0 {
@@ -352,6 +360,23 @@ func (x *exchange) readResponse() error {
 					x.writeBody(p)
 					rd.Discard(len(p))
 					continue
+				}
+				if len(hb) == 0 {
+					// The usual case: the whole CGI header is in the first
+					// piece read (php-fpm sends it with the start of the
+					// body, up to 8 KiB). It is parsed where it lies, and
+					// the body bytes after it are copied once, to the
+					// output (appending the piece to hb first copied them
+					// twice: 1.1% of Arka's CPU on the 25 KB page).
+					if n := headerEnd(p); n >= 0 {
+						headerDone = true
+						if err := x.writeHeader(p[:n]); err != nil {
+							return err
+						}
+						x.writeBody(p[n:])
+						rd.Discard(len(p))
+						continue
+					}
 				}
 				hb = append(hb, p...)
 				rd.Discard(len(p))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/internal/fcgi"
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 // The pool keeps at most max connections to one FastCGI server and one
@@ -63,9 +64,9 @@ type waiter struct {
 	ch         chan grant // capacity 1: a grant never blocks the granter
 	prev, next *waiter
 	queued     bool
-	user       any // the handler it waits for: each has its own queue.size
+	count      *int // the count in pool.queued of the handler it waits for (each has its own queue.size)
 	r          *http.Request
-	timer      *time.Timer
+	deadline   int64 // monotime.Now() at which queue.timeout ends the wait
 }
 
 // dialer opens a connection (connect_timeout applied).
@@ -92,12 +93,19 @@ type pool struct {
 	capN     int                // learnt capacity, while capUntil is ahead
 	capUntil time.Time
 	sweeper  *time.Timer // closes idle connections; nil when none are idle
+	// expiry ends the waits that passed their queue.timeout (see expire):
+	// one timer for the queue, armed for expiryAt (monotime.Now() units,
+	// 0 when not armed), rather than one per waiter.
+	expiry   *time.Timer
+	expiryAt int64
 
 	refs  int            // handlers using the pool (guarded by Pools.mu)
 	users map[any][2]int // each handler's max_conns and queue.size
 	// queued counts each handler's requests in the shared FIFO, so that a
-	// route's own queue.size holds even when routes share the pool.
-	queued map[any]int
+	// route's own queue.size holds even when routes share the pool. Each
+	// waiter keeps its handler's counter (waiter.count): one map look-up
+	// per queued request, in acquire.
+	queued map[any]*int
 
 	probeTimeout, idleTimeout time.Duration // the defaults; tests shorten them
 
@@ -156,6 +164,7 @@ func (p *pool) unconfigure(user any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.users, user)
+	delete(p.queued, user) // waiters still queued keep their counter
 	if len(p.users) > 0 {
 		p.recompute()
 	}
@@ -198,14 +207,24 @@ func (p *pool) acquire(ctx context.Context, r *http.Request, queueTimeout time.D
 		return c, nil
 	}
 	grow := p.open < p.limit() && p.dialing <= p.waiting
-	if !grow && p.queued[user] >= queueMax {
+	count := p.queued[user]
+	if count == nil {
+		if p.queued == nil {
+			p.queued = map[any]*int{}
+		}
+		count = new(int)
+		p.queued[user] = count
+	}
+	if !grow && *count >= queueMax {
 		p.mu.Unlock()
 		p.rejected.Add(1)
 		return nil, errQueueFull
 	}
 	w := p.waiters.Get().(*waiter)
-	w.r, w.user = r, user
+	w.r, w.count = r, count
+	w.deadline = monotime.Now() + int64(queueTimeout)
 	p.push(w)
+	p.armExpiry(w.deadline)
 	if grow {
 		p.startGrow()
 	}
@@ -263,34 +282,21 @@ func (p *pool) grow() {
 	}
 }
 
-// wait waits in the queue for a grant.
+// wait waits in the queue for a grant: a connection, or an error from
+// the pool (errQueueTimeout from expire, errClosing, a dial error).
 func (p *pool) wait(ctx context.Context, w *waiter, queueTimeout time.Duration) (*conn, error) {
-	start := time.Now()
+	start := w.deadline - int64(queueTimeout)
 	defer func() {
-		d := int64(time.Since(start))
+		d := monotime.Now() - start
 		p.waits.Add(1)
 		p.waitNanos.Add(d)
 		for m := p.waitMax.Load(); d > m && !p.waitMax.CompareAndSwap(m, d); m = p.waitMax.Load() {
 		}
 	}()
-	if w.timer == nil {
-		w.timer = time.NewTimer(queueTimeout)
-	} else {
-		w.timer.Reset(queueTimeout)
-	}
 	var g grant
 	select {
 	case g = <-w.ch:
-		w.timer.Stop()
-	case <-w.timer.C:
-		if p.leave(w) {
-			p.timedOut.Add(1)
-			p.recycle(w)
-			return nil, errQueueTimeout
-		}
-		g = <-w.ch // granted just as the timer fired: take it
 	case <-ctx.Done():
-		w.timer.Stop()
 		if p.leave(w) {
 			p.recycle(w)
 			return nil, ctx.Err()
@@ -617,6 +623,47 @@ func (p *pool) sweep() {
 	}
 }
 
+// armExpiry (p.mu held) has expire run by at, a waiter's deadline.
+func (p *pool) armExpiry(at int64) {
+	if p.expiryAt != 0 && p.expiryAt <= at {
+		return // armed for an earlier deadline: expire re-arms for the rest
+	}
+	p.expiryAt = at
+	d := time.Duration(at - monotime.Now())
+	if p.expiry == nil {
+		p.expiry = time.AfterFunc(d, p.expire)
+	} else {
+		p.expiry.Reset(d)
+	}
+}
+
+// expire ends the waits whose queue.timeout has passed (errQueueTimeout)
+// and arms the timer for the earliest deadline left. Waiters of one
+// handler queue in deadline order, so the timer is set once per wait only
+// when the queue was empty or a handler with a shorter queue.timeout
+// joins; a firing that finds nothing due costs one walk of the queue.
+func (p *pool) expire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expiryAt = 0
+	now := monotime.Now()
+	var next int64
+	for w := p.head; w != nil; {
+		nw := w.next
+		if w.deadline <= now {
+			p.unlink(w)
+			p.timedOut.Add(1)
+			w.ch <- grant{err: errQueueTimeout}
+		} else if next == 0 || w.deadline < next {
+			next = w.deadline
+		}
+		w = nw
+	}
+	if next != 0 {
+		p.armExpiry(next)
+	}
+}
+
 // leave takes w out of the queue; false means it was granted meanwhile.
 func (p *pool) leave(w *waiter) bool {
 	p.mu.Lock()
@@ -629,7 +676,7 @@ func (p *pool) leave(w *waiter) bool {
 }
 
 func (p *pool) recycle(w *waiter) {
-	w.r, w.user = nil, nil
+	w.r, w.count = nil, nil
 	p.waiters.Put(w)
 }
 
@@ -643,19 +690,7 @@ func (p *pool) push(w *waiter) {
 	}
 	p.tail = w
 	p.waiting++
-	p.countQueued(w.user, 1)
-}
-
-// countQueued keeps the per-handler count of queued requests.
-func (p *pool) countQueued(user any, d int) {
-	if p.queued == nil {
-		p.queued = map[any]int{}
-	}
-	if n := p.queued[user] + d; n > 0 {
-		p.queued[user] = n
-	} else {
-		delete(p.queued, user)
-	}
+	*w.count++
 }
 
 func (p *pool) pop() *waiter {
@@ -679,7 +714,7 @@ func (p *pool) unlink(w *waiter) {
 	}
 	w.prev, w.next, w.queued = nil, nil, false
 	p.waiting--
-	p.countQueued(w.user, -1)
+	*w.count--
 }
 
 func (p *pool) hook(event string, r *http.Request) {
@@ -731,6 +766,10 @@ func (p *pool) shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	for w := p.pop(); w != nil; w = p.pop() {
 		w.ch <- grant{err: errClosing}
+	}
+	if p.expiry != nil {
+		p.expiry.Stop()
+		p.expiryAt = 0
 	}
 	var busy []*conn
 	for c := range p.all {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -922,4 +924,70 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	if res, body := get(t, p.client, p.url+"/app/hello.php"); res.StatusCode != 200 || body != "hello from php\n" {
 		t.Errorf("after: %d %q", res.StatusCode, body)
 	}
+}
+
+// TestQueueTimeoutsMixed: routes sharing a pool may have different
+// queue.timeout values. One timer serves the whole queue (see
+// pool.expire): a waiter with a short timeout that queues behind one with
+// a long timeout still leaves on time, the long one keeps its place, and
+// a release afterwards goes to it.
+func TestQueueTimeoutsMixed(t *testing.T) {
+	p := newPool("test")
+	long, short := new(int), new(int)
+	nodial := func(context.Context) (*conn, error) { return nil, errors.New("no dialing here") }
+	p.configure(long, 1, 10, 1, nodial, func(string, ...any) {})
+	p.configure(short, 1, 10, 1, nodial, func(string, ...any) {})
+	a, z := net.Pipe()
+	defer z.Close()
+	c := &conn{nc: a}
+	p.all[c] = struct{}{}
+	p.open, p.busy = 1, 1 // c is in use
+
+	type result struct {
+		c   *conn
+		err error
+		d   time.Duration
+	}
+	wait := func(user any, timeout time.Duration) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			start := time.Now()
+			c, err := p.acquire(context.Background(), nil, timeout, user, 10)
+			ch <- result{c, err, time.Since(start)}
+		}()
+		return ch
+	}
+	queued := func(n int) {
+		waitFor(t, fmt.Sprintf("%d waiting", n), 5*time.Second, func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.waiting == n
+		})
+	}
+	first := wait(long, 10*time.Second)
+	queued(1)
+	second := wait(short, 100*time.Millisecond)
+	queued(2)
+	select {
+	case r := <-second:
+		if r.err != errQueueTimeout || r.d < 90*time.Millisecond || r.d > 2*time.Second {
+			t.Errorf("short timeout: %v after %v, want errQueueTimeout after 100ms", r.err, r.d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the short queue.timeout did not end its wait (the timer armed for the long one only)")
+	}
+	queued(1)
+	p.release(c, true)
+	select {
+	case r := <-first:
+		if r.err != nil || r.c != c {
+			t.Errorf("long timeout: got %v, %v; want the released connection", r.c, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter with the long timeout was not granted the release")
+	}
+	if n := p.timedOut.Load(); n != 1 {
+		t.Errorf("timedOut %d, want 1", n)
+	}
+	p.release(c, true)
 }

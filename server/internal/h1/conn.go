@@ -73,10 +73,10 @@ type conn struct {
 	memo    fieldMemo // the last response's header fields (response.go)
 	body    body
 	watch   *watcher // set while a request context is being watched
-	// watchTimer starts the watcher of watchX, the request that armed it
-	// last (ctx.go: startWatch); made once per connection.
-	watchTimer *time.Timer
+	// watchX is the request that asked for the watcher, since watchSince
+	// (monotime); the server's scanner starts it (ctx.go: startWatch).
 	watchX     atomic.Pointer[reqCtx]
+	watchSince atomic.Int64
 	deadline   time.Time
 	// rmu guards the read deadline while a handler runs: its body reads
 	// (possibly on another goroutine) arm the body read timeout, and its
@@ -90,6 +90,15 @@ type conn struct {
 
 	wdeadline time.Time // the write deadline in force
 	wfixed    bool      // a handler set the write deadline itself
+
+	// tail is a body write that goes out behind the buffered bytes in the
+	// same system call (writev): set by response.writeBody for the one
+	// flush it makes, consumed by deadlineWriter.Write. iov is the
+	// net.Buffers' storage, kept here so that the writev allocates nothing.
+	tail  []byte
+	tailN int // bytes of tail written
+	iov   [2][]byte
+	bufs  net.Buffers
 }
 
 // deadlineWriter refreshes the connection's write deadline before each
@@ -98,8 +107,37 @@ type conn struct {
 type deadlineWriter struct{ c *conn }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
-	d.c.armWrite()
-	return d.c.rwc.Write(p)
+	c := d.c
+	c.armWrite()
+	if c.tail == nil {
+		return c.rwc.Write(p)
+	}
+	// p is the buffered head (and body start), c.tail the rest of a large
+	// body write: both in one writev. It reports the bytes of p written,
+	// as bufio.Writer expects; writeBody learns the tail's from tailN.
+	c.iov = [2][]byte{p, c.tail}
+	c.tail = nil
+	c.bufs = c.iov[:]
+	n, err := c.writeBuffers()
+	c.iov, c.bufs = [2][]byte{}, nil
+	c.tailN = int(max(n-int64(len(p)), 0))
+	return int(min(n, int64(len(p)))), err
+}
+
+// buffersWriter is a wrapper of a *net.TCPConn that passes net.Buffers on
+// to it, so that they go out in one writev (net.Buffers.WriteTo uses
+// writev only for the net package's own connection types).
+type buffersWriter interface {
+	WriteBuffers(*net.Buffers) (int64, error)
+}
+
+// writeBuffers writes c.bufs: in one writev on a TCP connection (or a
+// wrapper that is a buffersWriter), else one write per buffer.
+func (c *conn) writeBuffers() (int64, error) {
+	if bw, ok := c.rwc.(buffersWriter); ok {
+		return bw.WriteBuffers(&c.bufs)
+	}
+	return c.bufs.WriteTo(c.rwc)
 }
 
 // armWrite pushes the write deadline Limits.Write ahead of now before a
@@ -144,9 +182,7 @@ func (c *conn) serve() {
 			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
 		}
 		c.cancel()
-		if c.watchTimer != nil {
-			c.watchTimer.Stop()
-		}
+		c.watchX.Store(nil)
 		if c.state.Load() != stateHijacked {
 			c.rwc.Close()
 			c.br.Reset(nil)

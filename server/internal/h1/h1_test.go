@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -820,5 +822,76 @@ func TestETagSpelling(t *testing.T) {
 	out := exchange(t, addr, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	if n := strings.Count(out, "\r\nETag: \"5e1-c\"\r\n"); n != 2 || strings.Contains(out, "Etag") {
 		t.Errorf("ETag spelled otherwise:\n%s", out)
+	}
+}
+
+// countingConn counts the writes the engine makes on a TCP connection.
+type countingConn struct {
+	*net.TCPConn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) { c.writes.Add(1); return c.TCPConn.Write(p) }
+func (c countingConn) WriteBuffers(b *net.Buffers) (int64, error) {
+	c.writes.Add(1)
+	return b.WriteTo(c.TCPConn)
+}
+
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c.(*net.TCPConn), l.writes}, nil
+}
+
+// TestLargeWriteOneSyscall: a body write larger than the write buffer,
+// after the head (and a small first write) went into the buffer, goes out
+// with them in one write (writev), and the client gets every byte in
+// order, on two requests of one connection.
+func TestLargeWriteOneSyscall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	small := []byte("first bytes ")
+	big := make([]byte, 30<<10)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	s := &h1.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(small)+len(big)))
+		w.Write(small)
+		w.Write(big)
+	})}
+	go s.Serve(countingListener{ln, &writes})
+	defer s.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := 0; i < 2; i++ {
+		writes.Store(0)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != string(small)+string(big) {
+			t.Fatalf("request %d: %d bytes, %v", i, len(b), err)
+		}
+		if n := writes.Load(); n != 1 {
+			t.Errorf("request %d: %d writes, want 1", i, n)
+		}
 	}
 }

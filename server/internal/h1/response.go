@@ -119,6 +119,23 @@ func (w *response) writeBody(p []byte) (int, error) {
 		bw.WriteString("\r\n")
 		return n, err
 	}
+	if c := w.c; len(p) > bw.Available() && bw.Buffered() > 0 && c.tcp != nil {
+		// bufio would fill its buffer from p and write it, then write
+		// the rest: two system calls (a proxied or FastCGI page of 30 KB
+		// after its head). One writev sends both. Over TLS each buffer
+		// would be its own record and write anyway: left to bufio.
+		c.tail, c.tailN = p, 0
+		err := bw.Flush()
+		if c.tail != nil {
+			// Flush did not write (an earlier error): p is not sent.
+			c.tail = nil
+			return 0, err
+		}
+		if err == nil && c.tailN < len(p) {
+			err = io.ErrShortWrite
+		}
+		return c.tailN, err
+	}
 	return bw.Write(p)
 }
 

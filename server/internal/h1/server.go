@@ -46,11 +46,22 @@
 // timeout. TestRequestWhileHandling fails so within 3 s with that change.
 // The read that fails costs one short system call, no copy.
 //
+// A body write larger than the write buffer's room, after the head (and
+// any body start) went into the buffer, is sent with them in one writev
+// over plain TCP (response.writeBody, conn.writeBuffers), where bufio
+// would write its filled buffer and then the rest: a proxied or FastCGI
+// page of 30 KB took two write system calls, now one (perf stat of the
+// proxy's 30 KB page: 2.93 -> 1.94 writes per request, the other being the
+// request upstream). A wrapper of the TCP connection keeps the writev by
+// passing net.Buffers on (buffersWriter). Static files still go by
+// sendfile (ReadFrom), and Hijack's bufio.ReadWriter is unchanged.
+//
 // A handler that waits on its request context (proxy, FastCGI) gets
 // the client-gone watch only after watchDelay, through AfterFunc without
-// goroutine or Done channel, on one timer per connection (ctx.go). An idle
-// keep-alive connection holds no write buffer, and over TLS no read
-// buffer either (conn.go: waitRequest).
+// goroutine or Done channel, and with no timer of its own: one scanner
+// per server starts the watchers of requests that have waited that long
+// (ctx.go: watchLoop). An idle keep-alive connection holds no write
+// buffer, and over TLS no read buffer either (conn.go: waitRequest).
 package h1
 
 import (
@@ -101,6 +112,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
+	watching  atomic.Bool // watchLoop runs (ctx.go)
 	wg        sync.WaitGroup
 	seq       uint64 // connections accepted (conn.seq), under mu
 }

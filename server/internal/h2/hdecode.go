@@ -1,7 +1,9 @@
 package h2
 
 import (
+	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -23,9 +25,11 @@ import (
 // until the next block is read: handlers get copies (newRequest,
 // onTrailers).
 type blockDecoder struct {
-	dec    *hpack.Decoder
-	meta   http2.MetaHeadersFrame
-	fields []hpack.HeaderField // backing store of meta.Fields, reused
+	dec     *hpack.Decoder
+	meta    http2.MetaHeadersFrame
+	hf      http2.HeadersFrame  // the HEADERS frame of meta (readFrame)
+	payload []byte              // its payload, reused up to maxReusedPayload
+	fields  []hpack.HeaderField // backing store of meta.Fields, reused
 
 	headersLeft, trailersLeft uint32 // header list size budget (RFC 9113 6.5.2)
 	sawRegular                bool
@@ -99,12 +103,66 @@ func validFieldName(v string) bool {
 	return true
 }
 
+// maxReusedPayload bounds the HEADERS payload buffer kept between frames.
+const maxReusedPayload = 4 << 10
+
+// readFrame reads the next frame. A HEADERS frame, which opens every
+// request, is read into the decoder's reused frame and payload buffer, as
+// x/net would parse it (RFC 9113 section 6.2) but without allocating a
+// frame for each; its header block is decoded (readHeaderBlock). Other
+// frames are x/net's.
+func (c *conn) readFrame() (http2.Frame, error) {
+	fh, err := c.fr.ReadFrameHeader() // also checks HEADERS/CONTINUATION order
+	if err != nil {
+		return nil, err
+	}
+	if fh.Type != http2.FrameHeaders {
+		return c.fr.ReadFrameForHeader(fh)
+	}
+	d := &c.hd
+	if uint32(cap(d.payload)) < fh.Length {
+		d.payload = make([]byte, fh.Length)
+	}
+	p := d.payload[:fh.Length]
+	if cap(d.payload) > maxReusedPayload {
+		d.payload = nil
+	}
+	if _, err := io.ReadFull(&c.guard, p); err != nil {
+		return nil, err
+	}
+	if fh.StreamID == 0 {
+		return nil, connErr(http2.ErrCodeProtocol)
+	}
+	d.hf = http2.HeadersFrame{FrameHeader: fh}
+	pad := 0
+	if fh.Flags.Has(http2.FlagHeadersPadded) {
+		if len(p) < 1 {
+			return nil, connErr(http2.ErrCodeFrameSize)
+		}
+		pad, p = int(p[0]), p[1:]
+	}
+	if fh.Flags.Has(http2.FlagHeadersPriority) {
+		if len(p) < 5 {
+			return nil, connErr(http2.ErrCodeFrameSize)
+		}
+		v := binary.BigEndian.Uint32(p)
+		d.hf.Priority.StreamDep = v & 0x7fffffff
+		d.hf.Priority.Exclusive = v != d.hf.Priority.StreamDep
+		d.hf.Priority.Weight = p[4]
+		p = p[5:]
+	}
+	if pad > len(p) {
+		return nil, connErr(http2.ErrCodeProtocol) // section 6.2
+	}
+	return c.readHeaderBlock(&d.hf, p[:len(p)-pad])
+}
+
 // readHeaderBlock decodes the block that hf starts, reading its
 // CONTINUATION frames (the Framer has checked their order). Errors are
 // what x/net's Framer returns for the same input: a ConnectionError for a
 // block too large to be worth decoding, bytes after an invalid field or a
 // bad HPACK encoding, a StreamError for invalid fields.
-func (c *conn) readHeaderBlock(hf *http2.HeadersFrame) (*http2.MetaHeadersFrame, error) {
+func (c *conn) readHeaderBlock(hf *http2.HeadersFrame, frag []byte) (*http2.MetaHeadersFrame, error) {
 	d := &c.hd
 	d.meta = http2.MetaHeadersFrame{HeadersFrame: hf, Fields: d.fields[:0]}
 	d.headersLeft, d.trailersLeft = c.fr.MaxHeaderListSize, c.fr.MaxHeaderListSize
@@ -115,7 +173,7 @@ func (c *conn) readHeaderBlock(hf *http2.HeadersFrame) (*http2.MetaHeadersFrame,
 			d.fields = d.meta.Fields[:0]
 		}
 	}()
-	frag, ended := hf.HeaderBlockFragment(), hf.HeadersEnded()
+	ended := hf.HeadersEnded()
 	for {
 		// Beyond twice what is left of the budget the block is not
 		// decoded; after an invalid field it is not tracked any more.

@@ -91,6 +91,10 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.active++
 	c.smu.Unlock()
 	st.running.Store(true)
+	if n == 0 && c.inlineOK(st) {
+		c.inline = st // run by readLoop (inline.go)
+		return nil
+	}
 	c.srv.pool.run(st)
 	return nil
 }
@@ -192,17 +196,26 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 
 	st.ctxVal.Context = c.ctx
 	st.ctx = &st.ctxVal
-	r := c.tmpl.WithContext(st.ctx)
+	// The request lives in the stream, one allocation for both: the copy
+	// WithContext makes does not escape (it is inlined), so it is made on
+	// the stack and copied once more into place.
+	st.reqVal = *c.tmpl.WithContext(st.ctx)
+	r := &st.reqVal
 	r.Method = method
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
 	r.RemoteAddr = c.remote
 	r.TLS = c.tls
 	r.RequestURI = path
-	h := make(http.Header, len(f.Fields))
+	regular := f.RegularFields()
+	h := make(http.Header, len(regular))
+	// The fields' values share one backing array, each a full slice of
+	// one (a handler's append copies it): one allocation for the header
+	// rather than one per field (a browser sends ten or more).
+	vals := make([]string, len(regular))
 	var cookies []string
 	var hostField string
 	hosts := 0
-	for _, hf := range f.RegularFields() {
+	for i, hf := range regular {
 		name := hf.Name
 		switch name {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
@@ -219,7 +232,12 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 			hosts++
 		}
 		k := wire.Canonical(name)
-		h[k] = append(h[k], hf.Value)
+		if vs, ok := h[k]; ok {
+			h[k] = append(vs, hf.Value)
+		} else {
+			vals[i] = hf.Value
+			h[k] = vals[i : i+1 : i+1]
+		}
 	}
 	// Section 8.3.1: the target's authority is :authority, else Host; it
 	// is required for http and https, carries no userinfo, and a Host

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/wire"
@@ -69,6 +70,9 @@ type response struct {
 	state   int   // chunked: chunkSize, chunkData, chunkEnd, done
 	br      *bufio.Reader
 	hdrLeft int64 // bytes left of maxResponseHeaderBytes, for trailers
+	// last is the upstream's most recent head text (raw as a string),
+	// shared by its connections; nil for none (tests).
+	last *atomic.Pointer[string]
 }
 
 var (
@@ -90,7 +94,7 @@ func (p *response) reset(br *bufio.Reader) {
 	if cap(p.fields) > 1024 {
 		p.fields = nil
 	}
-	*p = response{raw: p.raw[:0], fields: p.fields[:0], br: br, ContentLength: -1, hdrLeft: maxResponseHeaderBytes}
+	*p = response{raw: p.raw[:0], fields: p.fields[:0], br: br, ContentLength: -1, hdrLeft: maxResponseHeaderBytes, last: p.last}
 }
 
 // readLine appends one line to p.raw without its LF (and the CR before
@@ -256,12 +260,6 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 	return nil
 }
 
-// buffered reports whether the whole body (or its absence) is known
-// without another read: no body, or all of a length-framed one buffered.
-func (p *response) buffered() bool {
-	return p.framing == respNone || p.framing == respLength && p.remain <= int64(p.br.Buffered())
-}
-
 // hasBody reports whether a body follows the head.
 func (p *response) hasBody() bool { return p.framing != respNone }
 
@@ -273,7 +271,7 @@ func (p *response) copyHeader(hdr http.Header, skip func(k string) bool) (connec
 	if len(p.fields) == 0 && p.cl.end == 0 {
 		return nil
 	}
-	s := string(p.raw)
+	s := p.text()
 	vals := make([]string, len(p.fields)+1)
 	var many map[string]bool // names set, for heads with many fields
 	if len(p.fields) > 32 {
@@ -313,6 +311,24 @@ func (p *response) copyHeader(hdr http.Header, skip func(k string) bool) (connec
 		hdr["Content-Length"] = vals[n : n+1 : n+1]
 	}
 	return connection
+}
+
+// text is raw as a string: the upstream's previous one when it is the
+// same text (an upstream answers a resource with the same fields, Date
+// included, for a second), else a new one. The same strings make the
+// HTTP/1.1 engine's response head a copy of the one it wrote last (h1's
+// fieldMemo compares values by identity) instead of sorting, checking and
+// cleaning each field again, and save the allocation.
+func (p *response) text() string {
+	if p.last == nil {
+		return string(p.raw)
+	}
+	if q := p.last.Load(); q != nil && *q == string(p.raw) {
+		return *q
+	}
+	s := string(p.raw)
+	p.last.Store(&s)
+	return s
 }
 
 // Header returns the head's fields as a new map, Content-Length included

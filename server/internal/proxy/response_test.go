@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/arkaweb/arka/config"
 )
@@ -304,5 +306,57 @@ func TestKeptConnectionOutlivesHeaderTimeout(t *testing.T) {
 	}
 	if st := h.Stats()[0]; st.Dials != 1 {
 		t.Errorf("dials %d, want 1: the kept connection was not reused\n%s", st.Dials, logs)
+	}
+}
+
+// TestHeadTextShared: a response head with the same text as the upstream's
+// last one reuses its string (so the engine's field memo matches by
+// identity); a different one gets its own.
+func TestHeadTextShared(t *testing.T) {
+	var last atomic.Pointer[string]
+	a := response{last: &last, raw: []byte("Content-Type: text/plainDate: x")}
+	b := response{last: &last, raw: []byte("Content-Type: text/plainDate: x")}
+	s1, s2 := a.text(), b.text()
+	if s1 != s2 || unsafe.StringData(s1) != unsafe.StringData(s2) {
+		t.Fatal("the same head text was not shared")
+	}
+	b.raw = []byte("Content-Type: text/plainDate: y")
+	s3 := b.text()
+	if s3 != string(b.raw) || unsafe.StringData(s3) == unsafe.StringData(s1) {
+		t.Fatalf("a changed head gave %q", s3)
+	}
+	b.raw[0] = 'X' // the connection's buffer is reused: the string must not change
+	if s3[0] != 'C' {
+		t.Fatal("the text aliases the read buffer")
+	}
+}
+
+// TestSlowBodyOutlivesHeaderDeadline: the response-header deadline stays
+// armed while a body is read (one timer update per request less); a body
+// that takes longer than the timeout, with and without a length, still
+// comes whole, and the connection is reused afterwards.
+func TestSlowBodyOutlivesHeaderDeadline(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/length" {
+			w.Header().Set("Content-Length", "10")
+		}
+		io.WriteString(w, "start")
+		w.(http.Flusher).Flush()
+		time.Sleep(500 * time.Millisecond)
+		io.WriteString(w, "-end")
+		w.(http.Flusher).Flush()
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(w, "!")
+	}))
+	h, logs := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, ResponseHeaderTimeout: dur(200 * time.Millisecond)})
+	f := startFront(t, "h1", h)
+	for _, p := range []string{"/length", "/chunked", "/length"} {
+		resp, b := get(t, f.client, f.url("/proxy"+p))
+		if resp.StatusCode != 200 || b != "start-end!" {
+			t.Fatalf("%s: %d %q\n%s", p, resp.StatusCode, b, logs)
+		}
+	}
+	if st := h.Stats()[0]; st.Dials != 1 || st.Failures != 0 {
+		t.Errorf("dials %d, failures %d: want one connection reused, no failure\n%s", st.Dials, st.Failures, logs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type upstream struct {
 	dials     atomic.Uint64
 	downUntil atomic.Int64 // passive health: monotime.Now() until which it is skipped
 	sick      atomic.Bool  // active health: the last check failed
+	// head is the text of the last response head read from the upstream
+	// (response.text).
+	head atomic.Pointer[string]
 }
 
 // UpstreamStats are one upstream's figures for the status page.
@@ -137,23 +141,46 @@ type conn struct {
 	// readDeadline: the response-header timeout may still be armed (left
 	// after a response that was whole in the buffer).
 	readDeadline bool
+	// killed: every read and write is made to fail (kill); the connection
+	// is not used again.
+	killed atomic.Bool
+	rdl    time.Time // the response-header deadline send set last
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender
 }
 
-// limitReader bounds the bytes read while a response head is parsed.
+// limitReader bounds the bytes read while a response head is parsed, and
+// notes whether the last read filled its buffer (then more bytes are
+// probably waiting in the socket already).
 type limitReader struct {
 	r       io.Reader
 	n       int64
 	limited bool
+	full    bool
+	body    bool  // a response body is being read (relay)
+	c       *conn // the connection read
 }
 
 var errHeaderTooLarge = limits.ErrUpstreamHeader
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if !l.limited {
-		return l.r.Read(p)
+		n, err := l.r.Read(p)
+		if n == 0 && err != nil && l.body && l.c.readDeadline && os.IsTimeout(err) && !l.c.killed.Load() {
+			// The response-header deadline, left armed, passed while
+			// the body was read: bodies have no deadline. A kill (the
+			// client left, the exchange failed) after the check is
+			// seen after the clear, and wins.
+			l.c.nc.SetReadDeadline(time.Time{})
+			l.c.readDeadline = false
+			if l.c.killed.Load() {
+				l.c.nc.SetDeadline(aLongTimeAgo)
+			}
+			n, err = l.r.Read(p)
+		}
+		l.full = n == len(p) && n > 0
+		return n, err
 	}
 	if l.n <= 0 {
 		return 0, errHeaderTooLarge
@@ -163,7 +190,14 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	}
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
+	l.full = n == len(p) && n > 0
 	return n, err
+}
+
+// kill makes every read and write on c fail at once, for good.
+func (c *conn) kill() {
+	c.killed.Store(true)
+	c.nc.SetDeadline(aLongTimeAgo)
 }
 
 // get returns a pooled connection that still looks open, or nil. With
@@ -236,7 +270,9 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	c.lr.r = nc
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
-	c.abort = func() { nc.SetDeadline(aLongTimeAgo) }
+	c.lr.c = c
+	c.abort = c.kill
+	c.resp.last = &u.head
 	c.send.Init(raw, c.bw.Flush)
 	return c, nil
 }
