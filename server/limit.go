@@ -116,6 +116,7 @@ func (c *limitConn) Close() error {
 // tcpConn is what a TCP connection offers beyond net.Conn: sendfile and
 // half-close (*net.TCPConn, *wire.RawTCPConn).
 type tcpConn interface {
+	io.Writer
 	ReadFrom(io.Reader) (int64, error)
 	CloseWrite() error
 }
@@ -132,4 +133,11 @@ func (c *limitTCPConn) CloseWrite() error                   { return c.tcp.Close
 // WriteBuffers writes b to the TCP connection in one writev (the HTTP/1.1
 // engine's head and body; net.Buffers.WriteTo uses writev only for the
 // net package's own types).
-func (c *limitTCPConn) WriteBuffers(b *net.Buffers) (int64, error) { return b.WriteTo(c.tcp) }
+func (c *limitTCPConn) WriteBuffers(b *net.Buffers) (int64, error) {
+	if bw, ok := c.tcp.(interface {
+		WriteBuffers(*net.Buffers) (int64, error)
+	}); ok {
+		return bw.WriteBuffers(b) // a *wire.RawTCPConn
+	}
+	return b.WriteTo(c.tcp)
+}

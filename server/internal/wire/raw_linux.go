@@ -48,6 +48,11 @@ type RawTCPConn struct {
 // or in an *io.LimitedReader.
 func (c *RawTCPConn) ReadFrom(r io.Reader) (int64, error) { return c.tcp.ReadFrom(r) }
 
+// WriteBuffers writes b in one writev(2) through the *net.TCPConn
+// (net.Buffers.WriteTo uses writev only for the net package's own types):
+// package h1's head and large body.
+func (c *RawTCPConn) WriteBuffers(b *net.Buffers) (int64, error) { return b.WriteTo(c.tcp) }
+
 // Raw wraps a *net.TCPConn (into a *RawTCPConn) or a *net.UnixConn (into
 // a *RawConn) whose reads and writes then skip the runtime's system call
 // bookkeeping; other connections are returned as they are.

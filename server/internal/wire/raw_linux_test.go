@@ -343,3 +343,23 @@ func TestRawAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per write and read", allocs)
 	}
 }
+
+// WriteBuffers sends the buffers in order, whole (one writev through the
+// TCP connection).
+func TestRawWriteBuffers(t *testing.T) {
+	c, peer := rawPair(t)
+	head, body := []byte("head:"), bytes.Repeat([]byte("b"), 100<<10)
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(peer, int64(len(head)+len(body))))
+		got <- b
+	}()
+	bufs := net.Buffers{head, body}
+	n, err := c.WriteBuffers(&bufs)
+	if n != int64(len(head)+len(body)) || err != nil {
+		t.Fatalf("WriteBuffers = %d, %v", n, err)
+	}
+	if g := <-got; !bytes.Equal(g, append(head, body...)) {
+		t.Fatalf("peer got %d bytes, not head and body", len(g))
+	}
+}
