@@ -32,7 +32,9 @@
 // Raw is installed where connections are made: accepted ones (package
 // server, beneath TLS too) and dialled ones (proxy upstreams, FastCGI).
 // Whatever may wait for a disk keeps the runtime's bookkeeping: ReadFrom
-// goes to the *net.TCPConn (sendfile from a file). Under the race
+// goes to the *net.TCPConn (sendfile from a file), and so does
+// WriteBuffers (writev, which package net makes only for its own types;
+// h1's head and large body). Under the race
 // detector the calls go through package syscall, whose annotations the
 // detector needs.
 package wire
