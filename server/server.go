@@ -955,6 +955,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// panic goes on to the engine, which closes the connection.
 		p := recover()
 		status, n := rec.status, rec.bytes
+		if r.Method == http.MethodHead {
+			n = 0 // a body a handler wrote for HEAD (PHP's, run as GET) was not sent
+		}
 		switch {
 		case (status == 0 || status == http.StatusContinue || status == http.StatusEarlyHints) &&
 			(p == http.ErrAbortHandler || p == nil && r.Context().Err() != nil):
