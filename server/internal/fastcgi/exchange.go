@@ -495,9 +495,7 @@ func (x *exchange) writeHeader(block []byte) error {
 			status = http.StatusFound
 		}
 	}
-	// HEAD's body (the script ran as for GET) goes to the engine, which
-	// drops it once its length and coding are known.
-	x.bodyAllowed = status != http.StatusNoContent && status != http.StatusNotModified
+	x.bodyAllowed = x.r.Method != http.MethodHead && status != http.StatusNoContent && status != http.StatusNotModified
 	x.status = status
 	x.wroteHeader = true
 	if x.rb.out == nil {

@@ -82,16 +82,7 @@ func (h *Handler) appendParams(pw *fcgi.ParamsWriter, r *http.Request, t *target
 	addJoined("DOCUMENT_URI", t.scriptName, t.pathInfo)
 	add("REQUEST_URI", requestURI(r))
 	add("QUERY_STRING", r.URL.RawQuery)
-	method := r.Method
-	if method == http.MethodHead {
-		// PHP discards the output of a HEAD request, so its length, on
-		// which Content-Length and the content-coding decision depend,
-		// would be unknown: the script runs as for GET (it runs whole for
-		// HEAD too) and its body is dropped, so HEAD's fields are GET's
-		// (RFC 9110 section 9.3.2; as nginx's proxy_cache_convert_head).
-		method = http.MethodGet
-	}
-	add("REQUEST_METHOD", method)
+	add("REQUEST_METHOD", r.Method)
 	if ct := r.Header["Content-Type"]; len(ct) > 0 {
 		add("CONTENT_TYPE", ct[0])
 	}
