@@ -12,30 +12,37 @@ import (
 
 // TestHeadFieldsMatchGet: HEAD sends the header fields GET would (RFC
 // 9110 section 9.3.2; a cache updates a stored response from a HEAD
-// response, RFC 9111 section 4.3.5), above all no Content-Encoding that
-// GET does not send. php-fpm sends no body for HEAD (PHP discards a HEAD
-// request's output), so the length of a script's answer is unknown then:
-// HEAD is not content-coded without a Content-Length, as nginx's gzip
-// filter does, which matches a short GET exactly and, for a long one,
-// leaves a cached coded response's fields as they are (a cache does not
-// remove fields a HEAD response lacks, RFC 9111 section 3.2). A static
-// file has its length at hand, and HEAD takes GET's decision.
+// response, RFC 9111 section 4.3.5): Content-Encoding, Vary and
+// Content-Length as GET's when the length is known, never a
+// Content-Encoding that GET does not send. The script sees
+// REQUEST_METHOD=HEAD (RFC 3875 section 4.1.12) and php-fpm sends no body
+// for it, so the length of a script's answer without a Content-Length is
+// unknown then: HEAD is not content-coded, as nginx's gzip filter does,
+// which matches a short GET exactly and, for a long one, leaves a cached
+// coded response's fields as they are (a cache does not remove fields a
+// HEAD response lacks, RFC 9111 section 3.2). A static file has its
+// length at hand, and HEAD takes GET's decision.
 func TestHeadFieldsMatchGet(t *testing.T) {
 	fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
 	dir := t.TempDir()
 	php, www := filepath.Join(dir, "php"), filepath.Join(dir, "www")
 	fpmtest.WriteFiles(t, php, map[string]string{
-		"small.php": `<?php header("Content-Type: text/plain"); echo str_repeat("s", 200);`,
-		"large.php": `<?php echo str_repeat("<p>the quick brown fox</p>\n", 400);`,
-		"sized.php": `<?php header("Content-Length: 10800"); echo str_repeat("<p>the quick brown fox</p>\n", 400);`,
+		"small.php":  `<?php header("Content-Type: text/plain"); echo str_repeat("s", 200);`,
+		"large.php":  `<?php echo str_repeat("<p>the quick brown fox</p>\n", 400);`,
+		"method.php": `<?php header("X-Method: " . $_SERVER["REQUEST_METHOD"]); echo "body";`,
+		"sized.php":  `<?php header("Content-Length: 10800"); echo str_repeat("<p>the quick brown fox</p>\n", 400);`,
 	})
 	os.MkdirAll(www, 0o755)
 	os.WriteFile(filepath.Join(www, "small.txt"), []byte("small\n"), 0o644)
 	os.WriteFile(filepath.Join(www, "large.html"), []byte(strings.Repeat("<p>the quick brown fox</p>\n", 400)), 0o644)
+	logPath := filepath.Join(dir, "access.log")
 	e := servertest.Start(t, `default = true
 listen = ["{{HTTP}}"]
 [tls]
 listen = ["{{HTTPS}}"]
+[log]
+enabled = true
+path = "`+logPath+`"
 [[routes]]
 path = "/php/"
 handler = { type = "fastcgi", address = "`+fpm.Address+`", root = "`+dir+`" }
@@ -85,5 +92,23 @@ handler = { type = "static", root = "`+www+`" }
 		if get.Header.Get("Content-Encoding") != "br" || head.Header.Get("Content-Encoding") != "" || head.Header.Get("Vary") != "" {
 			t.Errorf("large.php: GET %v, HEAD %v", get.Header, head.Header)
 		}
+		// The script learns the request's method (RFC 3875 section 4.1.12).
+		if head, _ := c.Do(t, "HEAD", "/php/method.php"); head.Header.Get("X-Method") != "HEAD" {
+			t.Errorf("method.php: HEAD reached the script as %q", head.Header.Get("X-Method"))
+		}
 	})
+	// HEAD sent no body, whatever a handler wrote for it: the access log
+	// says no bytes ("-").
+	heads := 0
+	for _, l := range flushedLog(t, e, logPath, (3*(4*3+1)*2 + 3)) {
+		if strings.Contains(l, `"HEAD `) {
+			heads++
+			if !strings.Contains(l, `" 200 - "`) {
+				t.Errorf("HEAD logged with body bytes: %s", l)
+			}
+		}
+	}
+	if heads != 3*(4*3+2) {
+		t.Errorf("%d HEAD lines logged, want %d", heads, 3*(4*3+2))
+	}
 }

@@ -761,10 +761,15 @@ type socket struct {
 
 func (s *socket) Accept() (net.Conn, error) {
 	c, err := s.raw.Accept()
-	if err != nil && s.detached.Load() {
-		return nil, net.ErrClosed
+	if err != nil {
+		if s.detached.Load() {
+			return nil, net.ErrClosed
+		}
+		return nil, err
 	}
-	return c, err
+	// Reads and writes without the runtime's system call bookkeeping
+	// (wire.Raw), for plain HTTP and beneath TLS alike.
+	return wire.Raw(c), nil
 }
 
 // Close closes the socket unless another listener took it over.
@@ -956,6 +961,9 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// panic goes on to the engine, which closes the connection.
 		p := recover()
 		status, n := rec.status, rec.bytes
+		if r.Method == http.MethodHead {
+			n = 0 // a body a handler wrote for HEAD (PHP's, run as GET) was not sent
+		}
 		switch {
 		case (status == 0 || status == http.StatusContinue || status == http.StatusEarlyHints) &&
 			(p == http.ErrAbortHandler || p == nil && r.Context().Err() != nil):

@@ -91,6 +91,14 @@ for ($i = 0; $i < 1000 && !file_exists($_GET['f']); $i++) {
 }
 echo file_exists($_GET['f']) ? "seen" : "timeout";
 `,
+	"app/gate.php": `<?php
+// Busy until the test creates the file f (30 s at most): a request that
+// holds its connection for as long as a test needs, whatever the load.
+for ($i = 0; $i < 3000 && !file_exists($_GET['f']); $i++) {
+  usleep(10000);
+}
+echo file_exists($_GET['f']) ? "released\n" : "timeout\n";
+`,
 	"app/stream.php": `<?php
 for ($i = 0; $i < 200; $i++) {
   echo "tick $i\n";

@@ -248,11 +248,15 @@ outer:
 			}
 		}
 		name := k
-		if k == "Etag" {
-			// net/http's canonical key; RFC 9110 section 8.8.3 spells
-			// it ETag (field names are case-insensitive; this is for
-			// people reading responses).
+		switch k {
+		// net/http's canonical keys of fields RFC 9110 spells otherwise
+		// (sections 8.8.3 and 11.6.1), sent as registered, as nginx
+		// does: field names are case-insensitive; this is for people
+		// reading responses.
+		case "Etag":
 			name = "ETag"
+		case "Www-Authenticate":
+			name = "WWW-Authenticate"
 		}
 		for _, v := range h[k] {
 			out = append(out, name...)

@@ -19,3 +19,10 @@ func (s *Server) ConnStateForTest() (streams, stalled, progressing int) {
 	}
 	return
 }
+
+// The control-frame flood bucket (flood.go): its burst and sustained rate
+// (frames, frames a second).
+const (
+	CtrlBurst = ctrlBurst
+	CtrlRate  = ctrlRate
+)

@@ -186,12 +186,19 @@ func newRep(c encoding.Coding, name string, id fileID, body []byte, etag string)
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // makeETag returns a strong entity tag from modification time and size, as
-// nginx does, with the coding appended for non-identity representations so
-// that every representation has its own (RFC 9110 section 8.8.3).
+// nginx and Caddy do, with the coding appended for non-identity
+// representations so that every representation has its own (RFC 9110
+// section 8.8.3). The time is in nanoseconds, as Linux keeps it (nginx
+// uses seconds), so a same-size rewrite gets a new tag unless the file
+// system gave it the very same timestamp: Linux stamps writes with a
+// clock that moves once a scheduler tick (1 to 10 ms; finer on 6.13+
+// kernels when the time is looked at), so two same-size versions written
+// within one tick share a tag. Content hashes would close that gap at
+// the cost of reading every file whole before its first byte is sent.
 func makeETag(id fileID, c encoding.Coding) string {
 	b := make([]byte, 0, 40)
 	b = append(b, '"')
-	b = strconv.AppendInt(b, id.mtime/1e6, 16) // milliseconds
+	b = strconv.AppendInt(b, id.mtime, 16) // nanoseconds
 	b = append(b, '-')
 	b = strconv.AppendInt(b, id.size, 16)
 	if c != encoding.Identity {

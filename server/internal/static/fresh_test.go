@@ -361,3 +361,30 @@ func TestRewrittenSameSizeAndMtime(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A file rewritten with the same size within the same second, and the
+// same millisecond, of its previous version gets a new ETag: the ETag
+// carries the modification time in nanoseconds (as Linux keeps it), so a
+// client revalidating the old version with If-None-Match gets the new
+// body, not a stale 304.
+func TestSameSizeRewriteNewETag(t *testing.T) {
+	engines(t, func(t *testing.T, on func(http.Handler) *enginetest.Client) {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "v.txt")
+		t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(500 * time.Millisecond)
+		write(t, p, []byte("version one\n"), t0)
+		h, _ := unitHandler(t, dir, config.Static{})
+		c := on(h)
+		w := serve(t, c, "/v.txt")
+		old := w.Header().Get("Etag")
+		if w.Code != 200 || w.Body.String() != "version one\n" || old == "" {
+			t.Fatalf("first version: %d %q %q", w.Code, w.Body, old)
+		}
+		write(t, p, []byte("version two\n"), t0.Add(time.Microsecond))
+		time.Sleep(5 * time.Millisecond) // the cache looks again after 1 ms
+		w = serve(t, c, "/v.txt", "If-None-Match: "+old)
+		if w.Code != 200 || w.Body.String() != "version two\n" || w.Header().Get("Etag") == old {
+			t.Errorf("same-size rewrite 1 µs later: %d %q, ETag %s (was %s)", w.Code, w.Body, w.Header().Get("Etag"), old)
+		}
+	})
+}
