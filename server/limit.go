@@ -75,7 +75,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.n.Add(1)
 		lc := &limitConn{Conn: c, l: l, addr: addr}
-		if tc, ok := c.(*net.TCPConn); ok {
+		if tc, ok := c.(tcpConn); ok {
 			return &limitTCPConn{limitConn: lc, tcp: tc}, nil
 		}
 		return lc, nil
@@ -113,10 +113,18 @@ func (c *limitConn) Close() error {
 	return c.Conn.Close()
 }
 
+// tcpConn is what a TCP connection offers beyond net.Conn: sendfile and
+// half-close (*net.TCPConn, *wire.RawTCPConn).
+type tcpConn interface {
+	io.Writer
+	ReadFrom(io.Reader) (int64, error)
+	CloseWrite() error
+}
+
 // limitTCPConn keeps sendfile and half-close available to the engine.
 type limitTCPConn struct {
 	*limitConn
-	tcp *net.TCPConn
+	tcp tcpConn
 }
 
 func (c *limitTCPConn) ReadFrom(r io.Reader) (int64, error) { return c.tcp.ReadFrom(r) }
@@ -125,4 +133,11 @@ func (c *limitTCPConn) CloseWrite() error                   { return c.tcp.Close
 // WriteBuffers writes b to the TCP connection in one writev (the HTTP/1.1
 // engine's head and body; net.Buffers.WriteTo uses writev only for the
 // net package's own types).
-func (c *limitTCPConn) WriteBuffers(b *net.Buffers) (int64, error) { return b.WriteTo(c.tcp) }
+func (c *limitTCPConn) WriteBuffers(b *net.Buffers) (int64, error) {
+	if bw, ok := c.tcp.(interface {
+		WriteBuffers(*net.Buffers) (int64, error)
+	}); ok {
+		return bw.WriteBuffers(b) // a *wire.RawTCPConn
+	}
+	return b.WriteTo(c.tcp)
+}

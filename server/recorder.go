@@ -31,7 +31,14 @@ type recorder struct {
 	pages     *errpage.Pages
 	intercept bool
 	swallow   bool
+	// start is when dispatch received the request, in monotime.Now()
+	// units (see RequestStart).
+	start int64
 }
+
+// RequestStart implements monotime.Stamped: handlers that need the time
+// (the static file cache) use the dispatch's clock reading.
+func (r *recorder) RequestStart() int64 { return r.start }
 
 // ErrorPages implements errpage.Provider.
 func (r *recorder) ErrorPages() *errpage.Pages { return r.pages }

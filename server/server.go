@@ -80,6 +80,7 @@ import (
 	"github.com/arkaweb/arka/server/internal/h1"
 	"github.com/arkaweb/arka/server/internal/h2"
 	"github.com/arkaweb/arka/server/internal/limits"
+	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/realip"
 	"github.com/arkaweb/arka/server/internal/static"
 	"github.com/arkaweb/arka/server/internal/wire"
@@ -760,10 +761,15 @@ type socket struct {
 
 func (s *socket) Accept() (net.Conn, error) {
 	c, err := s.raw.Accept()
-	if err != nil && s.detached.Load() {
-		return nil, net.ErrClosed
+	if err != nil {
+		if s.detached.Load() {
+			return nil, net.ErrClosed
+		}
+		return nil, err
 	}
-	return c, err
+	// Reads and writes without the runtime's system call bookkeeping
+	// (wire.Raw), for plain HTTP and beneath TLS alike.
+	return wire.Raw(c), nil
 }
 
 // Close closes the socket unless another listener took it over.
@@ -929,8 +935,12 @@ const StatusClientClosedRequest = 499
 // whoever made it: the route's handler, or this dispatch itself (no site,
 // a path refused, a slash redirect, no route, a body too large), the
 // latter counted on the site's "-" row (see site.stats).
+//
+// The clock is read twice per request, monotonic only (the start, shared
+// with handlers through the recorder, and the end); the wall clock only
+// when the request is logged.
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := monotime.Now()
 	vh := l.acquire()
 	defer vh.t.release()
 	w.Header()["Server"] = serverHeader
@@ -938,6 +948,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.w, rec.status, rec.bytes = w, 0, 0
 	rec.req, rec.hdr, rec.applied = r, nil, false
 	rec.pages, rec.intercept, rec.swallow = nil, false, false
+	rec.start = start
 	st := vh.match(r.Host)
 	if st != nil {
 		rec.pages = st.pages // dispatch's own errors get the site's pages too
@@ -973,7 +984,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ls == nil {
 			ls = vh.first // no site for this Host: the address's first site logs it
 		}
-		d := time.Since(start)
+		d := time.Duration(monotime.Now() - start)
 		switch {
 		case rt != nil:
 			rt.stats.observe(status, d, n)
@@ -981,7 +992,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ls.stats.observe(status, d, n)
 		}
 		if ls != nil && ls.log != nil {
-			ls.log.log(r, status, n, start, d, reqID)
+			ls.log.log(r, status, n, time.Now().Add(-d), d, reqID)
 		}
 		if p != nil {
 			panic(p)

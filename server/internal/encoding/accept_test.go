@@ -3,6 +3,7 @@ package encoding
 import (
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // RFC 9110 section 12.5.3.
@@ -91,12 +92,40 @@ func TestParseAcceptAllocs(t *testing.T) {
 	}
 }
 
+// The memo answers as the parse does, for values that share a slot and for
+// a value whose bytes the engine reuses after the request.
+func TestParseAcceptMemo(t *testing.T) {
+	values := []string{"gzip, deflate, br, zstd", "gzip, deflate, br", "gzip", "br", "identity;q=0, gzip;q=0.5", "*;q=0", "zstd;q=0.1, gzip", "x-gzip"}
+	for i := 0; i < 3; i++ {
+		for _, v := range values {
+			buf := []byte(v)
+			line := unsafe.String(&buf[0], len(buf)) // like the engine's view of its read buffer
+			got, want := ParseAccept([]string{line}), parseAccept([]string{v})
+			if got != want {
+				t.Errorf("round %d, %q: %v, want %v", i, v, got, want)
+			}
+			for j := range buf {
+				buf[j] = 'x' // the buffer is reused: the memo kept its own copy
+			}
+			if m := acceptMemo[memoSlot(v)].Load(); m == nil || m.field != v {
+				t.Errorf("after %q the memo holds %+v", v, m)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { ParseAccept(values[:1]) }); n != 0 {
+		t.Errorf("a repeated value allocates %v times", n)
+	}
+}
+
 func FuzzParseAccept(f *testing.F) {
 	for _, s := range []string{"gzip, deflate, br, zstd", "*;q=0", "identity;q=0, gzip;q=0.5", "br;q=1.000", ";;,,q=", "x-gzip;Q=0.001"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		a := ParseAccept(strings.Split(s, "\n"))
+		if b := ParseAccept(strings.Split(s, "\n")); b != a || b != parseAccept(strings.Split(s, "\n")) {
+			t.Fatalf("memo %v, parse %v", b, a)
+		}
 		for c := Identity; c < NumCodings; c++ {
 			if q := a.Q(c); q < 0 || q > 1000 {
 				t.Fatalf("q of %v = %d", c, q)

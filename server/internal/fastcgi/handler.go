@@ -313,7 +313,8 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newConn(nc, readTimeout), nil
+		// Reads and writes without the runtime's syscall bookkeeping.
+		return newConn(wire.Raw(nc), readTimeout), nil
 	}, func(msg string, args ...any) { h.elog.write(slog.LevelWarn, msg, args...) })
 	h.reqBufs.New = func() any { return &reqBuf{w: make([]byte, 0, 2048), hdr: make([]byte, 0, 1024)} }
 	h.copyBufs.New = func() any { b := make([]byte, copyBufSize); return &b }

@@ -279,6 +279,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw = wire.Raw(raw) // reads and writes without the runtime's syscall bookkeeping
 	nc := raw
 	if u.tls != nil {
 		tc := tls.Client(raw, u.tls)

@@ -7,15 +7,21 @@ import (
 	"testing"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/static"
 )
 
 // discardWriter is a ResponseWriter that keeps one header map and drops
-// the body, so the benchmark counts the handler's own work.
+// the body, so the benchmark counts the handler's own work. Like the
+// server's recorder it knows when its request started (monotime.Stamped):
+// the benchmarks set start once, the dispatch reads the clock per request.
 type discardWriter struct {
 	h      http.Header
 	status int
+	start  int64
 }
+
+func (w *discardWriter) RequestStart() int64 { return w.start }
 
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) WriteHeader(code int)        { w.status = code }
@@ -36,7 +42,7 @@ func benchHandler(b *testing.B) *static.Handler {
 
 func benchServe(b *testing.B, h http.Handler, path string, hdr http.Header) {
 	r := &http.Request{Method: "GET", URL: &url.URL{Path: path}, Header: hdr, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
-	w := &discardWriter{h: http.Header{}}
+	w := &discardWriter{h: http.Header{}, start: monotime.Now()}
 	h.ServeHTTP(w, r) // warm the caches
 	if w.status != 200 {
 		b.Fatalf("%s: %d", path, w.status)
@@ -67,7 +73,7 @@ func BenchmarkStaticCachedVariant(b *testing.B) {
 // A conditional request answered 304.
 func BenchmarkStatic304(b *testing.B) {
 	h := benchHandler(b)
-	w := &discardWriter{h: http.Header{}}
+	w := &discardWriter{h: http.Header{}, start: monotime.Now()}
 	h.ServeHTTP(w, &http.Request{Method: "GET", URL: &url.URL{Path: "/index.html"}, Header: http.Header{}})
 	r := &http.Request{Method: "GET", URL: &url.URL{Path: "/index.html"}, Header: http.Header{"If-None-Match": w.h["Etag"]}}
 	b.ReportAllocs()

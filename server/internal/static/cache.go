@@ -41,7 +41,6 @@ type CacheOptions struct {
 // Safe for concurrent use.
 type Cache struct {
 	o        CacheOptions
-	start    time.Time
 	files    *otter.Cache[fileKey, *entry]
 	variants *otter.Cache[variantKey, *rep]
 	fstats   *stats.Counter
@@ -86,7 +85,7 @@ func NewCache(o CacheOptions) *Cache {
 	if o.MaxInMemory <= 0 {
 		o.MaxInMemory = 256 << 10
 	}
-	c := &Cache{o: o, start: time.Now(), fstats: stats.NewCounter(), vstats: stats.NewCounter()}
+	c := &Cache{o: o, fstats: stats.NewCounter(), vstats: stats.NewCounter()}
 	c.files = otter.Must(&otter.Options[fileKey, *entry]{
 		MaximumWeight: uint64(o.FileBytes),
 		Weigher:       func(k fileKey, e *entry) uint32 { return e.weight },
@@ -120,8 +119,6 @@ func (c *Cache) Close() {
 	c.bg.stop()
 }
 
-func (c *Cache) now() int64 { return int64(time.Since(c.start)) }
-
 type kind uint8
 
 const (
@@ -151,7 +148,7 @@ func idOf(fi fs.FileInfo) fileID {
 type entry struct {
 	kind    kind
 	id      fileID
-	checked atomic.Int64 // Cache.now() of the last stat
+	checked atomic.Int64 // monotime.Now() of the last stat (at most)
 	busy    atomic.Bool  // a request is revalidating it
 
 	ctype        []string // Content-Type field value
@@ -217,10 +214,12 @@ func makeETag(id fileID, c encoding.Coding) string {
 const DefaultValid = time.Second
 
 // lookup returns the entry for name under root, from the cache when it was
-// checked less than Valid ago. One request at a time revalidates a stale
-// entry; the others keep using it meanwhile.
-func (c *Cache) lookup(root *os.Root, key fileKey, siblings bool, index []string) *entry {
-	now := c.now()
+// checked less than Valid ago. now is the request's start in monotime
+// units (monotime.Start: the dispatch's clock reading, not a new one); an
+// entry's checked time is therefore at most the time of its stat, which
+// errs on the side of looking again. One request at a time revalidates a
+// stale entry; the others keep using it meanwhile.
+func (c *Cache) lookup(root *os.Root, key fileKey, siblings bool, index []string, now int64) *entry {
 	if e, ok := c.files.GetIfPresent(key); ok {
 		if now-e.checked.Load() < int64(c.o.Valid) || !e.busy.CompareAndSwap(false, true) {
 			return e
