@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -125,6 +126,43 @@ func decodeError(name string, data []byte, err error) *Error {
 	return decodeErrorIn(name, &posIndex{src: data}, err)
 }
 
+// errLineCol returns the 1-based line and column of off, a byte offset
+// of the library's (which skips a byte order mark) in idx's document.
+func errLineCol(idx *posIndex, off int) (int, int) {
+	bom := 0
+	if bytes.HasPrefix(idx.src, []byte("\ufeff")) {
+		bom = 3
+	}
+	line, col := idx.lineCol(off + bom)
+	if line == 1 && idx.bom == 0 {
+		col -= bom // an index without positions (decodeError) has no bom
+	}
+	return line, col
+}
+
+// inTableHeader reports whether line (1-based) of src, which has a
+// syntax error on that line, starts with a table header ("[name]" or
+// "[[name]]"): it starts with "[" and the lines before it are whole
+// statements (they decode), so the "[" is not inside a value (an array
+// written over several lines).
+func inTableHeader(src []byte, line int) bool {
+	start := 0
+	for n := 1; n < line; n++ {
+		i := bytes.IndexByte(src[start:], '\n')
+		if i < 0 {
+			return false
+		}
+		start += i + 1
+	}
+	rest := bytes.TrimLeft(src[start:], " \t")
+	if len(rest) == 0 || rest[0] != '[' {
+		return false
+	}
+	var m map[string]any
+	_, err := toml.Decode(string(src[:start]), &m)
+	return err == nil
+}
+
 // decodeErrorIn is decodeError with the document's index, if it has one
 // already (idx.plain not nil), so that locating many errors of a file
 // does not index it again for each.
@@ -132,10 +170,19 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
-		if pe.LastKey != "" {
+		line, col := pe.Position.Line, pe.Position.Col
+		// The library counts the line of an error at a newline (an
+		// unterminated table header) as the next one; the byte offset
+		// is right.
+		if l, c := errLineCol(idx, pe.Position.Start); l > 0 && l < line {
+			line, col = l, c
+		}
+		// The library's last key is the table of the last header it
+		// finished: in the header being written it names the table
+		// before, which is not where the mistake is.
+		if pe.LastKey != "" && !inTableHeader(idx.src, line) {
 			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
 		}
-		line, col := pe.Position.Line, pe.Position.Col
 		if strings.HasPrefix(pe.Message, "invalid UTF-8") {
 			// The library points near it (in a comment, at the comment's
 			// start); the first byte that is not UTF-8 is the one.

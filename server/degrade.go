@@ -103,13 +103,13 @@ func (s *Server) Readiness() status.Readiness {
 
 // tlsFallback is build's answer to a certificate or key that does not
 // load under Options.KeepServing: a self-signed certificate for the site,
-// and the problem, located at the site's tls.cert.
+// and the problem, located at the site's tls.cert or tls.key.
 func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certificate, error) {
 	c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
 	if err != nil {
 		return nil, err
 	}
-	// cause is LoadCertificate's, located at the site's tls.cert.
+	// cause is LoadCertificate's, located at the site's tls.cert or tls.key.
 	if t.problems == nil {
 		t.problems = map[string]string{}
 	}

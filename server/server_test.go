@@ -18,6 +18,7 @@ import (
 	"github.com/arkaweb/arka/server"
 	"github.com/arkaweb/arka/server/servertest"
 	"github.com/arkaweb/arka/tests/fpmtest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
 func www(t *testing.T, dir, name, body string) string {
@@ -578,5 +579,46 @@ func TestCertificateErrorLocated(t *testing.T) {
 	err := e.Reload(0, src)
 	if err == nil || !strings.Contains(err.Error(), "site0.toml:5:8: cannot load certificate /nonexistent/c.pem with key /nonexistent/k.pem: /nonexistent/c.pem: no such file or directory") {
 		t.Fatalf("reload with a missing certificate: %v", err)
+	}
+}
+
+// A problem of the key file is located at tls.key, one of the certificate
+// at tls.cert; a key of another certificate at tls.key, naming the
+// certificate's line. Each fails the reload and the old site keeps serving.
+func TestCertificateKeyErrorsLocated(t *testing.T) {
+	dir := t.TempDir()
+	e := servertest.Start(t, siteFor(`"a.example"`, www(t, dir, "a", "version 1"), true))
+	cert, key := testkit.WriteCert(t, filepath.Join(dir, "good"), "a.example")
+	_, otherKey := testkit.WriteCert(t, filepath.Join(dir, "other"), "a.example")
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a PEM file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	for _, c := range []struct{ name, cert, key, want string }{
+		{"missing key", cert, missing,
+			"site0.toml:6:7: cannot load key " + missing + " for certificate " + cert + ": " + missing + ": no such file or directory"},
+		{"key not PEM", cert, notPEM,
+			"site0.toml:6:7: cannot load key " + notPEM + " for certificate " + cert + ": failed to find any PEM data in key input"},
+		{"key of another certificate", cert, otherKey,
+			"site0.toml:6:7: key " + otherKey + " does not match certificate " + cert + " (line 5): private key does not match public key"},
+		{"certificate not PEM", notPEM, key,
+			"site0.toml:5:8: cannot load certificate " + notPEM + " with key " + key + ": failed to find any PEM data in certificate input"},
+		{"missing certificate", missing, key,
+			"site0.toml:5:8: cannot load certificate " + missing + " with key " + key + ": " + missing + ": no such file or directory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(siteFor(`"a.example"`, "{{DIR}}", true), "[tls]\n", "[tls]\ncert = \""+c.cert+"\"\nkey = \""+c.key+"\"\n", 1)
+			err := e.Reload(0, src)
+			if err == nil {
+				t.Fatal("reload succeeded")
+			}
+			if got := err.Error(); !strings.HasSuffix(got, c.want) || !strings.Contains(got, "/site0.toml:") {
+				t.Errorf("reload error\n%s\nwant it to end with\n%s", got, c.want)
+			}
+			if _, b := e.Clients()[0].Get(t, "/"); string(b) != "version 1" {
+				t.Errorf("after the failed reload: %q, want the old site's", b)
+			}
+		})
 	}
 }

@@ -105,22 +105,57 @@ func selfSignedUsable(c *tls.Certificate, now time.Time) bool {
 // LoadCertificate loads the PEM certificate chain and key a site names
 // (tls.cert and tls.key; nil, nil when it names none). It is the one place
 // Arka reads them: the server calls it once per site when it builds a
-// configuration (for `arka -t` too). An error is a config.Errors located
-// at tls.cert, saying which file and why.
+// configuration (for `arka -t` too). An error is a config.Errors saying
+// which file and why, located where the mistake is: at tls.cert for a
+// certificate that cannot be read or parsed, at tls.key for a key that
+// cannot be read or parsed and for a key that is not the certificate's
+// (naming the certificate's line).
 func LoadCertificate(cs *config.Site) (*tls.Certificate, error) {
 	if cs.TLS.Cert == "" {
 		return nil, nil
 	}
-	c, err := tls.LoadX509KeyPair(cs.TLS.Cert, cs.TLS.Key)
-	if err != nil {
-		msg := err.Error()
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			msg = fmt.Sprintf("%s: %v", pe.Path, pe.Err)
-		}
-		line, col := cs.ValuePosition("tls.cert")
-		return nil, config.Errors{{File: cs.File, Line: line, Col: col,
-			Msg: fmt.Sprintf("cannot load certificate %s with key %s: %s", cs.TLS.Cert, cs.TLS.Key, msg)}}
+	at := func(path, msg string) error {
+		line, col := cs.ValuePosition(path)
+		return config.Errors{{File: cs.File, Line: line, Col: col, Msg: msg}}
 	}
-	return &c, nil
+	certErr := func(err error) error {
+		return at("tls.cert", fmt.Sprintf("cannot load certificate %s with key %s: %s", cs.TLS.Cert, cs.TLS.Key, fileErr(err)))
+	}
+	keyErr := func(err error) error {
+		return at("tls.key", fmt.Sprintf("cannot load key %s for certificate %s: %s", cs.TLS.Key, cs.TLS.Cert, fileErr(err)))
+	}
+	certPEM, err := os.ReadFile(cs.TLS.Cert)
+	if err != nil {
+		return nil, certErr(err)
+	}
+	keyPEM, err := os.ReadFile(cs.TLS.Key)
+	if err != nil {
+		return nil, keyErr(err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err == nil {
+		return &c, nil
+	}
+	// crypto/tls checks the certificate first, then the key, then that
+	// they belong together; its messages say which input failed.
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "certificate input"):
+		return nil, certErr(err)
+	case strings.Contains(msg, "does not match"):
+		line, _ := cs.ValuePosition("tls.cert")
+		return nil, at("tls.key", fmt.Sprintf("key %s does not match certificate %s (line %d): %s", cs.TLS.Key, cs.TLS.Cert, line, fileErr(err)))
+	case strings.Contains(msg, "key input"), strings.Contains(msg, "private key"):
+		return nil, keyErr(err)
+	}
+	return nil, certErr(err) // the certificate did not parse (x509)
+}
+
+// fileErr is err's text without the package prefix crypto/tls adds, and
+// for a file that cannot be read "path: why".
+func fileErr(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s: %v", pe.Path, pe.Err)
+	}
+	return strings.TrimPrefix(err.Error(), "tls: ")
 }

@@ -158,7 +158,7 @@ handler = { type = "static", root = "/perm/arka/www" }
 	snap := statusOf(t, port(80))
 	// (The site file is named as Arka was given it: through arka-init's
 	// link to the active site, /tmp/arka/active/sites.)
-	if len(snap.Problems) != 1 || !strings.Contains(snap.Problems[0], "/sites/default.toml:6:8: cannot load certificate") ||
+	if len(snap.Problems) != 1 || !strings.Contains(snap.Problems[0], "/sites/default.toml:7:7: cannot load key /perm/arka/tls/key.pem for certificate /perm/arka/tls/cert.pem: failed to parse private key") ||
 		!strings.Contains(snap.Problems[0], "self-signed") || snap.Serving != status.ServingAsWritten {
 		t.Errorf("status page: serving %q, problems %q", snap.Serving, snap.Problems)
 	}

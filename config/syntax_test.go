@@ -1,0 +1,54 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A syntax error is located at file:line:col, and named only by what it
+// is in: an error in a table header belongs to no table (the table before
+// it is not the one being written), an error in a value to its key.
+func TestSyntaxErrorsNameTheirTable(t *testing.T) {
+	const head = "listen = [\":80\"]\n[tls]\nlisten = [\":443\"]\ncert = \"c.pem\"\n"
+	cases := []struct{ name, src, want string }{
+		{"unterminated table header", head + "[log\npath = \"x\"\n",
+			`:5:5: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"unterminated header at end of file", head + "[log",
+			`:5:4: expected '.' or ']' to end table name, but got '\x00' instead`},
+		{"space in table name", head + "[log x]\n",
+			`:5:6: expected '.' or ']' to end table name, but got 'x' instead`},
+		{"empty table name", head + "[]\n",
+			`:5:2: unexpected end of table name (table names cannot be empty)`},
+		{"unterminated array of tables", head + "[[routes]\npath = \"/\"\n",
+			`:5:9: expected end of table array name delimiter ']', but got '\n' instead`},
+		{"unterminated quoted table name", head + "[\"log\n",
+			`:5:6: strings cannot contain newlines`},
+		{"indented header", head + "  [log\n",
+			`:5:7: expected '.' or ']' to end table name, but got '\n' instead`},
+		{"table redefined", head + "[tls.cert]\n",
+			`:5:2: Key 'tls.cert' has already been defined.`},
+		{"junk after a header", head + "[log] x\n",
+			`:5:6: expected a top-level item to end with a newline, comment, or EOF, but got 'x' instead`},
+		// Not a header: the line is inside tls (its key) or inside a value.
+		{"key without =", head + "key \"k.pem\"\n",
+			`:5:5: tls: expected '.' or '=', but got '"' instead`},
+		{"array line starting with [", head + "alpn = [\n[\"h2\" \"x\"]\n]\n",
+			`:6:7: tls.alpn: expected a comma (',') or array terminator (']'), but got '"'`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "site.toml")
+			if err := os.WriteFile(f, []byte(c.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(f)
+			if err == nil {
+				t.Fatalf("no error for\n%s", c.src)
+			}
+			if got, want := err.Error(), f+c.want; got != want {
+				t.Errorf("error\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
