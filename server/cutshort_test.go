@@ -25,6 +25,40 @@ var cutBody = strings.Repeat("<p>0123456789abcdef</p>\n", 3000) // 72000 bytes
 // the body. "/nohead" closes before sending anything, "/resethead" resets
 // the connection then, "/halfhead" closes in the middle of the head.
 func brokenUpstream(t *testing.T) string {
+	return rawUpstream(t, func(c net.Conn, requestLine string) {
+		path := strings.Fields(requestLine)[1]
+		body := cutBody
+		if strings.HasPrefix(path, "/small-") {
+			body = cutBody[:10]
+		}
+		head := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+		switch {
+		case path == "/nohead":
+			return
+		case path == "/resethead":
+			c.(*net.TCPConn).SetLinger(0)
+			return
+		case path == "/halfhead":
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Ty")
+			return
+		case strings.Contains(path, "cl-"):
+			io.WriteString(c, head+"Content-Length: "+strconv.Itoa(2*len(body))+"\r\n\r\n"+body)
+		case strings.Contains(path, "chunked-"):
+			io.WriteString(c, head+"Transfer-Encoding: chunked\r\n\r\n"+strconv.FormatInt(int64(len(body)), 16)+"\r\n"+body+"\r\n")
+		}
+		time.Sleep(200 * time.Millisecond)
+		if strings.HasSuffix(path, "-reset") {
+			c.(*net.TCPConn).SetLinger(0)
+		}
+	})
+}
+
+// rawUpstream is a hand-written HTTP/1.1 upstream on 127.0.0.1 for
+// answers no well-behaved server gives: it reads each connection's
+// request head (up to 10 s), hands the connection and the request line to
+// answer, and closes the connection when answer returns. It stops with
+// the test; the result is its "host:port".
+func rawUpstream(t *testing.T, answer func(c net.Conn, requestLine string)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,30 +88,7 @@ func brokenUpstream(t *testing.T) string {
 						break
 					}
 				}
-				path := strings.Fields(line)[1]
-				body := cutBody
-				if strings.HasPrefix(path, "/small-") {
-					body = cutBody[:10]
-				}
-				head := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-				switch {
-				case path == "/nohead":
-					return
-				case path == "/resethead":
-					c.(*net.TCPConn).SetLinger(0)
-					return
-				case path == "/halfhead":
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Ty")
-					return
-				case strings.Contains(path, "cl-"):
-					io.WriteString(c, head+"Content-Length: "+strconv.Itoa(2*len(body))+"\r\n\r\n"+body)
-				case strings.Contains(path, "chunked-"):
-					io.WriteString(c, head+"Transfer-Encoding: chunked\r\n\r\n"+strconv.FormatInt(int64(len(body)), 16)+"\r\n"+body+"\r\n")
-				}
-				time.Sleep(200 * time.Millisecond)
-				if strings.HasSuffix(path, "-reset") {
-					c.(*net.TCPConn).SetLinger(0)
-				}
+				answer(c, line)
 			}()
 		}
 	}()

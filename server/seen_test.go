@@ -528,38 +528,17 @@ handler = { type = "static", root = "`+dir+`" }
 // shorter one, also when the content-coding middleware held the bytes
 // back (fewer than min_size) when the proxy aborted.
 func TestCutUpstreamResponseStaysCut(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					l, err := br.ReadString('\n')
-					if err != nil || l == "\r\n" {
-						break
-					}
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n7\r\npartial\r\n")
-				time.Sleep(50 * time.Millisecond)
-			}()
-		}
-	}()
+	up := rawUpstream(t, func(c net.Conn, _ string) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n7\r\npartial\r\n")
+		time.Sleep(50 * time.Millisecond)
+	})
 	e := servertest.Start(t, `default = true
 listen = ["{{HTTP}}"]
 [tls]
 listen = ["{{HTTPS}}"]
 [[routes]]
 path = "/"
-handler = { type = "proxy", upstreams = ["`+ln.Addr().String()+`"] }
+handler = { type = "proxy", upstreams = ["`+up+`"] }
 `)
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
 		for _, ae := range []string{"gzip", "identity"} {
