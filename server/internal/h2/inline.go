@@ -52,6 +52,15 @@ const (
 // to the workers.
 const inlineWait = 2 * time.Millisecond
 
+// inlineEnabled switches running handlers inline on. Off: a fresh-clone
+// CI run (7a26e9d, TestDirectoryListing over h2) found a helper that the
+// watchdog lent reading to still reading the connection 5 s after the
+// server had shut down (created by inlineWatch, blocked in waitFrame):
+// a connection that Shutdown no longer tracks. Until that is understood
+// and fixed, every handler runs on a worker, as before inlining (the
+// small page over HTTP/2 costs about 7% more CPU per request that way).
+const inlineEnabled = false
+
 // inlineBackoff is the number of streams of a connection dispatched to
 // workers after reading was lent once.
 const inlineBackoff = 16
@@ -59,6 +68,9 @@ const inlineBackoff = 16
 // inlineOK reports whether stream st, just opened by the reader (serving
 // goroutine, roleOwn) as the connection's only running one, runs inline.
 func (c *conn) inlineOK(st *stream) bool {
+	if !inlineEnabled {
+		return false
+	}
 	// The role first: a helper must not touch noInline, which the serving
 	// goroutine sets.
 	if c.role.Load() != roleOwn || !st.remoteClosed || c.br == nil || c.br.Buffered() > 0 {

@@ -18,6 +18,8 @@ import (
 // waiting handler while it waits; after it returned the connection goes
 // on serving, and when the client goes away during such a wait the
 // handler's context ends and the server shuts down at once.
+// With inlineEnabled off the handlers here run on workers; what is asserted
+// (reading goes on while a handler blocks) holds for either path.
 func TestInlineHandlerDoesNotStallReading(t *testing.T) {
 	blocked, cancelled := make(chan struct{}, 4), make(chan struct{}, 4)
 	addr, srv := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
