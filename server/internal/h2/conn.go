@@ -96,19 +96,6 @@ type conn struct {
 	// batch is the connection under TLS when it can gather writes: the
 	// records of an output larger than one go out in one system call.
 	batch *wire.BatchConn
-
-	// Handlers run on the reader goroutine (inline.go): inline is the
-	// stream onHeaders left to run there, role who reads frames meanwhile,
-	// lendFn hands reading to another goroutine, roleBack gives it back,
-	// noInline counts streams left to the workers after a lend, inlineSeq
-	// counts inline runs and watchSeq is the count the watchdog saw last.
-	inline    *stream
-	role      atomic.Int32
-	roleBack  chan bool
-	lendFn    func()
-	noInline  int
-	inlineSeq atomic.Uint32
-	watchSeq  uint32 // the watchdog's (Server.inlineWatch)
 }
 
 // Writer goroutine states (conn.wstate).
@@ -221,8 +208,6 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 		c.batch, _ = tc.NetConn().(*wire.BatchConn)
 	}
 	c.writeFn = c.writeLoop
-	c.lendFn = c.lendLater
-	c.roleBack = make(chan bool, 1)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -249,15 +234,16 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	return c
 }
 
-// serve runs the connection: preface, settings, then frames until the
-// end. It returns when the connection has ended, whichever goroutine read
-// its last frame (see readLoop).
+// serve runs the connection: preface, settings, then frames until the end.
 func (c *conn) serve() {
-	ended := true
 	defer func() {
-		if ended {
-			c.end(recover())
+		if p := recover(); p != nil {
+			buf := make([]byte, 16<<10)
+			c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
+				"stack", string(buf[:runtime.Stack(buf, false)]))
 		}
+		c.shutdown()
+		c.releaseReader()
 	}()
 
 	// RFC 9113 section 3.4: the client preface, then SETTINGS, within the
@@ -281,66 +267,23 @@ func (c *conn) serve() {
 	c.fw.WriteWindowUpdate(0, connWindow-65535)
 	c.wmu.Unlock()
 	c.kickWriter()
-	ended = false
-	c.readLoop(false)
-}
 
-// end finishes the connection once its frames are read: p is a panic of
-// the reader, logged.
-func (c *conn) end(p any) {
-	if p != nil {
-		buf := make([]byte, 16<<10)
-		c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
-			"stack", string(buf[:runtime.Stack(buf, false)]))
-	}
-	c.shutdown()
-	c.releaseReader()
-}
-
-// readLoop reads and processes frames until the connection ends, or, on
-// a goroutine that took reading over from a handler running inline
-// (helper), until it gives reading back (see inline.go). The goroutine
-// that reads the connection's last frame ends it (end).
-func (c *conn) readLoop(helper bool) {
-	ended := false
-	defer func() {
-		p := recover()
-		if !ended && p == nil {
-			return
-		}
-		c.end(p)
-		if helper {
-			c.helperEnded()
-		}
-	}()
 	for {
-		if helper && c.giveBack() {
-			return
-		}
 		if c.sawSettings {
 			c.setReadDeadline()
 		}
 		if err := c.waitFrame(); err != nil {
 			c.readError(err)
-			ended = true
 			return
 		}
 		f, err := c.readFrame()
 		if err != nil {
 			c.readError(err)
-			ended = true
 			return
 		}
 		if err := c.processFrame(f); err != nil {
 			if !c.handleError(err) {
-				ended = true
 				return
-			}
-		}
-		if st := c.inline; st != nil {
-			c.inline = nil
-			if !c.runInline(st) {
-				return // the connection ended meanwhile, on the helper
 			}
 		}
 	}

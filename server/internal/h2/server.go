@@ -4,11 +4,8 @@
 //
 //   - frames are parsed, and header blocks decoded, with golang.org/x/net's
 //     http2.Framer and hpack (well-kept libraries);
-//   - a request that is the connection's only stream and has no body runs
-//     its handler on the reader goroutine itself (inline.go), which lends
-//     reading to a helper if the handler waits; other handlers run on a
-//     pool of long-lived goroutines (no goroutine creation or stack growth
-//     per stream);
+//   - handlers run on a pool of long-lived goroutines (no goroutine
+//     creation or stack growth per stream);
 //   - responses of all streams of a connection go into one output buffer
 //     that a writer goroutine sends with as few TLS writes as possible, so
 //     ten streams answered together cost one write, as in nginx; the
@@ -66,29 +63,27 @@
 // collector 13%, the request's header block and checks (onHeaders) 11%.
 //
 // Then (perf record -e cpu-clock of arka under h2load -c 64 -m 1, the
-// small page, on a shared 2-core machine): a request that is the
-// connection's only stream and has no body runs its handler on the reader
-// goroutine (inline.go), so one goroutine reads, serves and answers it
-// (the workers' share 6.9% -> 1.1%, read calls per request 2.0 -> 1.35,
-// the read that found nothing being needed only when a worker answers);
-// a handler that waits for window, or runs over 2-4 ms, has reading lent
-// to a helper goroutine, so frames are never held up longer. One watchdog
-// goroutine per server does the timing: a timer per connection, reset for
-// every request, cost 1.5%. The request lives in its stream (one
-// allocation), and HEADERS frames are read into a reused frame (x/net
-// allocated one each): 6 allocations per request are left
+// small page, on a shared 2-core machine): the request lives in its
+// stream (one allocation), and HEADERS frames are read into a reused
+// frame (x/net allocated one each): 6 allocations per request are left
 // (BenchmarkStaticSmall/h2: the stream, its header map, two HPACK strings
 // the benchmark's client sends as literals, two in crypto/tls). The read
 // and write deadlines move once per quarter of their timeout rather than
 // per request (1.2% and 1.7%). What remains: TLS writes 34% (the write
 // system call 28%), waiting for and reading the next request 17% (the
-// read call 11%), the runtime's sysmon 10% (system call bookkeeping, see
-// server/internal/wire), the scheduler 7.5% (the reader parks in the
-// poller between requests, as nginx waits in epoll), the frame's
-// processing and the request's checks (processFrame) 8%, allocation 4%.
-// CPU per 1000 requests, alternating runs of 80,000 under heavy shared
-// load (load average 20-25 on 2 cores, so ranges are wide): 28.1-34.0 ms
-// before these changes, 24.4-28.8 ms after.
+// read call 11%), the scheduler (the hand-off to a worker, the reader's
+// park in the poller between requests), the frame's processing and the
+// request's checks (processFrame) 8%, allocation 4%.
+//
+// Running a handler on the reader goroutine itself when it is the
+// connection's only stream and has no body (with reading lent to a helper
+// goroutine when the handler waits) took the workers' share from 6.9% to
+// 1.1% and the reads per request from 2.0 to 1.35, about 7% of the small
+// page's CPU. It was taken out again (commits b9b79e4, 2ce363c, removed
+// after 883b4e5): a fresh-clone CI run found a helper still reading a
+// connection 5 s after the server had shut down, and the hand-over of
+// reading between goroutines needs a design whose shutdown can be shown
+// right before it returns.
 //
 // Large bodies (the 1 MiB file) cost mostly TLS: one 16 KiB record per
 // write system call, as nginx's SSL_write (49% of the CPU), AES-GCM
@@ -181,11 +176,6 @@ type Server struct {
 	closing atomic.Bool
 	wg      sync.WaitGroup
 	pool    workers
-
-	// The watchdog of handlers running inline (inline.go).
-	inlineSeen atomic.Bool // an inline run began since the last tick
-	watchMu    sync.Mutex
-	watching   bool // inlineWatch runs
 }
 
 const (

@@ -12,15 +12,13 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// A handler that runs on the reader goroutine (the connection's only
-// stream, no body) and then waits keeps no frame from being read: a PING
-// is answered, another stream is served and a RST_STREAM reaches the
-// waiting handler while it waits; after it returned the connection goes
-// on serving, and when the client goes away during such a wait the
-// handler's context ends and the server shuts down at once.
-// With inlineEnabled off the handlers here run on workers; what is asserted
-// (reading goes on while a handler blocks) holds for either path.
-func TestInlineHandlerDoesNotStallReading(t *testing.T) {
+// A handler of the connection's only stream (no body) that waits keeps
+// no frame from being read: a PING is answered, another stream is served
+// and a RST_STREAM reaches the waiting handler while it waits; after it
+// returned the connection goes on serving, and when the client goes away
+// during such a wait the handler's context ends and the server shuts down
+// at once.
+func TestBlockingHandlerDoesNotStallReading(t *testing.T) {
 	blocked, cancelled := make(chan struct{}, 4), make(chan struct{}, 4)
 	addr, srv := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
@@ -60,7 +58,7 @@ func TestInlineHandlerDoesNotStallReading(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("RST_STREAM did not reach the handler")
 	}
-	// Reading is given back: later streams, inline again or not, are served.
+	// The connection goes on serving later streams.
 	for id := uint32(5); id < 5+2*70; id += 2 {
 		writeHeaders(fr, id, true, reqFields("GET", "/fast")...)
 		ev = readUntil(t, fr, c.SetReadDeadline, 5*time.Second, func(ev *frameEvent) bool { return ev.status[id] != "" })
@@ -68,7 +66,7 @@ func TestInlineHandlerDoesNotStallReading(t *testing.T) {
 			t.Fatalf("stream %d after the wait: %+v", id, ev)
 		}
 	}
-	// The client leaves while a handler waits inline.
+	// The client leaves while a handler waits.
 	writeHeaders(fr, 201, true, reqFields("GET", "/block")...)
 	<-blocked
 	c.Close()
@@ -84,10 +82,10 @@ func TestInlineHandlerDoesNotStallReading(t *testing.T) {
 	}
 }
 
-// A handler running inline whose response needs more window than the
-// client's initial one gets it: the WINDOW_UPDATE frames are read while
-// it waits (RFC 9113 section 6.9).
-func TestInlineHandlerGetsWindow(t *testing.T) {
+// A handler of the connection's only stream whose response needs more
+// window than the client's initial one gets it: the WINDOW_UPDATE frames
+// are read while it waits (RFC 9113 section 6.9).
+func TestHandlerGetsWindow(t *testing.T) {
 	const size = 200 << 10
 	addr, _ := startServer(t, &h2.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strings.Repeat("w", size))
