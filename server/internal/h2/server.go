@@ -118,10 +118,10 @@
 // allocated while the heap goal was still the 16 MiB floor: the heap
 // reached 28-31 MB. An output that outgrows its buffer is now given one
 // that takes a full output (maxQueued plus a frame) at once
-// (appendDataLocked), and ReadFrom gives its file buffer back to the pool
-// before the output it filled is sent: peak heap 22-29 MB, peak RSS
-// 43-51 MB against 51-53 MB (1mb-h2, 6 runs each alternated, shared
-// host), CPU per request unchanged within the noise.
+// (appendDataLocked): peak heap 22-29 MB, peak RSS 43-51 MB against
+// 51-53 MB (1mb-h2, arka alone, 6 runs each alternated, shared host), CPU
+// per request unchanged within the noise; beside nginx in one run the
+// peak was still 56-58 MB.
 package h2
 
 import (

@@ -491,7 +491,6 @@ type responseWriter struct {
 	trailers    []string
 	aborted     bool      // under c.wmu
 	flushLater  bool      // the caller has the output sent: no kickWriter (see stream.run)
-	sendLater   bool      // ReadFrom sends a full output itself, once its read buffer is back in its pool
 	deadline    time.Time // write deadline (http.ResponseController)
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
@@ -728,7 +727,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			c.kickWriter()
 		}
 	}
-	if alone && len(c.out) >= maxQueued && !w.sendLater {
+	if alone && len(c.out) >= maxQueued {
 		// Sent here rather than by a writer goroutine (see above).
 		c.wmu.Unlock()
 		c.writeInline()
@@ -806,49 +805,11 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 		}
 		c.wmu.Unlock()
 	}
-	// The read buffer is taken for each read and given back before the
-	// output it filled is sent: a connection waiting for its send to
-	// complete holds none, so 64 downloads share a few (see the package
-	// doc, Memory).
+	bp := pool.Get().(*[]byte)
+	defer pool.Put(bp)
 	held := w.flushLater
 	w.flushLater = true
-	c := w.st.c
-	var n int64
-	var err error
-	for {
-		bp := pool.Get().(*[]byte)
-		m, rerr := src.Read(*bp)
-		if m > 0 {
-			w.sendLater = true
-			nw, werr := (*plainWriter)(w).Write((*bp)[:m])
-			w.sendLater = false
-			pool.Put(bp)
-			n += int64(nw)
-			if werr == nil && nw != m {
-				werr = io.ErrShortWrite
-			}
-			if werr != nil {
-				err = werr
-				break
-			}
-			if c.alone() {
-				c.wmu.Lock()
-				full := len(c.out) >= maxQueued
-				c.wmu.Unlock()
-				if full {
-					c.writeInline()
-				}
-			}
-		} else {
-			pool.Put(bp)
-		}
-		if rerr != nil {
-			if rerr != io.EOF {
-				err = rerr
-			}
-			break
-		}
-	}
+	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
 	// Complete (Write set flushLater): it goes out when the handler returns.
 	w.flushLater = held || w.written == w.cl
 	if !w.flushLater {
