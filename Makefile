@@ -25,6 +25,9 @@ vet:
 # end-to-end (images booted in QEMU). The race detector is on.
 test: vet
 	$(GO) test -race -timeout 30m ./...
+	# The race detector replaces wire's raw system calls with package
+	# syscall's (rawsys_race.go): test the raw ones too.
+	$(GO) test -count=1 ./server/internal/wire/
 
 # Quick loop without the race detector and without QEMU boots.
 test-short:

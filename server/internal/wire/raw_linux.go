@@ -16,7 +16,7 @@ import (
 const maxRW = 1 << 30
 
 // RawConn is a socket connection whose Read and Write make raw system
-// calls (see raw.go); everything else is the wrapped connection's. Like
+// calls (see the package doc); everything else is the wrapped connection's. Like
 // net.Conn it is safe for concurrent use: one Read and one Write may run
 // at once, further ones wait.
 type RawConn struct {

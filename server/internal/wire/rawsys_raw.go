@@ -8,7 +8,7 @@ import (
 )
 
 // sysRead is read(2) on a non-blocking socket, without the runtime's
-// system call bookkeeping (see raw.go).
+// system call bookkeeping (see the package doc).
 func sysRead(fd uintptr, p []byte) (int, syscall.Errno) {
 	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	return int(n), e

@@ -31,12 +31,12 @@
 //
 // Raw is installed where connections are made: accepted ones (package
 // server, beneath TLS too) and dialled ones (proxy upstreams, FastCGI).
-// Whatever may wait for a disk keeps the runtime's bookkeeping: ReadFrom
-// goes to the *net.TCPConn (sendfile from a file), and so does
-// WriteBuffers (writev, which package net makes only for its own types;
-// h1's head and large body). Under the race
-// detector the calls go through package syscall, whose annotations the
-// detector needs.
+// ReadFrom goes to the *net.TCPConn with the runtime's bookkeeping, since
+// sendfile from a file may wait for the disk; WriteBuffers goes there too,
+// because package net makes a writev only for its own types (h1's head and
+// large body). Under the race detector the calls go through package
+// syscall, whose annotations the detector needs; `make test` therefore
+// also runs this package's tests without it, so the raw calls are tested.
 package wire
 
 import (
