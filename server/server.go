@@ -962,7 +962,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p := recover()
 		status, n := rec.status, rec.bytes
 		if r.Method == http.MethodHead {
-			n = 0 // a body a handler wrote for HEAD (PHP's, run as GET) was not sent
+			n = 0 // the engine drops what a handler writes for HEAD: nothing was sent
 		}
 		switch {
 		case (status == 0 || status == http.StatusContinue || status == http.StatusEarlyHints) &&
