@@ -80,10 +80,6 @@ func (e *applianceEnv) waitReadiness(t *testing.T, what string, ok func(status.R
 	}
 }
 
-// reload sends arka SIGHUP and waits up to 10 s for the reload's verdict:
-// one more line of output with verdict ("configuration reloaded", "reload
-// failed", ...) than before the signal, so an earlier reload's line does
-// not count.
 // tlsSite is the default site a.test on plainAddr and, with cert and key,
 // tlsAddr: a status page at /status and static files from www.
 func tlsSite(plainAddr, tlsAddr, cert, key, www string) string {
@@ -103,6 +99,10 @@ handler = { type = "static", root = "` + www + `" }
 `
 }
 
+// reload sends arka SIGHUP and waits up to 10 s for the reload's verdict:
+// one more line of output with verdict ("configuration reloaded", "reload
+// failed", ...) than before the signal, so an earlier reload's line does
+// not count.
 func reload(t *testing.T, p *harness.Proc, verdict string) {
 	t.Helper()
 	before := strings.Count(p.Output(), verdict)
