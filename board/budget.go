@@ -65,7 +65,14 @@ type Budget struct {
 	PHPMaxChildren     int   // php-fpm pm.max_children
 	PHPPM              PHPPM // php-fpm pm
 	OpcacheMiB         int   // opcache.memory_consumption, MiB
+	SpoolFiles         int   // request bodies spooled to files at once (each holds a file descriptor)
+	SpoolBytes         int64 // bytes of those files together (disk: on the appliance /perm)
 }
+
+// DefaultSpoolBytes is the disk all spooled request bodies may take
+// together: as nginx's largest temporary file, and a small part of the
+// smallest SD card gokrazy fits on.
+const DefaultSpoolBytes = 1 * GiB
 
 // Overrides replaces derived Budget values. A nil field means "auto" (derive it);
 // the config layer maps the keyword "auto" to nil. Values are used as given, after
@@ -83,6 +90,8 @@ type Overrides struct {
 	PHPMaxChildren     *int
 	PHPPM              *PHPPM
 	OpcacheMiB         *int
+	SpoolFiles         *int
+	SpoolBytes         *int64
 }
 
 func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
@@ -127,6 +136,15 @@ func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 //	                     connection costs about 10 KiB, and fewer kept connections
 //	                     than concurrent requests means dialling (and TIME_WAIT)
 //	                     per request; nginx's `keepalive 128` is the peer
+//	spool files        = clamp(GOMEMLIMIT / 512 KiB, 64, 1024): one for every
+//	                     eight connections the memory limit admits (64 KiB
+//	                     each), so that connections and spool files together
+//	                     stay well within the 4096 descriptors a process gets
+//	                     (the kernel's hard limit; gokrazy raises none):
+//	                     250 on a Pi Zero 2 W
+//	spool bytes        = DefaultSpoolBytes (1 GiB): disk, not memory
+//	                     (one client may hold a quarter of each, as of
+//	                     connections: see package server)
 func ComputeBudget(b Board, o Overrides) Budget {
 	r := b.UsableRAMBytes()
 	bud := Budget{Cores: max(b.Cores, 1), RAMBytes: r}
@@ -155,6 +173,8 @@ func ComputeBudget(b Board, o Overrides) Budget {
 	bud.FastCGIMaxConns = bud.PHPMaxChildren
 	bud.FastCGIQueue = clamp(8*bud.FastCGIMaxConns, 32, 4096)
 	bud.ProxyKeepAlive = clamp(int(limit/(2*MiB)), 32, 128)
+	bud.SpoolFiles = int(clamp(limit/(512*KiB), 64, 1024))
+	bud.SpoolBytes = DefaultSpoolBytes
 
 	// Overrides.
 	setInt := func(dst *int, v *int, lo int) {
@@ -186,6 +206,8 @@ func ComputeBudget(b Board, o Overrides) Budget {
 	setInt(&bud.FastCGIQueue, o.FastCGIQueue, 0)
 	setInt(&bud.ProxyKeepAlive, o.ProxyKeepAlive, 0)
 	setInt(&bud.OpcacheMiB, o.OpcacheMiB, 8)
+	setInt(&bud.SpoolFiles, o.SpoolFiles, 1)
+	setBytes(&bud.SpoolBytes, o.SpoolBytes)
 	if o.PHPPM != nil && (*o.PHPPM == PMStatic || *o.PHPPM == PMOnDemand) {
 		bud.PHPPM = *o.PHPPM
 	}

@@ -268,7 +268,7 @@ var knownKeys = []string{
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
 	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
 	"gomaxprocs", "memory_limit", "gc_heap_floor", "open_file_cache", "content_cache", "compressed_cache",
-	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache",
+	"fastcgi_max_conns", "fastcgi_queue", "proxy_keepalive", "php_max_children", "php_pm", "opcache", "spool_files", "spool_size",
 	"limit", "hysteresis", "php", "fpm", "user", "max_requests", "upload_max_filesize",
 	"slowlog_timeout", "terminate_timeout", "data_dir", "ini", "acme", "email", "ca", "ca_root",
 	"redirect_https", "hsts",

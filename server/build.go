@@ -168,6 +168,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
 			Trusted:   cs.TrustedProxies,
 			TempDir:   s.o.SpoolDir,
+			Spool:     s.spool,
 		})
 		if err != nil {
 			return nil, err
@@ -249,6 +250,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.Fa
 		Static:           files,
 		Pools:            &s.fcgiPools,
 		TempDir:          s.o.SpoolDir,
+		Spool:            s.spool,
 	})
 	if err != nil {
 		files.Close()

@@ -36,8 +36,10 @@ type limitListener struct {
 // maxPerAddr is one client's share (an IPv4 address or an IPv6 /64, see
 // clientNet) of max connections: a quarter,
 // but never fewer than 64 (or max, if smaller), so that a shared address
-// (a NAT) keeps room while one client alone cannot fill every slot.
-func maxPerAddr(limit int) int { return max(limit/4, min(limit, 64)) }
+// (a NAT) keeps room while one client alone cannot fill every slot. The
+// spooled request bodies' budget (spoolBudget) shares its files and bytes
+// the same way.
+func maxPerAddr[T int | int64](limit T) T { return max(limit/4, min(limit, 64)) }
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
 	return &limitListener{Listener: ln, max: int64(max), perAddr: maxPerAddr(max), byAddr: map[netip.Prefix]int{}}

@@ -82,6 +82,7 @@ import (
 	"github.com/arkaweb/arka/server/internal/limits"
 	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/realip"
+	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/static"
 	"github.com/arkaweb/arka/server/internal/wire"
 	"github.com/arkaweb/arka/server/status"
@@ -209,6 +210,7 @@ type Server struct {
 	table     *table
 	served    atomic.Pointer[table] // s.table, for readers that must not take mu
 	fcgiPools fastcgi.Pools         // one pool per FastCGI address, kept across reloads
+	spool     *spool.Budget         // spooled request bodies (spoolBudget), kept across reloads
 	listeners map[string]*listener
 	sinks     map[string]*logSink
 	stats     map[string]*RouteStats
@@ -272,6 +274,7 @@ func New(o Options) *Server {
 		stats:     map[string]*RouteStats{},
 		done:      make(chan struct{}),
 		clock:     systemClock{start: time.Now()},
+		spool:     spoolBudget(o.Budget),
 	}
 	go s.flushLoop()
 	go s.sampleLoop()

@@ -38,6 +38,8 @@ func budgetFor(b board.Board, g config.Global) board.Budget {
 	o.FastCGIQueue = ai(bc.FastCGIQueue)
 	o.ProxyKeepAlive = ai(bc.ProxyKeepalive)
 	o.PHPMaxChildren = ai(bc.PHPMaxChildren)
+	o.SpoolFiles = ai(bc.SpoolFiles)
+	o.SpoolBytes = as(bc.SpoolSize)
 	if bc.Opcache.Set {
 		v := int(int64(bc.Opcache.Value) >> 20)
 		o.OpcacheMiB = &v

@@ -42,20 +42,18 @@ type reqBody struct {
 	length int64     // CONTENT_LENGTH; -1 when there is no body
 	src    io.Reader // bodyStream, bodyFile
 	file   *os.File  // bodyFile
+	spool  spool.Body
 }
 
-func (b *reqBody) close() {
-	if b.file != nil {
-		b.file.Close()
-	}
-}
+func (b *reqBody) close() { b.spool.Close() }
 
 // errBodyTooLarge is a body over Options.MaxSpool.
 var errBodyTooLarge = spool.ErrTooLarge
 
 // readBody decides how the body of r is sent, reading it if it is small or
 // buffered. Errors are errBodyTooLarge, *http.MaxBytesError (the server's
-// body limit), a *spool.WriteError or a read error of the client's.
+// body limit), spool.ErrBusy (the spool's budget), a *spool.WriteError or
+// a read error of the client's.
 func (h *Handler) readBody(r *http.Request, rb *reqBuf, dst *reqBody) error {
 	b, err := h.planBody(r, rb)
 	*dst = b
@@ -73,12 +71,12 @@ func (h *Handler) planBody(r *http.Request, rb *reqBuf) (reqBody, error) {
 	rb.body = grow(rb.body, smallBody)
 	buf := h.getCopyBuf()
 	defer h.putCopyBuf(buf)
-	b, err := spool.Read(r.Body, cl, rb.body, h.maxSpool, h.tempDir, (*buf)[:cap(*buf)])
+	b, err := spool.Read(r.Body, cl, rb.body, h.maxSpool, h.tempDir, (*buf)[:cap(*buf)], h.spool, r.RemoteAddr)
 	switch {
 	case err != nil:
 		return reqBody{}, err
 	case b.File != nil:
-		return reqBody{kind: bodyFile, length: b.Len, file: b.File, src: b.File}, nil
+		return reqBody{kind: bodyFile, length: b.Len, file: b.File, src: b.File, spool: b}, nil
 	case b.Len == 0:
 		return reqBody{kind: bodyNone, length: -1}, nil
 	}

@@ -140,6 +140,9 @@ type Options struct {
 	TempDir string
 	// MaxSpool bounds such bodies, in bytes. Zero means DefaultMaxSpool.
 	MaxSpool int64
+	// Spool bounds the spool files of all handlers together, and per
+	// client; past it a request gets 503 with Retry-After. Nil: unbounded.
+	Spool *spool.Budget
 
 	// Dial opens connections to the FastCGI server; nil uses net.Dialer.
 	// The context carries connect_timeout.
@@ -169,6 +172,7 @@ type Handler struct {
 	static       http.Handler
 	tempDir      string
 	maxSpool     int64
+	spool        *spool.Budget
 	buffering    bool // request_buffering: bodies read whole before a connection is taken
 	respBuffer   bool // response_buffering: the worker goes before a slow client has the response
 
@@ -222,7 +226,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("fastcgi route %s: no handler config", route)
 	}
-	h := &Handler{route: route, static: opts.Static, tempDir: opts.TempDir, maxSpool: opts.MaxSpool}
+	h := &Handler{route: route, static: opts.Static, tempDir: opts.TempDir, maxSpool: opts.MaxSpool, spool: opts.Spool}
 	fail := func(format string, args ...any) (*Handler, error) {
 		return nil, fmt.Errorf("fastcgi route %s: %s", route, fmt.Sprintf(format, args...))
 	}
@@ -557,7 +561,16 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe) || err == errBodyTooLarge:
+		w.Header().Set("Connection", "close") // the rest of the body is not read
 		errpage.Write(w, r, http.StatusRequestEntityTooLarge)
+	case err == spool.ErrBusy:
+		// The spool's budget is spent (Options.Spool): this request is
+		// refused, the server keeps its descriptors for the others.
+		h.errs.Add(1)
+		h.elog.write(slog.LevelWarn, "fastcgi: "+err.Error()+": 503", "script", t.scriptName)
+		w.Header().Set("Retry-After", retryAfter)
+		w.Header().Set("Connection", "close")
+		errpage.Write(w, r, http.StatusServiceUnavailable)
 	case r.Context().Err() != nil || wire.ClientGone(err):
 		// The client left mid-upload: nobody to answer (logged 499).
 		h.aborted.Add(1)

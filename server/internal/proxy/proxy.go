@@ -157,6 +157,9 @@ type Options struct {
 	// TempDir is where request bodies too large for memory are spooled
 	// when request buffering is on. Empty means os.TempDir().
 	TempDir string
+	// Spool bounds the spool files of all handlers together, and per
+	// client; past it a request gets 503 with Retry-After. Nil: unbounded.
+	Spool *spool.Budget
 }
 
 // Handler proxies one route. Build it with New; it is safe for concurrent
@@ -173,6 +176,7 @@ type Handler struct {
 	rr         atomic.Uint64
 
 	tempDir       string
+	spool         *spool.Budget
 	keepalive     int
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
@@ -212,6 +216,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		hostHeader:    cfg.HostHeader,
 		leastConn:     cfg.LB == "least_conn",
 		tempDir:       o.TempDir,
+		spool:         o.Spool,
 		keepalive:     cfg.Keepalive.Or(o.Keepalive),
 		headerTimeout: cfg.ResponseHeaderTimeout.D(),
 		idleTimeout:   cfg.IdleTimeout.D(),
@@ -391,6 +396,15 @@ func (h *Handler) spoolFailure(w http.ResponseWriter, r *http.Request, err error
 	switch {
 	case errors.Is(err, spool.ErrTooLarge):
 		f = &failure{status: http.StatusRequestEntityTooLarge, cause: "request body too large to buffer", client: true}
+	case err == spool.ErrBusy:
+		// The spool's budget is spent (Options.Spool): this request is
+		// refused, the server keeps its descriptors for the others. Not
+		// logged here, as a client could flood the log: the access log
+		// has each 503.
+		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Connection", "close")
+		errpage.Write(w, r, http.StatusServiceUnavailable)
+		return
 	case errors.As(err, new(*spool.WriteError)):
 		h.log.Error("proxy: "+err.Error(), "site", h.site, "route", h.route)
 		errpage.Write(w, r, http.StatusInternalServerError)
@@ -448,7 +462,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// arrives whole before an upstream connection is taken, so a slow
 		// uploader holds none.
 		mem, cp := h.bufs.Get().(*[]byte), h.bufs.Get().(*[]byte)
-		b, err := spool.Read(r.Body, r.ContentLength, (*mem)[:syncBodyMax], spool.DefaultMax, h.tempDir, *cp)
+		b, err := spool.Read(r.Body, r.ContentLength, (*mem)[:syncBodyMax], spool.DefaultMax, h.tempDir, *cp, h.spool, r.RemoteAddr)
 		h.bufs.Put(cp)
 		defer h.bufs.Put(mem) // b.Mem aliases it
 		if err != nil {

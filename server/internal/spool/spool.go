@@ -30,9 +30,10 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // Body is a body read whole: Mem when it fitted in memory, else File
 // (positioned at its start). Len is its length in bytes.
 type Body struct {
-	Mem  []byte
-	File *os.File
-	Len  int64
+	Mem   []byte
+	File  *os.File
+	Len   int64
+	lease lease // the file's part of the Budget
 }
 
 // Reader returns the body's bytes from the start.
@@ -43,21 +44,28 @@ func (b *Body) Reader() io.Reader {
 	return bytes.NewReader(b.Mem)
 }
 
-// Close removes the spool file, if any.
+// Close removes the spool file, if any, and gives its part of the Budget
+// back.
 func (b *Body) Close() {
 	if b.File != nil {
 		b.File.Close()
 		b.File = nil
 	}
+	b.lease.release()
 }
 
 // Read reads src to its end: exactly n bytes when n >= 0 (fewer is
 // io.ErrUnexpectedEOF), else until EOF. Up to len(mem) bytes go into mem
 // (Body.Mem aliases it); a longer body goes to an unlinked file in dir,
-// copied with buf. More than max bytes (max > 0) is ErrTooLarge, without
-// reading them all when n says so. Errors of src are returned as they are
+// copied with buf. The file is made only once mem is full, so a client
+// that declares a large Content-Length but sends little holds no file.
+// More than max bytes (max > 0) is ErrTooLarge, without reading them all
+// when n says so. The file counts against bud (nil: unbounded) as a body
+// of the client at remoteAddr (an http.Request's RemoteAddr, "ip:port"):
+// one file, and n bytes when n >= 0, else its bytes as they come; past
+// the budget Read returns ErrBusy. Errors of src are returned as they are
 // (timeouts, *http.MaxBytesError); the file's are *WriteError.
-func Read(src io.Reader, n int64, mem []byte, max int64, dir string, buf []byte) (Body, error) {
+func Read(src io.Reader, n int64, mem []byte, max int64, dir string, buf []byte, bud *Budget, remoteAddr string) (Body, error) {
 	if max > 0 && n > max {
 		return Body{}, ErrTooLarge
 	}
@@ -68,47 +76,69 @@ func Read(src io.Reader, n int64, mem []byte, max int64, dir string, buf []byte)
 		}
 		return Body{Mem: mem[:m], Len: int64(m)}, err
 	}
-	first := 0
-	if n < 0 {
-		m, err := io.ReadFull(src, mem)
-		switch err {
-		case io.EOF, io.ErrUnexpectedEOF:
-			return Body{Mem: mem[:m], Len: int64(m)}, nil
-		case nil:
-		default:
-			return Body{}, err
+	first, err := io.ReadFull(src, mem)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		if n >= 0 {
+			return Body{}, io.ErrUnexpectedEOF
 		}
-		first = m
+		return Body{Mem: mem[:first], Len: int64(first)}, nil
+	case nil:
+	default:
+		return Body{}, err
+	}
+	if max > 0 && int64(first) > max {
+		return Body{}, ErrTooLarge
+	}
+	var b Body
+	if bud != nil {
+		l := lease{b: bud, client: bud.clientOf(remoteAddr), files: 1, bytes: int64(first)}
+		if n >= 0 {
+			l.bytes = n
+		}
+		if !bud.take(l.client, l.files, l.bytes) {
+			return Body{}, ErrBusy
+		}
+		b.lease = l
 	}
 	f, err := os.CreateTemp(dir, "arka-body-*")
 	if err != nil {
+		b.Close()
 		return Body{}, &WriteError{err}
 	}
 	os.Remove(f.Name()) // unlinked: the file goes away with the descriptor
-	b := Body{File: f}
+	b.File = f
 	if _, err := f.Write(mem[:first]); err != nil {
 		b.Close()
 		return Body{}, &WriteError{err}
 	}
-	var r io.Reader = src
+	w := fileWriter{f: f}
+	var r io.Reader
 	limit := int64(-1)
 	switch {
 	case n >= 0:
-		r = io.LimitReader(src, n)
+		r = io.LimitReader(src, n-int64(first))
 	case max > 0:
 		limit = max - int64(first)
 		r = io.LimitReader(src, limit+1)
+		w.lease = &b.lease
+	default:
+		r = src
+		w.lease = &b.lease
 	}
-	m, err := io.CopyBuffer(fileWriter{f}, r, buf)
+	m, err := io.CopyBuffer(w, r, buf)
 	if err != nil {
 		b.Close()
 		var we *WriteError
-		if errors.As(err, &we) {
+		switch {
+		case errors.As(err, &we):
 			return Body{}, we
+		case err == ErrBusy:
+			return Body{}, ErrBusy
 		}
 		return Body{}, err
 	}
-	if n >= 0 && m < n {
+	if n >= 0 && int64(first)+m < n {
 		b.Close()
 		return Body{}, io.ErrUnexpectedEOF
 	}
@@ -126,9 +156,17 @@ func Read(src io.Reader, n int64, mem []byte, max int64, dir string, buf []byte)
 
 // fileWriter hides *os.File's ReadFrom, so CopyBuffer uses the buffer
 // given, and marks write errors apart from the client's read errors.
-type fileWriter struct{ f *os.File }
+// With a lease it reserves each write's bytes first (a body of unknown
+// length), and fails with ErrBusy past the budget.
+type fileWriter struct {
+	f     *os.File
+	lease *lease
+}
 
 func (w fileWriter) Write(p []byte) (int, error) {
+	if w.lease != nil && !w.lease.grow(int64(len(p))) {
+		return 0, ErrBusy
+	}
 	n, err := w.f.Write(p)
 	if err != nil {
 		return n, &WriteError{err}

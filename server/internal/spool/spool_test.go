@@ -28,7 +28,7 @@ func TestRead(t *testing.T) {
 		{"unknown over max", "0123456789abc", -1, 12, false, ErrTooLarge},
 		{"unknown at max", "0123456789ab", -1, 12, true, nil},
 	} {
-		b, err := Read(strings.NewReader(tc.body), tc.n, mem, tc.max, dir, buf)
+		b, err := Read(strings.NewReader(tc.body), tc.n, mem, tc.max, dir, buf, nil, "")
 		if !errors.Is(err, tc.err) {
 			t.Errorf("%s: error %v, want %v", tc.name, err, tc.err)
 			continue
