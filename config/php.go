@@ -102,6 +102,49 @@ func (p *PHP) UploadMax() int64 {
 	return int64(*p.UploadMaxFilesize)
 }
 
+// PHPPostMaxExtra is what post_max_size adds to upload_max_filesize: room
+// for the form fields around the file.
+const PHPPostMaxExtra = 1 << 20
+
+// PostMaxSize returns post_max_size in bytes as Arka's php-fpm applies
+// it: the ini table's post_max_size when it sets one (PHP's shorthand, a
+// number with an optional K, M or G suffix; 0 means none, returned as 0),
+// else upload_max_filesize plus PHPPostMaxExtra. PHP drops a larger body
+// (the script sees an empty $_POST), so fastcgi routes to Arka's own
+// php-fpm refuse one with 413 before reading it.
+func (p *PHP) PostMaxSize() int64 {
+	if v, ok := p.INI["post_max_size"]; ok {
+		if n, ok := phpSize(v); ok {
+			return n
+		}
+	}
+	return p.UploadMax() + PHPPostMaxExtra
+}
+
+// phpSize parses a php.ini size ("8M", "512k", "1G", "1048576").
+func phpSize(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	mul := int64(1)
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'k', 'K':
+			mul = 1 << 10
+		case 'm', 'M':
+			mul = 1 << 20
+		case 'g', 'G':
+			mul = 1 << 30
+		}
+		if mul != 1 {
+			s = s[:len(s)-1]
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mul {
+		return 0, false
+	}
+	return n * mul, true
+}
+
 // Slowlog returns request_slowlog_timeout; 0 means off.
 func (p *PHP) Slowlog() time.Duration { return p.SlowlogTimeout.Or(DefaultPHPSlowlog) }
 

@@ -180,3 +180,26 @@ handler = { type = "static", root = "www" }
 		t.Errorf("php %+v", p)
 	}
 }
+
+// post_max_size as Arka's php-fpm applies it: upload_max_filesize + 1 MiB,
+// or the ini table's own value in PHP's shorthand.
+func TestPHPPostMaxSize(t *testing.T) {
+	mib := Size(1 << 20)
+	for _, tc := range []struct {
+		p    PHP
+		want int64
+	}{
+		{PHP{}, 33 << 20},
+		{PHP{UploadMaxFilesize: &mib}, 2 << 20},
+		{PHP{INI: map[string]string{"post_max_size": "8M"}}, 8 << 20},
+		{PHP{INI: map[string]string{"post_max_size": " 512k"}}, 512 << 10},
+		{PHP{INI: map[string]string{"post_max_size": "1G"}}, 1 << 30},
+		{PHP{INI: map[string]string{"post_max_size": "1000"}}, 1000},
+		{PHP{INI: map[string]string{"post_max_size": "0"}}, 0},
+		{PHP{INI: map[string]string{"post_max_size": "lots"}}, 33 << 20},
+	} {
+		if got := tc.p.PostMaxSize(); got != tc.want {
+			t.Errorf("%+v: PostMaxSize() = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}

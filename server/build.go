@@ -237,8 +237,12 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.Fa
 	}
 	var phpAddr string
 	var phpConns int
+	var phpMaxBody int64
 	if s.o.PHP != nil {
 		phpAddr, phpConns = s.o.PHP.Address(), s.o.PHP.MaxChildren()
+		if p := config.PHPOf(t.sites); p != nil {
+			phpMaxBody = p.PostMaxSize()
+		}
 	}
 	h, err := fastcgi.New(cr.Path, fc, fastcgi.Options{
 		Logger:           s.log.With("site", name),
@@ -246,6 +250,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.Fa
 		DefaultQueueSize: s.o.Budget.FastCGIQueue,
 		PHPAddress:       phpAddr,
 		PHPMaxConns:      phpConns,
+		PHPMaxBody:       phpMaxBody,
 		ServerSoftware:   "arka/" + Version,
 		Static:           files,
 		Pools:            &s.fcgiPools,

@@ -270,7 +270,7 @@ func (c *Config) PHPIni() string {
 	kv := [][2]string{
 		{"memory_limit", mib(c.MemoryLimit)},
 		{"upload_max_filesize", mib(c.UploadMax)},
-		{"post_max_size", mib(c.UploadMax + 1<<20)},
+		{"post_max_size", mib(c.UploadMax + config.PHPPostMaxExtra)},
 		{"max_execution_time", "30"},
 		{"max_input_time", "60"},
 		{"expose_php", "Off"},

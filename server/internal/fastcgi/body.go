@@ -47,7 +47,7 @@ type reqBody struct {
 
 func (b *reqBody) close() { b.spool.Close() }
 
-// errBodyTooLarge is a body over Options.MaxSpool.
+// errBodyTooLarge is a body over Options.MaxSpool or Options.PHPMaxBody.
 var errBodyTooLarge = spool.ErrTooLarge
 
 // readBody decides how the body of r is sent, reading it if it is small or
@@ -64,6 +64,9 @@ func (h *Handler) planBody(r *http.Request, rb *reqBuf) (reqBody, error) {
 	cl := r.ContentLength
 	if r.Body == nil || r.Body == http.NoBody || cl == 0 {
 		return reqBody{kind: bodyNone, length: -1}, nil
+	}
+	if h.maxBody > 0 && cl > h.maxBody {
+		return reqBody{}, errBodyTooLarge // PHP would drop it: 413 before it is read
 	}
 	if cl > smallBody && !h.buffering {
 		return reqBody{kind: bodyStream, length: cl, src: r.Body}, nil

@@ -126,6 +126,11 @@ type Options struct {
 	// handler's FIFO queue rather than in php-fpm's listen backlog. Zero
 	// means DefaultMaxConns.
 	PHPMaxConns int
+	// PHPMaxBody is the largest request body of routes to PHPAddress, in
+	// bytes: the post_max_size of Arka's php-fpm (config.PHP.PostMaxSize),
+	// beyond which PHP discards a body. Larger ones get 413 before a byte
+	// of them is read or spooled. Zero means no such limit.
+	PHPMaxBody int64
 
 	// ServerSoftware is SERVER_SOFTWARE, such as "arka/0.3.0". Default "arka".
 	ServerSoftware string
@@ -172,6 +177,7 @@ type Handler struct {
 	static       http.Handler
 	tempDir      string
 	maxSpool     int64
+	maxBody      int64 // Options.PHPMaxBody for routes to Arka's php-fpm, else 0
 	spool        *spool.Budget
 	buffering    bool // request_buffering: bodies read whole before a connection is taken
 	respBuffer   bool // response_buffering: the worker goes before a slow client has the response
@@ -254,6 +260,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	known := 0
 	if h.address == opts.PHPAddress && opts.PHPAddress != "" {
 		known = opts.PHPMaxConns
+		h.maxBody = opts.PHPMaxBody
 	}
 	h.network, h.addr = target.Network, target.Address
 
@@ -285,6 +292,9 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	}
 	if h.maxSpool <= 0 {
 		h.maxSpool = DefaultMaxSpool
+	}
+	if h.maxBody > 0 {
+		h.maxSpool = min(h.maxSpool, h.maxBody)
 	}
 	h.buffering = cfg.RequestBufferingEnabled()
 	h.respBuffer = cfg.ResponseBufferingEnabled()

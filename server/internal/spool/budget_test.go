@@ -23,7 +23,7 @@ func (r *stall) Read(p []byte) (int, error) {
 
 // A declared length opens no file: only bytes past memory do.
 func TestReadNoFileBeforeBytes(t *testing.T) {
-	bud := NewBudget(0, 0, 0, 0, nil) // any file would be ErrBusy
+	bud := NewBudget(0, 1<<30, 0, 1<<30, nil) // any file would be ErrBusy
 	_, err := Read(&stall{"x"}, 1_000_000, make([]byte, 8), 0, t.TempDir(), make([]byte, 4), bud, "192.0.2.1:1")
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("error %v, want the client's timeout (no spool file tried)", err)
@@ -69,8 +69,8 @@ func TestBudget(t *testing.T) {
 	// Bytes: a declared length over the client's share is refused before
 	// it is copied; an unknown length when it passes the share.
 	big := strings.Repeat("x", 61)
-	if _, err := read("192.0.2.1:1", 61, big); err != ErrBusy {
-		t.Fatalf("known length over the share: %v, want ErrBusy", err)
+	if _, err := read("192.0.2.1:1", 61, big); err != ErrTooLarge {
+		t.Fatalf("known length over the share: %v, want ErrTooLarge", err)
 	}
 	if _, err := read("192.0.2.1:1", -1, big); err != ErrBusy {
 		t.Fatalf("unknown length over the share: %v, want ErrBusy", err)

@@ -63,11 +63,12 @@ func (b *Body) Close() {
 // when n says so. The file counts against bud (nil: unbounded) as a body
 // of the client at remoteAddr (an http.Request's RemoteAddr, "ip:port"):
 // one file, and n bytes when n >= 0, else its bytes as they come; past
-// the budget Read returns ErrBusy. Errors of src are returned as they are
+// the budget Read returns ErrBusy, and ErrTooLarge for a length over a
+// client's whole share. Errors of src are returned as they are
 // (timeouts, *http.MaxBytesError); the file's are *WriteError.
 func Read(src io.Reader, n int64, mem []byte, max int64, dir string, buf []byte, bud *Budget, remoteAddr string) (Body, error) {
-	if max > 0 && n > max {
-		return Body{}, ErrTooLarge
+	if max > 0 && n > max || bud != nil && n > bud.clientBytes && n > int64(len(mem)) {
+		return Body{}, ErrTooLarge // (over a client's share: it could never fit)
 	}
 	if n >= 0 && n <= int64(len(mem)) {
 		m, err := io.ReadFull(src, mem[:n])
