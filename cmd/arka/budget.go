@@ -53,8 +53,9 @@ func budgetFor(b board.Board, g config.Global) board.Budget {
 
 // applyRuntime sets GOMAXPROCS, the soft memory limit and the GC heap floor
 // from the budget, except what the environment already chose (GOMAXPROCS,
-// GOMEMLIMIT, GOGC: with GOGC set there is no floor). It is the one place
-// that changes these runtime settings. The collector runs at twice the live
+// GOMEMLIMIT, GOGC: with GOGC set there is no floor), and raises the
+// open-file limit (raiseNoFile). It is the one place that changes these
+// runtime settings. The collector runs at twice the live
 // heap (Go's default, GOGC=100) but never below the floor (startGCFloor):
 // 400% held four times the live heap in garbage however large (up to 171 MB
 // in the benchmark's 1 MB file test), while 100% alone collected 4-5 times a
@@ -69,6 +70,7 @@ func applyRuntime(b board.Budget, log *slog.Logger) {
 	if os.Getenv("GOGC") == "" {
 		startGCFloor(b.GCHeapFloorBytes)
 	}
+	raiseNoFile(log)
 	if os.Getenv("GOMAXPROCS")+os.Getenv("GOMEMLIMIT")+os.Getenv("GOGC") != "" {
 		log.Info("runtime settings from the environment", "GOMAXPROCS", os.Getenv("GOMAXPROCS"),
 			"GOMEMLIMIT", os.Getenv("GOMEMLIMIT"), "GOGC", os.Getenv("GOGC"))
