@@ -141,7 +141,7 @@ func clamp[T int | int64 | uint64](v, lo, hi T) T { return max(lo, min(v, hi)) }
 //	                     each), so that connections and spool files together
 //	                     stay well within the 4096 descriptors a process gets
 //	                     (the kernel's hard limit; gokrazy raises none):
-//	                     250 on a Pi Zero 2 W
+//	                     249 on a Pi Zero 2 W
 //	spool bytes        = DefaultSpoolBytes (1 GiB): disk, not memory
 //	                     (one client may hold a quarter of each, as of
 //	                     connections: see package server)

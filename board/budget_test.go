@@ -21,8 +21,8 @@ const (
 func budgetTable(t *testing.T) string {
 	t.Helper()
 	var sb strings.Builder
-	sb.WriteString("| Fixture | Board | Kind | SoC / CPU | Cores | RAM used (source) | GOMAXPROCS | GOMEMLIMIT | GC heap floor | Open-file cache | Compressed cache | Content cache | FastCGI max_conns | FastCGI queue | Proxy keep-alive | pm.max_children | pm | opcache | Spool files |\n")
-	sb.WriteString("|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
+	sb.WriteString("| Fixture | Board | Kind | SoC / CPU | Cores | RAM used (source) | GOMAXPROCS | GOMEMLIMIT | GC heap floor | Open-file cache | Compressed cache | Content cache | FastCGI max_conns | FastCGI queue | Proxy keep-alive | Spool files | pm.max_children | pm | opcache |\n")
+	sb.WriteString("|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, fb := range fixtureBoards {
 		b, err := Detect(filepath.Join("testdata", fb.dir))
 		if err != nil {
@@ -40,11 +40,11 @@ func budgetTable(t *testing.T) string {
 		if b.SoC != "" {
 			cpu = b.SoC + " " + cpu
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s (%s) | %d | %s | %s | %s | %s | %s | %d | %d | %d | %d | %s | %d MiB | %d |\n",
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s (%s) | %d | %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %s | %d MiB |\n",
 			fb.dir, b.Model, b.Kind, cpu, b.Cores, FormatBytes(bud.RAMBytes), src, bud.GOMAXPROCS,
 			FormatBytes(bud.MemoryLimitBytes), FormatBytes(bud.GCHeapFloorBytes), FormatBytes(bud.OpenFileCacheBytes), FormatBytes(bud.CompressedBytes),
 			FormatBytes(bud.ContentCacheBytes), bud.FastCGIMaxConns, bud.FastCGIQueue, bud.ProxyKeepAlive,
-			bud.PHPMaxChildren, bud.PHPPM, bud.OpcacheMiB, bud.SpoolFiles)
+			bud.SpoolFiles, bud.PHPMaxChildren, bud.PHPPM, bud.OpcacheMiB)
 	}
 	return sb.String()
 }
