@@ -292,6 +292,12 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 		}
 		nc = tc
 	}
+	return u.newConn(nc, raw), nil
+}
+
+// newConn makes the conn of a connection just opened: nc is spoken on, raw
+// is the socket under it (the same for plain connections).
+func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c := &conn{nc: nc, raw: raw, up: u}
 	c.lr.r = nc
 	c.br = bufio.NewReaderSize(&c.lr, 4096)
@@ -300,7 +306,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 	c.abort = c.kill
 	c.resp.last = &u.head
 	c.send.Init(raw, c.bw.Flush)
-	return c, nil
+	return c
 }
 
 // tlsError is a failed TLS handshake with an upstream (an untrusted or
