@@ -547,11 +547,18 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 
 // relayed is what remains of a relayed response once the upstream has
 // sent all of it (response buffering): the bytes the client has not taken
-// yet, and the trailers, which follow them.
+// yet, and the trailers, which follow them. A body that was whole in hand
+// at once (relay's gathering) is whole, with its status and the pooled
+// buffer it lies in; a longer or slower one went through out.
 type relayed struct {
 	out       *spool.Response
 	trailer   http.Header
 	announced []string
+
+	whole  []byte
+	status int
+	bp     *[]byte
+	bufs   *sync.Pool
 }
 
 // finish gives the client the rest of the response, then the trailers.
@@ -559,6 +566,12 @@ func (rr *relayed) finish(w http.ResponseWriter) {
 	if rr.out != nil {
 		rr.out.Finish()
 		rr.out = nil
+	}
+	if rr.bp != nil {
+		w.WriteHeader(rr.status)
+		w.Write(rr.whole) // an error is the client's: nothing more to do
+		rr.bufs.Put(rr.bp)
+		rr.whole, rr.bp = nil, nil
 	}
 	setTrailers(w.Header(), rr.trailer, rr.announced)
 }
@@ -1137,11 +1150,25 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 	// until then a body the upstream breaks is answered 502.
 	early := c.br.Buffered() == 0
 	held := buffered && !early // the status is held (a 502 is still possible)
+	bp := h.bufs.Get().(*[]byte)
+	buf := *bp
+	defer func() {
+		if rest.bp != bp {
+			h.bufs.Put(bp)
+		}
+	}()
+	// Gathering: a buffered body of known length that fits buf is read
+	// into it while it comes without waiting; whole, it goes to the
+	// client from there (relayed.finish) once the upstream connection is
+	// back in the pool, without a spool.Response (its lock, chunk and
+	// copy). A body that pauses midway goes on through the spool as
+	// any other.
+	gathering := held && !reset && resp.ContentLength >= 0 && resp.ContentLength <= int64(len(buf))
 	var dst io.Writer = w
 	if !held {
 		w.WriteHeader(resp.StatusCode)
 	}
-	if buffered {
+	if buffered && !gathering {
 		rest.out = spool.NewResponse(w, h.tempDir)
 		if held {
 			rest.out.HoldStatus(resp.StatusCode)
@@ -1157,20 +1184,39 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		rc = http.NewResponseController(w)
 		rc.Flush()
 	}
-	bp := h.bufs.Get().(*[]byte)
-	defer h.bufs.Put(bp)
-	buf := *bp
 	var written int64
 	for {
-		n, rerr := resp.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return false, nil // the client left
-			}
+		var n int
+		var rerr error
+		if gathering {
+			n, rerr = resp.Read(buf[written:])
 			written += int64(n)
+			if rerr == io.EOF {
+				rest.whole, rest.status, rest.bp, rest.bufs = buf[:written], resp.StatusCode, bp, &h.bufs
+				return !resp.Close, nil
+			}
+			if rerr == nil && c.br.Buffered() == 0 && !c.lr.full {
+				// The next read would wait for the upstream.
+				gathering = false
+				rest.out = spool.NewResponse(w, h.tempDir)
+				rest.out.HoldStatus(resp.StatusCode)
+				dst = rest.out
+				rest.out.Write(buf[:written]) // no error: nothing is passed on yet
+			}
+		} else {
+			n, rerr = resp.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return false, nil // the client left
+				}
+				written += int64(n)
+			}
 		}
 		if rerr == io.EOF {
 			break
+		}
+		if gathering && rerr == nil {
+			continue
 		}
 		if rerr != nil {
 			if r.Context().Err() != nil {
