@@ -225,7 +225,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		buffering:  cfg.RequestBufferingEnabled(),
 		respBuffer: cfg.ResponseBufferingEnabled(),
 	}
-	h.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
+	h.bufs.New = func() any { b := make([]byte, copyBufSize); return &b }
 	h.trusted = cfg.TrustedProxies
 	if len(h.trusted) == 0 {
 		h.trusted = o.Trusted
@@ -494,6 +494,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
+// copyBufSize is the size of the handler's pooled copy buffers (h.bufs).
+const copyBufSize = 32 << 10
+
 // exchange sends r to u over a pooled or new connection and relays the
 // response. It returns nil when the response was relayed (or the client
 // left), else why not.
@@ -536,7 +539,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	if reusable {
 		u.put(c)
 	} else {
-		c.nc.Close()
+		c.close()
 	}
 	done = true
 	u.active.Add(-1)
@@ -559,6 +562,7 @@ type relayed struct {
 	status int
 	bp     *[]byte
 	bufs   *sync.Pool
+	rd     *bufio.Reader // whole lies in its buffer (then bp is nil)
 }
 
 // finish gives the client the rest of the response, then the trailers.
@@ -567,11 +571,15 @@ func (rr *relayed) finish(w http.ResponseWriter) {
 		rr.out.Finish()
 		rr.out = nil
 	}
-	if rr.bp != nil {
+	if rr.bp != nil || rr.rd != nil {
 		w.WriteHeader(rr.status)
 		w.Write(rr.whole) // an error is the client's: nothing more to do
-		rr.bufs.Put(rr.bp)
-		rr.whole, rr.bp = nil, nil
+		if rr.bp != nil {
+			rr.bufs.Put(rr.bp)
+		} else {
+			putReader(rr.rd)
+		}
+		rr.whole, rr.bp, rr.rd = nil, nil, nil
 	}
 	setTrailers(w.Header(), rr.trailer, rr.announced)
 }
@@ -1150,6 +1158,18 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 	// until then a body the upstream breaks is answered 502.
 	early := c.br.Buffered() == 0
 	held := buffered && !early // the status is held (a 502 is still possible)
+	gathering := held && !reset && resp.ContentLength >= 0 && resp.ContentLength <= copyBufSize
+	if gathering {
+		if body, ok := resp.bufferedBody(); ok {
+			// All here in one read: the client gets it from the read
+			// buffer, which goes with it (the connection takes another
+			// for its next request).
+			clean := !resp.Close && c.br.Buffered() == 0
+			rest.whole, rest.status, rest.rd = body, resp.StatusCode, c.br
+			c.br = nil
+			return clean, nil
+		}
+	}
 	bp := h.bufs.Get().(*[]byte)
 	buf := *bp
 	defer func() {
@@ -1163,7 +1183,6 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 	// back in the pool, without a spool.Response (its lock, chunk and
 	// copy). A body that pauses midway goes on through the spool as
 	// any other.
-	gathering := held && !reset && resp.ContentLength >= 0 && resp.ContentLength <= int64(len(buf))
 	var dst io.Writer = w
 	if !held {
 		w.WriteHeader(resp.StatusCode)

@@ -30,6 +30,41 @@ const maxResponseHeaderBytes = limits.UpstreamHeaderBytes
 // connections are reused sooner and skip the system call.
 const checkAfter = 200 * time.Millisecond
 
+// readBufSize is the read buffer of a connection serving a request: a
+// response head with a body of up to about 30 KB arrives in one read and
+// is relayed from it without a copy (relay). An idle connection holds
+// none: buffers go back to readers between requests.
+const readBufSize = 32 << 10
+
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+// attach gives c a read buffer for the exchange it is about to serve.
+func (c *conn) attach() {
+	if c.br == nil {
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(&c.lr)
+	}
+}
+
+// detach returns c's read buffer (its bytes are dropped) to the pool.
+func (c *conn) detach() {
+	if c.br != nil {
+		putReader(c.br)
+		c.br = nil
+	}
+}
+
+func putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	readers.Put(br)
+}
+
+// close closes c and returns its read buffer.
+func (c *conn) close() {
+	c.nc.Close()
+	c.detach()
+}
+
 // upstream is one configured server: its address, its pool of kept-alive
 // connections and its counters.
 type upstream struct {
@@ -244,6 +279,7 @@ func (u *upstream) get(check bool) *conn {
 		}
 		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.raw)) {
 			c.reused = true
+			c.attach()
 			return c
 		}
 		c.nc.Close()
@@ -256,11 +292,12 @@ func (u *upstream) get(check bool) *conn {
 // put returns a connection whose exchange completed cleanly to the pool,
 // or closes it when the pool is full or the handler closed.
 func (u *upstream) put(c *conn) {
-	if c.br.Buffered() > 0 {
+	if c.br != nil && c.br.Buffered() > 0 {
 		// Bytes after the end of a response: the upstream is confused.
-		c.nc.Close()
+		c.close()
 		return
 	}
+	c.detach()
 	c.idleSince = time.Now()
 	u.mu.Lock()
 	if len(u.idle) < u.h.keepalive && !u.h.closed.Load() {
@@ -300,7 +337,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c := &conn{nc: nc, raw: raw, up: u}
 	c.lr.r = nc
-	c.br = bufio.NewReaderSize(&c.lr, 4096)
+	c.attach()
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.lr.c = c
 	c.abort = c.kill
