@@ -72,7 +72,9 @@
 // buffer). A 32 KiB read buffer per busy upstream connection (pooled,
 // none while idle) took the 30 KB page from 3.9 to 2.9 reads per request,
 // but raised arka's peak RSS under wrk from 27 to 36 MB (the live heap
-// grows by the buffers and the collector's GOGC multiplies it): not done.
+// grows by the buffers and the collector's GOGC multiplies it): not done
+// then; done in the third pass below, once the body no longer needed a
+// copy buffer and a spool chunk besides.
 //
 // Second pass (perf stat and perf record of arka alone under wrk, 16 and
 // 64 connections, the upstream in another process; the shared 2-core
@@ -102,9 +104,43 @@
 // Left, small answer: write system calls 37 % (loopback delivery), reads,
 // the scheduler and sysmon (the runtime's, not this package's); 2 writes
 // and 2.9 reads per request, of which one is the engine's failing read of
-// the client's next request. The 30 KB page still takes two reads from the
-// upstream (4 KiB buffer, then the rest): a larger buffer costs RSS (see
-// above), which is already 1.4x nginx's in this test.
+// the client's next request.
+//
+// Third pass (December 2026; the shared 2-core machine at load average
+// 13-20 throughout, so wall and CPU figures of whole runs moved by 20-50 %
+// from run to run and only counts, shares and in-process CPU are given).
+// Arka against nginx side by side (same upstream, wrk, 64 connections),
+// CPU per request from /proc utime and stime: system time is the same
+// (24-27 us against 24 us, small answer over plain HTTP/1.1), user time is
+// not (18-27 us against 12 us). System calls per request, perf stat:
+//
+//	                          arka                     nginx
+//	small, plain HTTP/1.1     2 write, 2.9 read        1 writev+1 writev, 2 recvfrom
+//	                          0.16-0.21 epoll_pwait    0.10 epoll_wait
+//	small, TLS to the client  2 write, 3.1 read        2 write(v), 2 read+1 recvfrom
+//	30 KB, TLS to the client  4.1 write, 3.2 read      3 write(v), 2 read+7 readv+1 recvfrom
+//
+// So the system calls are as few as nginx's but for the engine's failing
+// read of the client's next request (package h1's doc says why it stays)
+// and, over TLS, one write per TLS record (crypto/tls writes each record
+// by itself: the 30 KB page goes out in three). perf record of arka's user
+// time: the runtime (scheduler, netpoll, sysmon, memmove) 9 % of all
+// samples, package h1 5 %, maps and allocation 5 %, this package 4 %,
+// package server 2.6 %, internal/poll and wire 4.5 %. This package's own
+// CPU per request is 3-5 us of the 45-60 us arka spends (BenchmarkHandlerMem:
+// the handler over an upstream connection in memory, no system calls).
+// What changed:
+//   - a buffered body of known length up to 32 KiB that comes without a
+//     pause is gathered in one buffer and sent from it after the upstream
+//     connection is pooled, instead of through a spool.Response (its
+//     lock, condition variable, pooled chunk and a copy of the body):
+//     BenchmarkHandlerMem 30 KB page 5.2 -> 4.0 us CPU per request;
+//   - a connection reads into a 32 KiB buffer taken from a pool per
+//     exchange (none while idle; was 4 KiB each), and a body that came
+//     whole with its head goes to the client from that buffer without a
+//     copy: the 30 KB page's reads 4.3 -> 3.1 per request. Peak RSS under
+//     wrk unchanged (30-36 MB, base and after), since the buffer replaces
+//     the copy buffer and spool chunk such a response took before.
 //
 // make bench-go (tests/bench): 13 allocations per proxied request over
 // HTTP/1.1 (small answer, whole process), 33 over HTTP/2, with
