@@ -1194,6 +1194,12 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 	// until then a body the upstream breaks is answered 502.
 	early := c.br.Buffered() == 0
 	held := buffered && !early // the status is held (a 502 is still possible)
+	// Gathering: a buffered body of known length that fits a copy buffer
+	// is read into one while it comes without waiting; whole, it goes to
+	// the client from there (relayed.finish) once the upstream connection
+	// is back in the pool, without a spool.Response (its lock, chunk and
+	// copy); when it came with the head, from the read buffer itself. A
+	// body that pauses midway goes on through the spool as any other.
 	gathering := held && !reset && resp.ContentLength >= 0 && resp.ContentLength <= copyBufSize
 	if gathering {
 		if body, ok := resp.bufferedBody(); ok {
@@ -1213,12 +1219,6 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 			h.bufs.Put(bp)
 		}
 	}()
-	// Gathering: a buffered body of known length that fits buf is read
-	// into it while it comes without waiting; whole, it goes to the
-	// client from there (relayed.finish) once the upstream connection is
-	// back in the pool, without a spool.Response (its lock, chunk and
-	// copy). A body that pauses midway goes on through the spool as
-	// any other.
 	var dst io.Writer = w
 	if !held {
 		w.WriteHeader(resp.StatusCode)
