@@ -135,12 +135,15 @@
 //     connection is pooled, instead of through a spool.Response (its
 //     lock, condition variable, pooled chunk and a copy of the body):
 //     BenchmarkHandlerMem 30 KB page 5.2 -> 4.0 us CPU per request;
-//   - a connection reads into a 32 KiB buffer taken from a pool per
-//     exchange (none while idle; was 4 KiB each), and a body that came
-//     whole with its head goes to the client from that buffer without a
-//     copy: the 30 KB page's reads 4.3 -> 3.1 per request. Peak RSS under
-//     wrk unchanged (30-36 MB, base and after), since the buffer replaces
-//     the copy buffer and spool chunk such a response took before.
+//   - a connection reads a response head into a 32 KiB buffer taken from
+//     a pool once the answer is there (none while idle or waiting for its
+//     upstream; was 4 KiB each throughout), and a body that came whole
+//     with its head goes to the client from that buffer without a copy:
+//     the 30 KB page's reads 4.3 -> 3.1 per request. An event stream, a
+//     long poll or a tunnel swaps it for a 4 KiB one (conn.shrink). Peak
+//     RSS under wrk unchanged (30-36 MB, base and after), since the
+//     buffer replaces the copy buffer and spool chunk such a response
+//     took before.
 //
 // make bench-go (tests/bench): 13 allocations per proxied request over
 // HTTP/1.1 (small answer, whole process), 33 over HTTP/2, with
@@ -838,7 +841,7 @@ func (h *Handler) send(c *conn) error {
 		c.nc.SetReadDeadline(t)
 		c.rdl, c.readDeadline = t, true
 	}
-	if c.br.Buffered() > 0 {
+	if c.br != nil && c.br.Buffered() > 0 {
 		return c.bw.Flush()
 	}
 	return c.send.Send()
@@ -973,6 +976,7 @@ func (h *Handler) copyOut(c *conn, buf []byte, src io.Reader, chunked bool) erro
 // readHead reads the response head, relaying informational responses
 // (103 Early Hints) and dropping 100 Continue.
 func (h *Handler) readHead(w http.ResponseWriter, r *http.Request, c *conn) (*response, error) {
+	c.attach()
 	c.lr.limited, c.lr.n, c.lr.body = true, maxResponseHeaderBytes, false
 	defer func() { c.lr.limited = false }()
 	resp := &c.resp
@@ -1265,6 +1269,15 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 					return false, nil // the client left
 				}
 				written += int64(n)
+			}
+			if resp.framing != respLength {
+				// An event stream or a long poll: the rest comes in reads
+				// into buf, and a small read buffer will do while it
+				// lasts. (A body of known length keeps the large one: its
+				// last read, through the buffer, finds any bytes the
+				// upstream sent past its end, and put refuses the
+				// connection; a read of exactly what is left would not.)
+				c.shrink()
 			}
 		}
 		if rerr == io.EOF {

@@ -30,19 +30,38 @@ const maxResponseHeaderBytes = limits.UpstreamHeaderBytes
 // connections are reused sooner and skip the system call.
 const checkAfter = 200 * time.Millisecond
 
-// readBufSize is the read buffer of a connection serving a request: a
-// response head with a body of up to about 30 KB arrives in one read and
-// is relayed from it without a copy (relay). An idle connection holds
-// none: buffers go back to readers between requests.
-const readBufSize = 32 << 10
+// readBufSize is the read buffer of a connection reading a response
+// head: the head with a body of up to about 30 KB arrives in one read and
+// is relayed from it without a copy (relay). It is taken when the answer
+// is there to read (after wire.Sender's wait), and given back when the
+// exchange ends, or swapped for one of smallBufSize when the response
+// goes on streaming (events, long polls, a large body, a tunnel), so
+// neither an idle connection nor one waiting for its upstream holds one.
+const (
+	readBufSize  = 32 << 10
+	smallBufSize = 4 << 10
+)
 
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+var (
+	readers      = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+	smallReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, smallBufSize) }}
+)
 
-// attach gives c a read buffer for the exchange it is about to serve.
+// attach gives c a read buffer for the response it is about to read.
 func (c *conn) attach() {
 	if c.br == nil {
 		c.br = readers.Get().(*bufio.Reader)
 		c.br.Reset(&c.lr)
+	}
+}
+
+// shrink swaps c's read buffer for a small one when it holds no bytes.
+func (c *conn) shrink() {
+	if c.br != nil && c.br.Size() > smallBufSize && c.br.Buffered() == 0 {
+		putReader(c.br)
+		c.br = smallReaders.Get().(*bufio.Reader)
+		c.br.Reset(&c.lr)
+		c.resp.br = c.br
 	}
 }
 
@@ -56,7 +75,11 @@ func (c *conn) detach() {
 
 func putReader(br *bufio.Reader) {
 	br.Reset(nil)
-	readers.Put(br)
+	if br.Size() == smallBufSize {
+		smallReaders.Put(br)
+	} else {
+		readers.Put(br)
+	}
 }
 
 // close closes c and returns its read buffer.
@@ -279,7 +302,6 @@ func (u *upstream) get(check bool) *conn {
 		}
 		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.raw)) {
 			c.reused = true
-			c.attach()
 			return c
 		}
 		c.nc.Close()
@@ -337,7 +359,6 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c := &conn{nc: nc, raw: raw, up: u}
 	c.lr.r = nc
-	c.attach()
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.lr.c = c
 	c.abort = c.kill
