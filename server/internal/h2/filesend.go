@@ -147,6 +147,14 @@ func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 	}
 }
 
+// regular reports whether f is a regular file, whose reads do not wait
+// for a writer: a pipe's may, and must not under c.wmu. (f.Stat rather
+// than the descriptor: Fd would put a pipe in blocking mode.)
+func regular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // copySlow copies at most max bytes of src with one read into a pooled
 // buffer and Write. At end of file it returns 0 and nil.
 func (w *responseWriter) copySlow(src io.Reader, max int64) (int64, error) {

@@ -164,3 +164,56 @@ func TestSendFileWindows(t *testing.T) {
 		t.Errorf("got %d bytes, equal %v", len(got), bytes.Equal(got, data))
 	}
 }
+
+// TestSendFilePipe: a pipe is an *os.File too, but its reads wait for its
+// writer: copying from it must not hold up the connection's other
+// streams (here the writer waits for another stream's response).
+func TestSendFilePipe(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pipe" {
+			w.WriteHeader(200)
+			w.(io.ReaderFrom).ReadFrom(pr)
+			return
+		}
+		io.WriteString(w, "other")
+	}))
+	c := client()
+	get(t, c, "https://"+addr+"/warm") // one connection for both streams
+	time.Sleep(100 * time.Millisecond) // and its stream ended: /pipe's is alone
+	piped := make(chan string, 1)
+	go func() {
+		resp, err := c.Get("https://" + addr + "/pipe")
+		if err != nil {
+			piped <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		piped <- string(b)
+	}()
+	time.Sleep(200 * time.Millisecond) // the pipe's handler waits in its read
+	done := make(chan string, 1)
+	go func() {
+		_, body := get(t, c, "https://"+addr+"/other")
+		done <- body
+	}()
+	select {
+	case body := <-done:
+		if body != "other" {
+			t.Errorf("other stream: %q", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stream copying from a pipe held up the connection's other stream")
+	}
+	pw.Write([]byte("from the pipe"))
+	pw.Close()
+	if got := <-piped; got != "from the pipe" {
+		t.Errorf("pipe: %q", got)
+	}
+}

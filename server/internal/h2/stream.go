@@ -797,7 +797,7 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	w.flushLater = true
 	var n int64
 	var err error
-	if w.head || !w.bodyOK {
+	if f, _ := fileOf(src); w.head || !w.bodyOK || !regular(f) {
 		bp := copyBufs.Get().(*[]byte)
 		n, err = io.CopyBuffer((*plainWriter)(w), src, *bp)
 		copyBufs.Put(bp)
