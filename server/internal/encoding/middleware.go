@@ -255,16 +255,16 @@ func (e *encWriter) stream() error {
 	return e.drain()
 }
 
-// sendWhole codes the gathered body, or finds it coded, and sends it with
+// sendWhole codes the whole body, or finds it coded, and sends it with
 // its Content-Length.
-func (e *encWriter) sendWhole() error {
+func (e *encWriter) sendWhole(body []byte) error {
 	rc := &e.m.o.Pools.reuse
-	sum := rc.hash(e.coding, e.level, e.buf)
-	out := rc.get(sum, e.coding, e.level, e.buf)
+	sum := rc.hash(e.coding, e.level, body)
+	out := rc.get(sum, e.coding, e.level, body)
 	if out == nil {
 		sw := sliceWriter{e.coded[:0]}
 		enc := e.m.o.Pools.Get(e.coding, e.level, &sw)
-		_, err := enc.Write(e.buf)
+		_, err := enc.Write(body)
 		if err == nil {
 			err = enc.Close()
 		}
@@ -274,7 +274,7 @@ func (e *encWriter) sendWhole() error {
 			return err
 		}
 		out = e.coded
-		rc.put(sum, e.coding, e.level, e.buf, out)
+		rc.put(sum, e.coding, e.level, body, out)
 	}
 	e.buf = e.buf[:0]
 	e.st = sentWhole
@@ -323,9 +323,17 @@ func (e *encWriter) Write(p []byte) (int, error) {
 			}
 			return e.enc.Write(p)
 		}
+		if len(e.buf) == 0 && len(p) == e.want {
+			// All of it in one write (the FastCGI handler's page): coded
+			// or looked up where it lies, without a copy.
+			if err := e.sendWhole(p); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
 		e.buf = append(e.buf, p...)
 		if len(e.buf) == e.want {
-			if err := e.sendWhole(); err != nil {
+			if err := e.sendWhole(e.buf); err != nil {
 				return 0, err
 			}
 		}

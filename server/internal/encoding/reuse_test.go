@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/enginetest"
 )
 
@@ -36,7 +37,11 @@ func TestReuseCodedBodies(t *testing.T) {
 			if cc != "" {
 				w.Header().Set("Cache-Control", cc)
 			}
-			io.WriteString(w, b[:len(b)/3]) // in pieces, as the FastCGI handler may
+			if r.URL.Path == "/one" {
+				io.WriteString(w, b) // in one write, as the FastCGI handler's page
+				return
+			}
+			io.WriteString(w, b[:len(b)/3]) // in pieces
 			io.WriteString(w, b[len(b)/3:])
 		}
 	}
@@ -46,6 +51,7 @@ func TestReuseCodedBodies(t *testing.T) {
 		"/private": withLength(`private="Set-Cookie", max-age=60`, same),
 		"/nostore": withLength("no-store", same),
 		"/unique":  withLength("", func() string { return page + strconv.FormatInt(n.Add(1), 10) }),
+		"/one":     withLength("", func() string { return page + "one" }),
 		"/flushes": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("Content-Length", strconv.Itoa(len(page)))
@@ -68,8 +74,11 @@ func TestReuseCodedBodies(t *testing.T) {
 				t.Fatalf("%s: Content-Encoding %q", path, resp.Header.Get("Content-Encoding"))
 			}
 			want := page
-			if path == "/unique" {
+			switch path {
+			case "/unique":
 				want = page + strconv.FormatInt(n.Load(), 10)
+			case "/one":
+				want = page + "one"
 			}
 			if got := string(decodeBody(t, "zstd", b)); got != want {
 				t.Fatalf("%s: body does not decode to what the handler wrote", path)
@@ -97,6 +106,15 @@ func TestReuseCodedBodies(t *testing.T) {
 		third := get("/page")
 		if string(first) != string(second) || string(second) != string(third) {
 			t.Errorf("coded bodies differ between requests")
+		}
+		one := get("/one")
+		if string(get("/one")) != string(one) || string(get("/one")) != string(one) {
+			t.Errorf("a body written in one piece: coded bodies differ between requests")
+		}
+		body := []byte(page + "one")
+		sum := pools.reuse.hash(Zstd, config.DefaultZstdLevel, body)
+		if pools.reuse.get(sum, Zstd, config.DefaultZstdLevel, body) == nil {
+			t.Errorf("a body written in one piece is not stored")
 		}
 		// The coded length is known: sent as a Content-Length.
 		resp, b := do(t, c, "GET", "/page", "zstd")
