@@ -100,9 +100,10 @@
 //     (php-fpm's answer in 4 and 8 KiB buffers), 2 writes, 2 reads, 1
 //     recvfrom. Arka's 3 client writes are the h1 engine's over TLS: its
 //     4 KiB buffer with the head goes as one record, the rest of the body
-//     as two more, each record its own system call (crypto/tls); holding
-//     the wire.BatchConn under the TLS connection across that write, as
-//     the HTTP/2 engine does, would send the three in one.
+//     as two more, each record its own system call (crypto/tls). The h1
+//     engine now holds the wire.BatchConn under the TLS connection across
+//     that write, as the HTTP/2 engine does, and the three go in one
+//     (h1's writeBatched): Arka's CPU per page 0.26-0.32 -> 0.20-0.25 ms.
 //   - The page compressed for browsers: zstd at level 1 was 45 to 50% of
 //     Arka's CPU. A page of known length now goes to the encoding
 //     middleware whole, which keeps the coded form of the last bodies it
