@@ -107,9 +107,10 @@ func TestReuseCodedBodies(t *testing.T) {
 		if string(first) != string(second) || string(second) != string(third) {
 			t.Errorf("coded bodies differ between requests")
 		}
-		one := get("/one")
-		if string(get("/one")) != string(one) || string(get("/one")) != string(one) {
-			t.Errorf("a body written in one piece: coded bodies differ between requests")
+		for i, one := 0, get("/one"); i < 2; i++ {
+			if string(get("/one")) != string(one) {
+				t.Errorf("a body written in one piece: coded bodies differ between requests")
+			}
 		}
 		body := []byte(page + "one")
 		sum := pools.reuse.hash(Zstd, config.DefaultZstdLevel, body)
