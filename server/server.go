@@ -154,7 +154,8 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
-	// Listen binds a listen address (default net.Listen), for tests that
+	// Listen binds a listen address (default listenTCP: net.Listen with
+	// TCP keep-alive set on the listening socket), for tests that
 	// hand over sockets they bound themselves.
 	Listen func(network, address string) (net.Listener, error)
 	// PHP is the php-fpm Arka runs itself (package appliance/device/phpfpm), used
@@ -240,7 +241,7 @@ func New(o Options) *Server {
 		o.DiskPath = o.StateDir
 	}
 	if o.Listen == nil {
-		o.Listen = net.Listen
+		o.Listen = listenTCP
 	}
 	if o.SpoolDir == "" && o.StateDir != "" {
 		// Request bodies are spooled to disk under the state directory
