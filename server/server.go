@@ -49,8 +49,9 @@
 //   - 18 % system calls: about 18 per connection (strace -c -f; nginx's
 //     workers about 20): accept4, getsockname, one setsockopt
 //     (TCP_NODELAY; TCP keep-alive is inherited from the listening socket,
-//     listenTCP), two epoll_ctl, about five reads (ClientHello, the
-//     client's Finished, the request, its close_notify, EAGAINs), two
+//     listenTCP), two epoll_ctl, about five reads (the client's Finished,
+//     the request, its close_notify, EAGAINs; the ClientHello is there at
+//     accept, TCP_DEFER_ACCEPT), two
 //     writes (the server's flight with its ticket; the answer with
 //     close_notify, see h1's closeWrite), close; the rest is the
 //     scheduler's futex and nanosleep.
