@@ -290,7 +290,14 @@ func (c *conn) serve() {
 			c.wdeadline = time.Time{}
 			c.rwc.SetWriteDeadline(time.Time{})
 		}
-		if c.w.closeAfter || !c.body.discard(256<<10) {
+		if !c.w.closeAfter && c.body.mustWait() {
+			// The answer goes out before the unread rest of the body is
+			// discarded: that may wait up to two seconds for the client.
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
+		if c.w.closeAfter || !c.body.discard(maxDiscard) {
 			c.closeWrite() // flushes c.bw
 			return
 		}
