@@ -48,7 +48,8 @@ type tcpConn interface {
 type conn struct {
 	srv    *Server
 	rwc    net.Conn
-	tcp    tcpConn // nil over TLS: no sendfile
+	tcp    tcpConn         // nil over TLS: no sendfile
+	batch  *wire.BatchConn // under TLS, if the server put one there (writeBatched)
 	tls    *tls.ConnectionState
 	br     *bufio.Reader
 	bw     *bufio.Writer
@@ -158,6 +159,9 @@ func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
 	c.pre.R = rw
 	c.tcp, _ = rw.(tcpConn)
+	if tc, ok := rw.(*tls.Conn); ok {
+		c.batch, _ = tc.NetConn().(*wire.BatchConn)
+	}
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
