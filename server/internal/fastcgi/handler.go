@@ -92,24 +92,30 @@
 //   - Arka's own part, about 0.10 ms, is nginx's (0.10 to 0.11 ms), and
 //     mostly the kernel's (pprof of a whole run): the write to the client
 //     39% (the system calls 31%, AES-GCM 7%), the read of php-fpm's
-//     answer 22% (one read of the whole 25 KB answer when php-fpm has
-//     sent it all, about 1.6 per request under load), the write of the
-//     request 6%, the client's request 6%; this package's own code (CGI
-//     header, params, queue) is under 5%. System calls per page (perf
-//     stat): Arka 3.5 writes and 2.6 reads; nginx 1 writev, 6 readv
-//     (php-fpm's answer in 4 and 8 KiB buffers), 2 writes, 2 reads, 1
-//     recvfrom. Arka's 3 client writes are the h1 engine's over TLS: its
-//     4 KiB buffer with the head goes as one record, the rest of the body
-//     as two more, each record its own system call (crypto/tls). The h1
-//     engine now holds the wire.BatchConn under the TLS connection across
-//     that write, as the HTTP/2 engine does, and the three go in one
-//     (h1's writeBatched): Arka's CPU per page 0.26-0.32 -> 0.20-0.25 ms.
+//     answer 22%, the write of the request 6%, the client's request 6%;
+//     this package's own code (CGI header, params, queue) is under 5%.
+//     System calls per page (perf stat, strace of the reads): nginx 1
+//     writev, 6 readv (php-fpm's answer in 4 and 8 KiB buffers), 2
+//     writes, 2 reads, 1 recvfrom; Arka 2 writes (the request, the
+//     response) and 3 reads: the client's request, php-fpm's whole
+//     answer (held for holdDelay, see conn.readHeld: about one read in 40
+//     of it finds nothing yet, EAGAIN), and the h1 engine's read for the
+//     next request, which fails (EAGAIN) before it waits. There were 4
+//     writes: the h1 engine's 4 KiB buffer with the head went over TLS
+//     as one record, the rest of the body as two more, each record its
+//     own system call (crypto/tls). The h1 engine now holds the
+//     wire.BatchConn under the TLS connection across that write, as the
+//     HTTP/2 engine does, and the three go in one (h1's writeBatched):
+//     Arka's CPU per page 0.26-0.32 -> 0.20-0.25 ms in paired runs.
 //   - The page compressed for browsers: zstd at level 1 was 45 to 50% of
 //     Arka's CPU. A page of known length now goes to the encoding
 //     middleware whole, which keeps the coded form of the last bodies it
 //     coded and sends it again for the same bytes (see encoding's
-//     reuse.go): on php-page-br Arka's CPU per request went from 0.37 to
-//     0.25 to 0.31 ms, a little below the uncompressed page's.
+//     reuse.go): on php-page-br Arka's CPU per request went from 0.27 to
+//     0.37 ms to 0.18 to 0.25 ms (0.68-0.81x nginx's to 0.45-0.62x), a
+//     little below the uncompressed page's. The goal, 0.38x, would leave
+//     about 0.19 ms per request for the whole tree: php-fpm's share
+//     alone.
 package fastcgi
 
 import (
