@@ -51,14 +51,14 @@
 // group that clear empties at once (was a table of 4 groups), the idle
 // wait and the dispatch reuse clock readings the engine made anyway, Date
 // reads the monotonic clock only (package wire), together 11.1 -> 7.2
-// vDSO clock calls per request (time.Now makes two), and the field
-// positions of a request head go into a slice the connection keeps (was
-// 1.5 KB of stack zeroed per request). BenchmarkRequestWrk, user+system
-// CPU of 1.5 M requests, -cpu 1, four alternated runs each: 1.35-1.60
-// (base) -> 1.21-1.42 µs per request. The whole server under wrk (64
-// connections, TLS, CPU of the process per request, three alternated runs
-// each, on a machine whose other load took 1.4-1.9 of its 2 cores):
-// 17.0-18.3 -> 15.0-19.0 µs, a change within that noise.
+// vDSO clock calls per request (time.Now makes two). Keeping the request
+// head's field positions in a slice of the connection instead of a
+// [32]field array zeroed on the stack (1.5 KB) measured no different
+// (BenchmarkRequestWrk, user+system CPU, six alternated runs: fastest
+// 1.12 against 1.14 µs per request) and was left out. The whole server
+// under wrk (64 connections, TLS, CPU of the process per request, three
+// alternated runs each, on a machine whose other load took 1.4-1.9 of
+// its 2 cores): 17.0-18.3 -> 15.0-19.0 µs, a change within that noise.
 //
 // System calls per request, perf stat on arka under wrk (16 connections,
 // small page): one write, and two reads over plain TCP and over TLS (as
