@@ -73,7 +73,13 @@
 // read, while the handler ran, would never wake it (edge-triggered epoll
 // does not repeat itself) and the connection would hang until its idle
 // timeout. TestRequestWhileHandling fails so within 3 s with that change.
-// The read that fails costs one short system call, no copy.
+// The read that fails costs one short system call, no copy. nginx over
+// plain TCP does without it (perf stat, same load, 2026-12-02: 0.99
+// recvfrom, 0.99 writev and 0.13 epoll_wait per request, against Arka's
+// 1.89 reads, 1.00 write, 0.21 epoll_pwait and 0.02 futex): with
+// EPOLLRDHUP it takes a read that returned less than asked as having
+// emptied the socket and waits for epoll's next edge; Go's poller keeps
+// no such state between reads (RawRead clears what it recorded, as above).
 //
 // A body write larger than the write buffer's room, after the head (and
 // any body start) went into the buffer, is sent with them in one writev
