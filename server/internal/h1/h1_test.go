@@ -895,3 +895,66 @@ func TestLargeWriteOneSyscall(t *testing.T) {
 		}
 	}
 }
+
+// A response must not wait for the next request to arrive whole: with a
+// stray CRLF after a request (RFC 9112 section 2.2: to be ignored), or the
+// first bytes of a pipelined head, the server answers the request it has
+// at once, as the client may send nothing more until it has the answer.
+func TestAnswerBeforeNextRequestArrives(t *testing.T) {
+	addr := start(t, echo)
+	cases := []struct{ name, raw, want string }{
+		{"CRLF after request", "GET /a HTTP/1.1\r\nHost: x\r\n\r\n\r\n", "GET /a "},
+		{"CRLF after POST body", "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\n", "POST /p raw= q= host=x len=3"},
+		{"part of the next head", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HT", "GET /a "},
+		{"next head whole, its body not", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhe", "GET /a "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.Write([]byte(c.raw))
+			conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer while the connection stays open: %v", err)
+			}
+			b, _ := io.ReadAll(r.Body)
+			if r.StatusCode != 200 || !strings.HasPrefix(string(b), c.want) {
+				t.Errorf("got %d %q, want 200 %q...", r.StatusCode, b, c.want)
+			}
+		})
+	}
+}
+
+// A handler that answers without reading the request body (401, 405,
+// 413 for an upload): the answer goes out at once, not after the server
+// has waited for the rest of the body it discards (RFC 9112 section 9.6
+// lets it close after answering; nothing asks it to hold the answer).
+func TestAnswerBeforeDiscardingBody(t *testing.T) {
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	for _, head := range []string{
+		"POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n",
+		"POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\n",
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(head + strings.Repeat("a", 10000)))
+		start := time.Now()
+		conn.SetReadDeadline(start.Add(5 * time.Second))
+		r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		if took := time.Since(start); r.StatusCode != 401 || took > time.Second {
+			t.Errorf("%q: %d after %v, want 401 at once", head, r.StatusCode, took)
+		}
+		conn.Close()
+	}
+}

@@ -143,6 +143,11 @@ func (w *response) writeBody(p []byte) (int, error) {
 	return bw.Write(p)
 }
 
+// maxAnswerBeforeBody bounds, in bytes, a complete response sent before
+// the unread rest of its request's body is discarded (see sendHeader):
+// loopback and LAN sockets buffer far more.
+const maxAnswerBeforeBody = 16 << 10
+
 // sendHeader writes the status line and header fields. final says the
 // handler has finished, so an unknown length is the pending bytes.
 func (w *response) sendHeader(final bool) {
@@ -158,22 +163,31 @@ func (w *response) sendHeader(final bool) {
 	if wire.HasToken(h["Connection"], "close") {
 		w.closeAfter = true
 	}
-	// A client that sends its whole request before reading the response
-	// would deadlock against a response that fills its window while the
-	// body is unread: read the rest of the body first (up to 256 KiB), or
-	// close after this response. Handlers that stream both ways call
-	// EnableFullDuplex. (net/http does the same.)
-	if !w.fullDuplex && !w.closeAfter && !w.c.body.eof && w.req.Body != http.NoBody {
-		if !w.c.body.discard(256 << 10) {
-			w.closeAfter = true
-		}
-	}
 	if w.c.srv.closing.Load() {
 		w.closeAfter = true
 	}
 	// Length, Content-Type and trailers as both engines decide them; the
 	// framing of a body of unknown length is HTTP/1.1's own.
 	length, trailers := core.PrepareHead(h, w.coreHead(final), w.trailers)
+	// A client that sends its whole request before reading the response
+	// would deadlock against a response that fills its window while the
+	// body is unread: read the rest of the body first (up to 256 KiB), or
+	// close after this response. Handlers that stream both ways call
+	// EnableFullDuplex. (net/http does the same.) A whole answer small
+	// enough for the socket's buffers (a 401, 405 or 413 to an upload)
+	// cannot deadlock: it goes out first, and the connection discards
+	// the body after it (serve), so a client that pauses does not hold
+	// its answer up.
+	small := final && length >= 0 && length <= maxAnswerBeforeBody
+	if !w.fullDuplex && !w.closeAfter && !w.c.body.eof && w.req.Body != http.NoBody {
+		if small {
+			// Only a body that cannot be discarded decides now: its
+			// answer says the connection closes.
+			w.closeAfter = w.c.body.wontDiscard(maxDiscard)
+		} else if !w.c.body.discard(maxDiscard) {
+			w.closeAfter = true
+		}
+	}
 	w.trailers = trailers
 	switch {
 	case !w.bodyOK:
