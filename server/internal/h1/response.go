@@ -140,7 +140,38 @@ func (w *response) writeBody(p []byte) (int, error) {
 		}
 		return c.tailN, err
 	}
+	if c := w.c; c.batch != nil && len(p) > bw.Available() && len(p) <= maxBatch {
+		return c.writeBatched(p)
+	}
 	return bw.Write(p)
+}
+
+// maxBatch is the largest body write whose TLS records are gathered into
+// one system call (writeBatched): four full records.
+const maxBatch = 64 << 10
+
+var batchPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+// writeBatched writes p through bufio with the TLS connection's records
+// gathered under it (wire.BatchConn) and sent in one system call: over
+// TLS the buffered head, then p's records, were each a write of their own
+// (a 25 KB FastCGI page after its head: three, 4 + 16 + 5 KiB of
+// records). On php-page (A B A B twice under shared load, load 17 to
+// 26) Arka's CPU per page went from 0.26-0.32 to 0.20-0.25 ms, 0.91-1.07x
+// nginx's against 1.00-1.22x.
+func (c *conn) writeBatched(p []byte) (int, error) {
+	bp := batchPool.Get().(*[]byte)
+	c.batch.Hold((*bp)[:0])
+	n, err := c.bw.Write(p)
+	buf, ferr := c.batch.Flush()
+	if cap(buf) <= 2*maxBatch {
+		*bp = buf[:0]
+		batchPool.Put(bp)
+	}
+	if err == nil && ferr != nil {
+		return 0, ferr
+	}
+	return n, err
 }
 
 // maxAnswerBeforeBody bounds, in bytes, a complete response sent before
