@@ -99,6 +99,23 @@ type conn struct {
 	// batch is the connection under TLS when it can gather writes: the
 	// records of an output larger than one go out in one system call.
 	batch *wire.BatchConn
+
+	// Handlers run on the reader goroutine (inline.go): inline is the
+	// stream onHeaders left to run there, role who reads frames meanwhile,
+	// roleBack gives reading back to the serving goroutine, noInline
+	// counts streams left to the workers after a lend, inlineSeq counts
+	// inline runs and watchSeq is the count the watchdog saw last.
+	// helperWaiting (a helper waits for the next frame) and recalled (its
+	// wait is cut short) are under smu.
+	inline        *stream
+	role          atomic.Int32
+	roleBack      chan bool
+	noInline      int
+	inlineSeq     atomic.Uint32
+	watchSeq      uint32 // the watchdog's (Server.inlineWatch)
+	helperWaiting bool
+	recalled      bool
+	recallSeen    bool // the helper's last wait was cut short by a recall (the reader's)
 }
 
 // Writer goroutine states (conn.wstate).
@@ -211,6 +228,7 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 		c.batch, _ = tc.NetConn().(*wire.BatchConn)
 	}
 	c.writeFn = c.writeLoop
+	c.roleBack = make(chan bool, 1)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -237,16 +255,16 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	return c
 }
 
-// serve runs the connection: preface, settings, then frames until the end.
+// serve runs the connection: preface, settings, then frames until the
+// end. It returns when the connection has ended, whichever goroutine read
+// its last frame (see readLoop): after it, no goroutine reads the
+// connection.
 func (c *conn) serve() {
+	ended := true
 	defer func() {
-		if p := recover(); p != nil {
-			buf := make([]byte, 16<<10)
-			c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
-				"stack", string(buf[:runtime.Stack(buf, false)]))
+		if ended {
+			c.end(recover())
 		}
-		c.shutdown()
-		c.releaseReader()
 	}()
 
 	// RFC 9113 section 3.4: the client preface, then SETTINGS, within the
@@ -270,27 +288,73 @@ func (c *conn) serve() {
 	c.fw.WriteWindowUpdate(0, connWindow-65535)
 	c.wmu.Unlock()
 	c.kickWriter()
+	ended = false
+	c.readLoop(false)
+}
 
+// end finishes the connection once its frames are read: p is a panic of
+// the reader, logged.
+func (c *conn) end(p any) {
+	if p != nil {
+		buf := make([]byte, 16<<10)
+		c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
+			"stack", string(buf[:runtime.Stack(buf, false)]))
+	}
+	c.shutdown()
+	c.releaseReader()
+}
+
+// readLoop reads and processes frames until the connection ends, or, on
+// a goroutine that took reading over from a handler running inline
+// (helper), until it gives reading back (see inline.go). The goroutine
+// that reads the connection's last frame ends it (end).
+func (c *conn) readLoop(helper bool) {
+	ended := false
+	defer func() {
+		p := recover()
+		if !ended && p == nil {
+			return
+		}
+		c.end(p)
+		if helper {
+			c.helperEnded()
+		}
+	}()
 	for {
+		if helper && c.giveBack() {
+			return
+		}
 		if c.sawSettings {
 			c.setReadDeadline()
 		}
-		if err := c.waitFrame(); err != nil {
+		if err := c.waitFrameAs(helper); err != nil {
+			if helper && c.wasRecalled(err) {
+				continue // the handler returned: give reading back
+			}
 			if c.idleRetry(err) {
 				continue
 			}
 			c.readError(err)
+			ended = true
 			return
 		}
 		c.idleRetries = 0
 		f, err := c.readFrame()
 		if err != nil {
 			c.readError(err)
+			ended = true
 			return
 		}
 		if err := c.processFrame(f); err != nil {
 			if !c.handleError(err) {
+				ended = true
 				return
+			}
+		}
+		if st := c.inline; st != nil {
+			c.inline = nil
+			if !c.runInline(st) {
+				return // the connection ended meanwhile, on the helper
 			}
 		}
 	}
@@ -325,6 +389,9 @@ func (c *conn) setReadDeadline() {
 // that stops for Idle in the middle of a frame while a handler runs has
 // its connection closed by it, where it was never closed before.
 func (c *conn) armIdleLocked() {
+	if c.recalled {
+		return // the helper sets it when it sees the recall (inline.go)
+	}
 	to := c.srv.Limits.IdleTimeout()
 	if c.active > 0 || to <= 0 {
 		if !c.rdeadline.IsZero() && (to <= 0 || time.Until(c.rdeadline) < to) {

@@ -37,6 +37,7 @@ type stream struct {
 	localClosed atomic.Bool // END_STREAM or RST_STREAM sent
 	running     atomic.Bool // the handler runs
 	lingering   bool        // kept after the handler for a draining body (under c.smu)
+	inline      bool        // the handler runs on the reader goroutine (inline.go)
 	sendWindow  int64       // under c.wmu
 
 	ctx    *streamCtx
@@ -702,6 +703,9 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			blocked := st.sendWindow <= 0 || c.sendConn <= 0
 			if blocked {
 				c.stalled++
+			}
+			if st.inline {
+				c.lendNow() // only the reader brings window
 			}
 			c.kickWriter()
 			c.wcond.Wait()
