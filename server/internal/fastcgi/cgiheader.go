@@ -204,11 +204,14 @@ var hopByHop = map[string]bool{
 
 // setField adds a CGI header field to h. Values of one field name stay
 // separate entries, so Set-Cookie sent three times is three header lines.
+// A script's Server is dropped, as the proxy drops an upstream's: the
+// server sends its own, and Server is not a list field (RFC 9110 section
+// 10.2.4), so two lines of it would be malformed.
 // one, when not nil, is v alone in a slice shared by every response that
 // has the field with this value (see internCache): nothing modifies a
 // header value in place, and appending to it copies.
 func setField(h http.Header, name string, v string, one []string, vals *[]string) {
-	if hopByHop[name] {
+	if hopByHop[name] || name == "Server" {
 		return
 	}
 	if old, ok := h[name]; ok {

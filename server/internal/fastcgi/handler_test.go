@@ -314,6 +314,9 @@ func TestStatusLocationCookies(t *testing.T) {
 			if got := res.Header.Values("X-Multi"); len(got) != 2 || got[1] != "two" {
 				t.Errorf("X-Multi = %q", got)
 			}
+			if got := res.Header.Values("Server"); len(got) != 0 {
+				t.Errorf("the script's Server was relayed: %q (the server sends its own)", got)
+			}
 			if body != "cookies\n" {
 				t.Errorf("body %q", body)
 			}

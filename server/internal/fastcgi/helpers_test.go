@@ -68,6 +68,7 @@ setcookie('b', '2');
 setcookie('c', '3');
 header('X-Multi: one');
 header('X-Multi: two', false);
+header('Server: script');
 echo "cookies\n";
 `,
 	"app/stderr.php": `<?php

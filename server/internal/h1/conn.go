@@ -252,6 +252,14 @@ func (c *conn) serve() {
 			// deadlines through http.ResponseController).
 			c.setReadDeadline(time.Time{})
 		}
+		if c.bw.Buffered() > 0 && req.Body != http.NoBody && !c.bodyBuffered(req) {
+			// A pipelined response is still held (see the flush below)
+			// and this handler may now wait for body bytes the client
+			// sends only once it has its earlier answer.
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
 		c.w.reset(c, req)
 		c.rfixed = false
 		c.bodyArmed = time.Time{}
@@ -287,12 +295,27 @@ func (c *conn) serve() {
 			c.closeWrite()
 			return
 		}
-		if c.br.Buffered() == 0 {
+		// Responses to pipelined requests go out together, in one write,
+		// but only while the next request's whole head is already here:
+		// reading it then cannot wait. Anything less (nothing, a stray
+		// CRLF after a body, which RFC 9112 section 2.2 says to ignore,
+		// or the first bytes of a head) means the next read may wait for
+		// the client, which may be waiting for this answer. (A slow
+		// handler for the next request still delays them: answers to
+		// pipelined requests go out in order, RFC 9112 section 9.3.2.)
+		if !c.headerBuffered() {
 			if err := c.bw.Flush(); err != nil {
 				return
 			}
 		}
 	}
+}
+
+// bodyBuffered reports whether req's whole body is already in the read
+// buffer, so reading it cannot wait for the client: a body of known
+// length only (a chunked one is never assumed whole).
+func (c *conn) bodyBuffered(req *http.Request) bool {
+	return req.ContentLength >= 0 && int64(c.br.Buffered()) >= req.ContentLength
 }
 
 // waitRequest waits for the first byte of the next request. Over TLS the

@@ -895,3 +895,36 @@ func TestLargeWriteOneSyscall(t *testing.T) {
 		}
 	}
 }
+
+// A response must not wait for the next request to arrive whole: with a
+// stray CRLF after a request (RFC 9112 section 2.2: to be ignored), or the
+// first bytes of a pipelined head, the server answers the request it has
+// at once, as the client may send nothing more until it has the answer.
+func TestAnswerBeforeNextRequestArrives(t *testing.T) {
+	addr := start(t, echo)
+	cases := []struct{ name, raw, want string }{
+		{"CRLF after request", "GET /a HTTP/1.1\r\nHost: x\r\n\r\n\r\n", "GET /a "},
+		{"CRLF after POST body", "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\n", "POST /p raw= q= host=x len=3"},
+		{"part of the next head", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HT", "GET /a "},
+		{"next head whole, its body not", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhe", "GET /a "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.Write([]byte(c.raw))
+			conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer while the connection stays open: %v", err)
+			}
+			b, _ := io.ReadAll(r.Body)
+			if r.StatusCode != 200 || !strings.HasPrefix(string(b), c.want) {
+				t.Errorf("got %d %q, want 200 %q...", r.StatusCode, b, c.want)
+			}
+		})
+	}
+}

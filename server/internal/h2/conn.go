@@ -758,16 +758,21 @@ func (c *conn) credit(st *stream, n int32) {
 	}
 }
 
-// resetStream sends RST_STREAM and forgets the stream.
+// resetStream sends RST_STREAM and forgets the stream. The stream counts
+// as closed on this side from then on, so its handler, still running, adds
+// no second RST_STREAM when it gives up (RFC 9113 section 5.1).
 func (c *conn) resetStream(id uint32, code http2.ErrCode) {
-	c.wmu.Lock()
-	c.fw.WriteRSTStream(id, code)
-	c.noteReset(id)
-	c.wmu.Unlock()
-	c.kickWriter()
 	c.smu.Lock()
 	st := c.streams[id]
 	c.smu.Unlock()
+	c.wmu.Lock()
+	c.fw.WriteRSTStream(id, code)
+	if st != nil {
+		st.localClosed.Store(true)
+	}
+	c.noteReset(id)
+	c.wmu.Unlock()
+	c.kickWriter()
 	if st != nil {
 		st.abort(errStreamReset)
 		c.closeStream(st)
