@@ -89,6 +89,10 @@ type conn struct {
 	consumed int64 // received bytes handed to handlers, not yet credited
 	dead     bool  // the connection failed: writes fail
 	writing  bool  // the writer goroutine is sending
+
+	// hencSized: henc may hold a dynamic table size update for the next
+	// header block (RFC 7541 section 4.2), so :status goes through it.
+	hencSized bool
 	// The writer goroutine runs only while there is output to send:
 	// kickWriter starts it, and it ends once everything queued is sent,
 	// so an idle connection has one goroutine (the reader), not two.
@@ -576,6 +580,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 			}
 		case http2.SettingHeaderTableSize:
 			c.henc.SetMaxDynamicTableSizeLimit(min(s.Val, 4096))
+			c.hencSized = true
 		}
 		return nil
 	})
