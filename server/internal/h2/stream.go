@@ -776,13 +776,11 @@ var errWriteTimeout = errors.New("h2: write deadline exceeded")
 // request (TLS sends a record, 16 KiB, per write system call either way).
 const maxQueued = 64 << 10
 
-var (
-	copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
-	fileBufs = sync.Pool{New: func() any { b := make([]byte, maxQueued); return &b }}
-)
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // ReadFrom copies src into the response with a pooled buffer (io.Copy would
-// allocate 32 KiB per call).
+// allocate 32 KiB per call); a file's bytes are read straight into the
+// output instead (sendFile).
 //
 // A file's bytes come as fast as they are written, so they are not
 // handed to the writer a buffer at a time: they are queued until the
@@ -796,24 +794,21 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 		defer copyBufs.Put(bp)
 		return io.CopyBuffer((*plainWriter)(w), src, *bp)
 	}
-	// Files are read maxQueued at a time, a full output (16 read calls
-	// per MiB instead of 64), when the stream is the connection's only
-	// one and the peer's windows take that much: a buffer a stream holds
-	// while it waits for window stays 16 KiB, so that a client starving
-	// its streams pins no more than before.
-	pool := &copyBufs
-	if c := w.st.c; c.alone() {
-		c.wmu.Lock()
-		if w.st.sendWindow >= maxQueued && c.sendConn >= maxQueued {
-			pool = &fileBufs
-		}
-		c.wmu.Unlock()
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
 	}
-	bp := pool.Get().(*[]byte)
-	defer pool.Put(bp)
 	held := w.flushLater
 	w.flushLater = true
-	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
+	var n int64
+	var err error
+	if f, _ := fileOf(src); w.head || !w.bodyOK || !regular(f) {
+		bp := copyBufs.Get().(*[]byte)
+		n, err = io.CopyBuffer((*plainWriter)(w), src, *bp)
+		copyBufs.Put(bp)
+	} else if err = w.sendHeader(false, false); err == nil {
+		// Read straight into the output (filesend.go).
+		n, err = w.sendFile(src)
+	}
 	// Complete (Write set flushLater): it goes out when the handler returns.
 	w.flushLater = held || w.written == w.cl
 	if !w.flushLater {
