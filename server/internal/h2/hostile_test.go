@@ -279,16 +279,18 @@ func TestContinuationFlood(t *testing.T) {
 }
 
 // TestHandlerOutlastsIdle: a handler that runs longer than Limits.Idle
-// while its client is silent keeps its connection, although the idle
-// deadline of the request before it is kept in force while it runs (not
-// cleared per request): the response comes, the connection serves the
-// next request, and it still closes as idle (GOAWAY NO_ERROR) once no
-// handler has run for Idle.
+// keeps its connection, although the idle deadline of the request before
+// it is kept in force while it runs (not cleared per request): a request
+// sent after that deadline passed, while the handler still runs, is
+// served, the long response comes, and the connection still closes as idle
+// (GOAWAY NO_ERROR) once no handler has run for Idle. The client's own
+// delays (a loaded machine) fall while a handler runs, where no idle
+// timeout applies.
 func TestHandlerOutlastsIdle(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
-			time.Sleep(4 * idle)
+			time.Sleep(6 * idle)
 		}
 		io.WriteString(w, "ok")
 	})
@@ -304,21 +306,19 @@ func TestHandlerOutlastsIdle(t *testing.T) {
 		t.Fatalf("first request: status %q, closed %v, GOAWAY %v", ev.status[1], ev.closed, ev.goAway)
 	}
 	writeHeaders(fr, 3, true, reqFields("GET", "/slow")...)
-	if ev := readUntil(t, fr, c.SetReadDeadline, 10*time.Second, got(3)); ev.status[3] != "200" {
-		t.Fatalf("handler running %v with Idle %v: status %q, closed %v, GOAWAY %v; want 200 and the connection kept",
-			4*idle, idle, ev.status[3], ev.closed, ev.goAway)
-	}
+	time.Sleep(2 * idle) // past the kept deadline (5/4 Idle after the first handler)
 	writeHeaders(fr, 5, true, reqFields("GET", "/")...)
-	if ev := readUntil(t, fr, c.SetReadDeadline, 5*time.Second, got(5)); ev.status[5] != "200" {
-		t.Fatalf("request after the slow one: status %q, closed %v, GOAWAY %v", ev.status[5], ev.closed, ev.goAway)
+	ev := readUntil(t, fr, c.SetReadDeadline, 10*time.Second, func(ev *frameEvent) bool {
+		return ev.status[3] != "" && ev.status[5] != "" || ev.closed || ev.goAway != nil
+	})
+	if ev.status[3] != "200" || ev.status[5] != "200" {
+		t.Fatalf("handler running %v with Idle %v: statuses %q and %q, closed %v, GOAWAY %v; want 200s and the connection kept",
+			6*idle, idle, ev.status[3], ev.status[5], ev.closed, ev.goAway)
 	}
 	start := time.Now()
-	ev := readUntil(t, fr, c.SetReadDeadline, 10*time.Second, func(ev *frameEvent) bool { return ev.closed })
+	ev = readUntil(t, fr, c.SetReadDeadline, 10*time.Second, func(ev *frameEvent) bool { return ev.closed })
 	took := time.Since(start)
 	if !ev.closed || ev.goAway == nil || *ev.goAway != http2.ErrCodeNo {
 		t.Fatalf("idle after %v: closed %v, GOAWAY %v; want GOAWAY NO_ERROR and close", took, ev.closed, ev.goAway)
-	}
-	if took < idle*9/10 {
-		t.Errorf("idle connection closed after %v, before Idle (%v)", took, idle)
 	}
 }

@@ -2,7 +2,6 @@ package h2
 
 import (
 	"errors"
-	"net"
 	"time"
 )
 
@@ -216,12 +215,19 @@ func (c *conn) recall() {
 }
 
 // waitFrameAs is waitFrame; on a helper it is marked as a wait that
-// recall may cut short.
+// recall may cut short. A helper whose handler has returned already does
+// not wait: the role is read under smu, where recall looks at
+// helperWaiting after the role changed, so one of them sees the other.
 func (c *conn) waitFrameAs(helper bool) error {
 	if !helper {
 		return c.waitFrame()
 	}
 	c.smu.Lock()
+	if c.role.Load() == roleWaiting {
+		c.smu.Unlock()
+		c.recallSeen = true
+		return errRecalled
+	}
 	c.helperWaiting = true
 	c.smu.Unlock()
 	err := c.waitFrame()
@@ -239,11 +245,14 @@ func (c *conn) waitFrameAs(helper bool) error {
 	return err
 }
 
-// wasRecalled reports whether err, from a helper's waitFrame, is its wait
-// cut short by recall (then the helper gives reading back).
+var errRecalled = errors.New("h2: reading recalled")
+
+// wasRecalled reports whether err, from a helper's waitFrameAs, ended a
+// wait that recall cut short: the helper then gives reading back, and the
+// serving goroutine reads again (an error that was not the recall's, the
+// connection's end, comes back to it: crypto/tls keeps it).
 func (c *conn) wasRecalled(err error) bool {
 	seen := c.recallSeen
 	c.recallSeen = false
-	var ne net.Error
-	return seen && errors.As(err, &ne) && ne.Timeout()
+	return seen && err != nil
 }
