@@ -48,7 +48,8 @@ type tcpConn interface {
 type conn struct {
 	srv    *Server
 	rwc    net.Conn
-	tcp    tcpConn // nil over TLS: no sendfile
+	tcp    tcpConn         // nil over TLS: no sendfile
+	batch  *wire.BatchConn // under TLS, if the server put one there (writeBatched)
 	tls    *tls.ConnectionState
 	br     *bufio.Reader
 	bw     *bufio.Writer
@@ -158,6 +159,9 @@ func newConn(s *Server, rw net.Conn, state *tls.ConnectionState) *conn {
 	c := &conn{srv: s, rwc: rw, tls: state, remote: rw.RemoteAddr().String()}
 	c.pre.R = rw
 	c.tcp, _ = rw.(tcpConn)
+	if tc, ok := rw.(*tls.Conn); ok {
+		c.batch, _ = tc.NetConn().(*wire.BatchConn)
+	}
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -290,9 +294,15 @@ func (c *conn) serve() {
 			c.wdeadline = time.Time{}
 			c.rwc.SetWriteDeadline(time.Time{})
 		}
-		if c.w.closeAfter || !c.body.discard(256<<10) {
-			c.bw.Flush()
-			c.closeWrite()
+		if !c.w.closeAfter && c.body.mustWait() {
+			// The answer goes out before the unread rest of the body is
+			// discarded: that may wait up to two seconds for the client.
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
+		if c.w.closeAfter || !c.body.discard(maxDiscard) {
+			c.closeWrite() // flushes c.bw
 			return
 		}
 		// Responses to pipelined requests go out together, in one write,
@@ -413,18 +423,60 @@ func (c *conn) headerBuffered() bool {
 
 var crlfCRLF, lfLF = []byte("\r\n\r\n"), []byte("\n\n")
 
+// closeBufSize fits a full write buffer (4 KiB) sealed as TLS records and
+// the close_notify alert: the buffers closeWrite gathers them in.
+const closeBufSize = 4096 + 512
+
+var closeBufs = sync.Pool{New: func() any { b := make([]byte, 0, closeBufSize); return &b }}
+
 // closeWrite half-closes the connection so the client reads our last
 // response before it sees the close, as RFC 9112 section 9.6 advises.
 // Over TLS too (tls.Conn's CloseWrite sends close_notify): without the
 // drain, closing a socket with unread request bytes makes the kernel send
 // a reset, and a client still writing (a 431 for an oversized header)
 // sees "broken pipe" instead of our answer.
+//
+// It flushes what the write buffer holds first. Over TLS the last records
+// of the response and the close_notify alert go out in one write, gathered
+// under the TLS connection (wire.BatchConn), where crypto/tls would write
+// each on its own: a new TLS connection per request (Connection: close)
+// then costs two writes, the server's handshake flight and the answer,
+// instead of three.
 func (c *conn) closeWrite() {
 	cw, ok := c.rwc.(interface{ CloseWrite() error })
 	if !ok {
+		if c.bw != nil {
+			c.bw.Flush()
+		}
 		return
 	}
-	cw.CloseWrite()
+	var batch *wire.BatchConn
+	if tc, ok := c.rwc.(*tls.Conn); ok {
+		batch, _ = tc.NetConn().(*wire.BatchConn)
+	}
+	if batch != nil {
+		bp := closeBufs.Get().(*[]byte)
+		batch.Hold(*bp)
+		if c.bw != nil {
+			c.bw.Flush()
+		}
+		cw.CloseWrite()
+		// crypto/tls ends CloseWrite with a write deadline of now, so
+		// that later writes fail: the gathered records get the 5 s it
+		// gives the alert, then the same end.
+		batch.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		b, _ := batch.Flush()
+		batch.SetWriteDeadline(time.Now())
+		if cap(b) <= 2*closeBufSize {
+			*bp = b[:0]
+			closeBufs.Put(bp)
+		}
+	} else {
+		if c.bw != nil {
+			c.bw.Flush()
+		}
+		cw.CloseWrite()
+	}
 	c.rwc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 	io.CopyN(io.Discard, c.rwc, 256<<10)
 }
