@@ -190,7 +190,9 @@ func (e *encWriter) decideFromHeaders() {
 			return
 		}
 		if h.Get("Content-Type") != "" {
-			if e.reuse && !e.head && n <= reuseMaxBody && !privateResponse(h) {
+			// Not with declared trailers: a coded Content-Length would
+			// drop them on HTTP/1.1 (they need chunked framing).
+			if e.reuse && !e.head && n <= reuseMaxBody && !privateResponse(h) && len(h["Trailer"]) == 0 {
 				e.want = int(n)
 				e.recode()
 				e.st = whole

@@ -106,11 +106,19 @@
 // no 64 KiB buffer per download and no copy from it, and each frame plus
 // its header is one whole TLS record (16 KiB), so 64 KiB of output is
 // four records, not four and a 36-byte fifth. Measured (1mb-h2, arka
-// alone, 64 connections, h2load -n 1280, four runs each alternated under
-// shared load, load average 12-15): peak RSS 32.6-35.7 MB against
-// 38.9-41.1 MB, CPU per 1000 responses 859-992 ms against 820-1132 ms
-// (about 6% less on average, within the noise); system calls per
-// response unchanged (17 reads, 17 writes). A stream starved of window,
+// alone, 64 connections, h2load -n 1280, alternated runs under shared
+// load, load average 10-15): CPU per 1000 responses 718-843 ms against
+// 820-1007 (five runs each; means 800 and 873); memmove 6% -> 2% of the
+// profile; system calls per response unchanged (17 reads, 17 writes).
+// Peak RSS: 32.6-35.7 MB against 38.9-41.1 in a first four runs each, but
+// 34.9-36.6 against 34.1-41.8 in five later ones: in a fresh process the
+// peak is set by the GC heap floor (16 MiB, one collection in the whole
+// run, live heap 9-11 MB after it), not by the downloads. What the change
+// removes for certain is 64 KiB of live heap per download in flight,
+// which counts where the goal is twice the live heap (after other tests
+// have filled the caches). What the profile leaves: the write system
+// calls 37% (the kernel's copy into the socket), AES-GCM 37%, the file's
+// readv 11%: crypto/tls's floor. A stream starved of window,
 // or sharing its connection with others, copies through a 16 KiB buffer
 // as before. Bounding the queued output to 64 KiB (maxQueued) keeps
 // 64 such downloads at about 41 MB of RSS (52 MB peak under
