@@ -37,6 +37,7 @@ type stream struct {
 	localClosed atomic.Bool // END_STREAM or RST_STREAM sent
 	running     atomic.Bool // the handler runs
 	lingering   bool        // kept after the handler for a draining body (under c.smu)
+	inline      bool        // the handler runs on the reader goroutine (inline.go)
 	sendWindow  int64       // under c.wmu
 
 	ctx    *streamCtx
@@ -703,6 +704,9 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			if blocked {
 				c.stalled++
 			}
+			if st.inline {
+				c.lendNow() // only the reader brings window
+			}
 			c.kickWriter()
 			c.wcond.Wait()
 			if blocked {
@@ -946,9 +950,16 @@ var connectionSpecific = map[string]bool{
 // HEADERS plus CONTINUATION frames. Called with c.wmu held.
 func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, trailers []string) {
 	c.hbuf.Reset()
-	// :status first, through the encoder, which puts a pending dynamic
-	// table size update at the start of the block (RFC 7541 section 4.2).
-	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+	// :status first. "200" is the static table's entry 8 (RFC 7541
+	// Appendix A), one byte; else, or when the peer's SETTINGS may have left
+	// a dynamic table size update pending, through the encoder, which puts
+	// that update at the start of the block (RFC 7541 section 4.2).
+	if status == 200 && !c.hencSized {
+		c.hbuf.WriteByte(0x80 | 8) // indexed field (section 6.1)
+	} else {
+		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+		c.hencSized = false
+	}
 	for k, vs := range h {
 		if len(vs) == 1 && len(trailers) == 0 {
 			// Checked when it was cached (fieldcache.go).
