@@ -968,7 +968,7 @@ const StatusClientClosedRequest = 499
 // with handlers through the recorder, and the end); the wall clock only
 // when the request is logged.
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := monotime.Now()
+	start := monotime.Start(w) // the engine's clock reading, if it has one
 	vh := l.acquire()
 	defer vh.t.release()
 	w.Header()["Server"] = serverHeader

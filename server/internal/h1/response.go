@@ -49,6 +49,10 @@ func (w *response) reset(c *conn, req *http.Request) {
 
 func (w *response) Header() http.Header { return w.header }
 
+// RequestStart implements monotime.Stamped: when the request's head began
+// to arrive, if the engine read the clock for it (conn.start), else 0.
+func (w *response) RequestStart() int64 { return w.c.start }
+
 // WriteHeader sends informational responses (1xx) at once and records the
 // final status; the header section goes out with the first body bytes, a
 // Flush, or the end of the handler.
