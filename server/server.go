@@ -812,7 +812,7 @@ func (s *socket) Addr() net.Addr { return s.raw.Addr() }
 func (l *listener) serve(log *slog.Logger) {
 	var err error
 	if l.tls {
-		err = l.acceptTLS()
+		err = l.acceptTLS(log)
 	} else {
 		err = l.h1.Serve(l.ln)
 	}
@@ -823,21 +823,22 @@ func (l *listener) serve(log *slog.Logger) {
 
 // acceptTLS accepts TCP connections, completes each TLS handshake, and
 // hands connections that negotiated "h2" to the h2 engine and the rest to
-// the h1 engine.
-func (l *listener) acceptTLS() error {
+// the h1 engine. Accept errors are waited out (wire.Accept) and logged at
+// most once a second; only a closed listener ends it.
+func (l *listener) acceptTLS(log *slog.Logger) error {
 	var delay time.Duration
+	var logged atomic.Int64 // Unix second of the last accept error logged
+	onError := func(err error) {
+		now := time.Now().Unix()
+		if last := logged.Load(); last != now && logged.CompareAndSwap(last, now) {
+			log.Error("accept failed; trying again", "addr", l.addr, "err", err)
+		}
+	}
 	for {
-		c, err := l.ln.Accept()
+		c, err := wire.Accept(l.ln, &delay, onError)
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
 			return err
 		}
-		delay = 0
 		l.handOver(c)
 	}
 }

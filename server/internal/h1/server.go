@@ -103,7 +103,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -113,6 +112,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/internal/limits"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Server serves HTTP/1.x connections.
@@ -147,9 +147,11 @@ type Server struct {
 	conns     map[*conn]struct{}
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
-	watching  atomic.Bool // watchLoop runs (ctx.go)
-	wg        sync.WaitGroup
-	seq       uint64 // connections accepted (conn.seq), under mu
+	// acceptLogged is the Unix second of the last accept error logged.
+	acceptLogged atomic.Int64
+	watching     atomic.Bool // watchLoop runs (ctx.go)
+	wg           sync.WaitGroup
+	seq          uint64 // connections accepted (conn.seq), under mu
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -178,35 +180,25 @@ func (s *Server) Serve(ln net.Listener) error {
 	}()
 	var delay time.Duration
 	for {
-		rw, err := ln.Accept()
+		rw, err := wire.Accept(ln, &delay, s.acceptError)
 		if err != nil {
 			if s.closing.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary(err)) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
 			return err
 		}
-		delay = 0
 		go s.ServeConn(rw, nil)
 	}
 }
 
-// errTemporary classifies accept errors worth retrying (EMFILE and such).
-func errTemporary(err error) error {
-	type temporary interface{ Temporary() bool }
-	var t temporary
-	if errors.As(err, &t) && t.Temporary() {
-		return err
+// acceptError logs an accept error that wire.Accept waits out, at most
+// once a second.
+func (s *Server) acceptError(err error) {
+	now := time.Now().Unix()
+	if last := s.acceptLogged.Load(); last != now && s.acceptLogged.CompareAndSwap(last, now) {
+		s.logger().Error("accept failed; trying again", "err", err)
 	}
-	return errNever
 }
-
-var errNever = errors.New("never")
 
 // ServeConn serves one connection until it closes, in the calling
 // goroutine. For a *tls.Conn whose handshake is done, state is its
