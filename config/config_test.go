@@ -105,6 +105,8 @@ func TestErrorsAreLocated(t *testing.T) {
 			`:3:42: upstream "ftp://x": only http:// and https:// upstreams are supported`},
 		{"upstream host with a space", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"exa mple.com:80\"] }\n",
 			`:3:42: upstream "exa mple.com:80": host "exa mple.com" is neither an IP address nor a host name`},
+		{"upstream with credentials", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"http://admin:s3cret@127.0.0.1:80\"] }\n",
+			`:3:42: upstream "http://…@127.0.0.1:80": an upstream address takes no user name or password ("user:password@")`},
 		{"empty upstreams", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [] }\n",
 			`:3:29: proxy needs at least one upstream`},
 		{"duplicate route", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",

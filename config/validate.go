@@ -336,6 +336,21 @@ type Upstream struct {
 	TLS     bool   // "https://": spoken to over TLS (see Proxy.TLSCA)
 }
 
+// redactUserinfo is an upstream as written with any "user:password@"
+// replaced by "…@", for messages: they end up in logs and on the status
+// and fallback pages.
+func redactUserinfo(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 || strings.Contains(rest[:at], "/") {
+		return u
+	}
+	return scheme + "://…@" + rest[at+1:]
+}
+
 // ParseUpstream parses "host:port", "[v6]:port", "http://host:port",
 // "https://host:port" (port 443 if left out) or "unix:/path.sock".
 func ParseUpstream(s string) (Upstream, error) {
@@ -349,6 +364,9 @@ func ParseUpstream(s string) (Upstream, error) {
 	secure := strings.HasPrefix(t, "https://")
 	if rest, ok := cutScheme(t); ok {
 		t = strings.TrimSuffix(rest, "/")
+		if at := strings.LastIndexByte(t, '@'); at >= 0 && !strings.Contains(t[:at], "/") {
+			return Upstream{}, errors.New("an upstream address takes no user name or password (\"user:password@\")")
+		}
 		if strings.Contains(t, "/") {
 			return Upstream{}, errors.New("an upstream is an address, not a URL with a path")
 		}
@@ -425,7 +443,7 @@ func (v *validator) proxy(at string, p *Proxy, trusted []string) {
 	for i, u := range p.Upstreams {
 		a, err := ParseUpstream(u)
 		if err != nil {
-			v.errAt(fmt.Sprintf("%s.upstreams[%d]", at, i), "upstream %q: %v", u, err)
+			v.errAt(fmt.Sprintf("%s.upstreams[%d]", at, i), "upstream %q: %v", redactUserinfo(u), err)
 		}
 		p.Targets = append(p.Targets, a)
 		anyTLS = anyTLS || a.TLS

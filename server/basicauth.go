@@ -84,18 +84,22 @@ func newBasicAuth(c *config.BasicAuth, log *slog.Logger) *basicAuth {
 func (a *basicAuth) check(w http.ResponseWriter, r *http.Request, trusted []netip.Prefix) bool {
 	user, pass, ok := r.BasicAuth()
 	if ok {
+		// A client over its failure limit is refused whatever it sends,
+		// remembered good credentials too: were they let through, each
+		// guess would cost the client a cheap 429 instead of a bcrypt
+		// comparison and the right password would stand out as a 200.
+		client := failureKey(realip.Client(r.RemoteAddr, r.Header, trusted))
+		if a.limited(client) {
+			w.Header()["Retry-After"] = retryAfterWindow
+			errpage.Write(w, r, http.StatusTooManyRequests)
+			return false
+		}
 		key := sha256.Sum256([]byte(user + "\x00" + pass))
 		a.mu.Lock()
 		_, good := a.good[key]
 		a.mu.Unlock()
 		if good {
 			return true
-		}
-		client := failureKey(realip.Client(r.RemoteAddr, r.Header, trusted))
-		if a.limited(client) {
-			w.Header()["Retry-After"] = retryAfterWindow
-			errpage.Write(w, r, http.StatusTooManyRequests)
-			return false
 		}
 		hash, known := a.users[user]
 		if !known {
@@ -134,6 +138,9 @@ func failureKey(client string) string {
 func (a *basicAuth) limited(client string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.fails) == 0 {
+		return false
+	}
 	f := a.fails[client]
 	if f == nil {
 		return false

@@ -72,4 +72,13 @@ func TestBasicAuthComparisons(t *testing.T) {
 	if got := try("198.51.100.7", "mallory", "guess"); got != http.StatusTooManyRequests || len(compared) != 0 {
 		t.Errorf("over the failure limit: %d after %d comparisons, want 429 without one", got, len(compared))
 	}
+	// Remembered good credentials do not open a locked-out client's door
+	// (else each guess is a cheap 429 and the right one a 200), and the
+	// lockout is that client's alone.
+	if got := try("198.51.100.7", "alice", "correct horse"); got != http.StatusTooManyRequests || len(compared) != 0 {
+		t.Errorf("remembered credentials from a client over the failure limit: %d after %d comparisons, want 429 without one", got, len(compared))
+	}
+	if got := try("192.0.2.1", "alice", "correct horse"); got != 200 {
+		t.Errorf("remembered credentials from another client: %d, want 200", got)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -248,7 +249,7 @@ func (s *Server) retryBinds() {
 // configuration loads: on the plain and TLS addresses given (TLS with a
 // self-signed certificate), the status page at /status (loopback and
 // private networks) and everywhere else 503 Service Unavailable with a page
-// listing the problems.
+// listing the problems (to those networks' clients; see problemsPage).
 func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
 	var b strings.Builder
 	q := func(l []string) string {
@@ -275,17 +276,50 @@ func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
 // files cannot name it.
 const problemsHandlerType = "arka-problems"
 
-// problemsPage answers 503 with the server's problems.
+// problemsPage answers 503 with the server's problems. Only clients the
+// status page lets in by default (loopback and private networks,
+// config.DefaultStatusAllow) see what is wrong: a site file's mistakes
+// quote its paths and values, which are not for the whole internet.
 type problemsPage struct{ s *Server }
+
+// problemsAllow is config.DefaultStatusAllow parsed.
+var problemsAllow = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range config.DefaultStatusAllow {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// showProblems reports whether the client at remote (an "ip:port") may
+// read the problems.
+func showProblems(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap()
+	for _, p := range problemsAllow {
+		if p.Contains(a.WithZone("")) {
+			return true
+		}
+	}
+	return false
+}
 
 func (p problemsPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("<!doctype html><meta charset=utf-8><title>Arka: configuration problem</title>\n")
-	b.WriteString("<h1>This site is not available</h1>\n<p>Arka could not load its configuration and serves this page until it can. What is wrong:</p>\n<pre>")
-	for _, line := range p.s.Problems() {
-		b.WriteString(html.EscapeString(line) + "\n")
+	b.WriteString("<h1>This site is not available</h1>\n<p>Arka could not load its configuration and serves this page until it can.")
+	if showProblems(r.RemoteAddr) {
+		b.WriteString(" What is wrong:</p>\n<pre>")
+		for _, line := range p.s.Problems() {
+			b.WriteString(html.EscapeString(line) + "\n")
+		}
+		b.WriteString("</pre>\n<p>Correct the site file, then reload Arka (SIGHUP, or restart it; on an appliance, deploy the site again or reboot).</p>\n")
+	} else {
+		b.WriteString(" What is wrong is shown on this page to clients on the device's own networks, and in the log.</p>\n")
 	}
-	b.WriteString("</pre>\n<p>Correct the site file, then reload Arka (SIGHUP, or restart it; on an appliance, deploy the site again or reboot).</p>\n")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Retry-After", "60")

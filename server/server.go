@@ -19,29 +19,55 @@
 // ssl_buffer_size.
 //
 // A new TLS connection that resumes a session (the bench test newconn-tls:
-// wrk, OpenSSL 3.0, one request per connection with Connection: close,
-// offering X25519 only, ECDSA P-256 certificate; measured with
-// ARKA_CPUPROFILE on a shared 2-core machine, 0.31-0.38 ms of CPU per
-// connection for Arka, 0.39 ms for nginx with 2 workers in the same runs):
-//   - 41 % X25519: the ephemeral key and the shared secret, two scalar
-//     multiplications of about 50 us each here (crypto/ecdh has no
-//     fixed-base table for the first); the same work nginx does, and the
-//     floor of a resumed TLS 1.3 handshake with forward secrecy.
-//   - 20 % system calls, about 28 per connection (strace -c): accept4,
-//     getsockname, five setsockopt (TCP_NODELAY, and Go's default TCP
-//     keep-alive: SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT),
-//     two epoll_ctl, five reads (ClientHello, the client's Finished, the
-//     request, its close_notify, EAGAINs), three writes (the server's
-//     flight with its session ticket, the answer, close_notify), close;
-//     the rest is the scheduler's futex and nanosleep.
+// wrk, OpenSSL 3.0, one request per connection with Connection: close).
+// What wrk and the servers negotiate (its records relayed and decoded,
+// 2026-12): TLS 1.3 with both Arka and nginx; wrk offers the groups
+// X25519, P-256, X448, P-521, P-384 and ffdhe2048-8192 but a key share for
+// X25519 only, and psk_dhe_ke resumption with the ticket of its previous
+// connection, from its second connection on. So both servers do the same
+// key exchange (X25519) and, resuming, no certificate signature (the same
+// ECDSA P-256 certificate serves full handshakes). Arka picks
+// TLS_AES_128_GCM_SHA256, nginx (OpenSSL's order) TLS_AES_256_GCM_SHA384.
+// Each sends one NewSessionTicket per resumed handshake (nginx two after a
+// full one, Arka one), which wrk uses for its next connection; crypto/tls
+// sends it in the same write as the server's Finished (its flight is one
+// write), so it costs its sealing and the ticket's encryption (4 % of
+// Arka's CPU, and 64 of the allocations below), not a system call.
+//
+// Where a resumed connection's CPU goes (ARKA_CPUPROFILE under wrk -t2
+// -c64, 15 s, shared 2-core machine; 0.31-0.35 ms of CPU per connection
+// for Arka, 0.43-0.52 ms for nginx with 2 workers in alternated runs):
+//   - 36 % X25519: the ephemeral key and the shared secret, two scalar
+//     multiplications. Go's take 55-66 us of CPU each here, OpenSSL's 38
+//     us (openssl speed ecdhx25519): the same work costs Arka about 50 us
+//     more per connection than nginx, inside crypto/tls. P-256 would be
+//     cheaper in Go (16 us for the key, which has a fixed-base table, and
+//     about 56 us for the secret) and is as strong (128-bit security), but
+//     wrk sends no P-256 key share: picking it would cost a
+//     HelloRetryRequest (a second ClientHello and a round trip more), so a
+//     client's X25519 share is taken as it comes.
+//   - 18 % system calls: about 18 per connection (strace -c -f; nginx's
+//     workers about 20): accept4, getsockname, one setsockopt
+//     (TCP_NODELAY; TCP keep-alive is inherited from the listening socket,
+//     listenTCP), two epoll_ctl, about five reads (the client's Finished,
+//     the request, its close_notify, EAGAINs; the ClientHello is there at
+//     accept, TCP_DEFER_ACCEPT), two
+//     writes (the server's flight with its ticket; the answer with
+//     close_notify, see h1's closeWrite), close; the rest is the
+//     scheduler's futex and nanosleep.
 //   - 15-20 % the rest of crypto/tls: HKDF of the key schedule
-//     (HMAC-SHA256), the ticket's decryption and the new one's
+//     (HMAC-SHA256, 7 %), the ticket's decryption and the new one's
 //     encryption, AES-GCM set-up.
-//   - 10 % allocation and collection: about 440 allocations per resumed
+//   - 12 % allocation and collection: about 440 allocations per resumed
 //     connection, 390 of them in crypto/tls's handshake, the rest the
 //     HTTP/1.1 engine's (BenchmarkTLSResumedConn with -memprofile).
-//   - 1-3 % stack growth of the goroutine that handshakes (kept low by
-//     reusing goroutines, see tlsWorker).
+//   - 1-3 % stack growth and scheduling: one goroutine per connection, a
+//     tlsWorker reused from connection to connection, handed each by the
+//     accept loop.
+//
+// Time to first byte of such a connection, one client, sequential
+// connections (Go's client, X25519, resuming; shared machine): median
+// 0.54-0.66 ms for Arka, 0.78-1.4 ms for nginx.
 //
 // A full handshake adds the certificate's signature (ECDSA P-256, fast in
 // Go; an RSA 2048 key costs about 1 ms a handshake) and, for clients that
@@ -155,7 +181,8 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown
 	// and for an old configuration's requests after a reload (default 10 s).
 	ShutdownTimeout time.Duration
-	// Listen binds a listen address (default net.Listen), for tests that
+	// Listen binds a listen address (default listenTCP: net.Listen with
+	// TCP keep-alive set on the listening socket), for tests that
 	// hand over sockets they bound themselves.
 	Listen func(network, address string) (net.Listener, error)
 	// PHP is the php-fpm Arka runs itself (package appliance/device/phpfpm), used
@@ -242,7 +269,7 @@ func New(o Options) *Server {
 		o.DiskPath = o.StateDir
 	}
 	if o.Listen == nil {
-		o.Listen = net.Listen
+		o.Listen = listenTCP
 	}
 	if o.SpoolDir == "" && o.StateDir != "" {
 		// Request bodies are spooled to disk under the state directory
@@ -788,7 +815,7 @@ func (s *socket) Addr() net.Addr { return s.raw.Addr() }
 func (l *listener) serve(log *slog.Logger) {
 	var err error
 	if l.tls {
-		err = l.acceptTLS()
+		err = l.acceptTLS(log)
 	} else {
 		err = l.h1.Serve(l.ln)
 	}
@@ -799,21 +826,22 @@ func (l *listener) serve(log *slog.Logger) {
 
 // acceptTLS accepts TCP connections, completes each TLS handshake, and
 // hands connections that negotiated "h2" to the h2 engine and the rest to
-// the h1 engine.
-func (l *listener) acceptTLS() error {
+// the h1 engine. Accept errors are waited out (wire.Accept) and logged at
+// most once a second; only a closed listener ends it.
+func (l *listener) acceptTLS(log *slog.Logger) error {
 	var delay time.Duration
+	var logged atomic.Int64 // Unix second of the last accept error logged
+	onError := func(err error) {
+		now := time.Now().Unix()
+		if last := logged.Load(); last != now && logged.CompareAndSwap(last, now) {
+			log.Error("accept failed; trying again", "addr", l.addr, "err", err)
+		}
+	}
 	for {
-		c, err := l.ln.Accept()
+		c, err := wire.Accept(l.ln, &delay, onError)
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
 			return err
 		}
-		delay = 0
 		l.handOver(c)
 	}
 }
@@ -943,7 +971,7 @@ const StatusClientClosedRequest = 499
 // with handlers through the recorder, and the end); the wall clock only
 // when the request is logged.
 func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := monotime.Now()
+	start := monotime.Start(w) // the engine's clock reading, if it has one
 	vh := l.acquire()
 	defer vh.t.release()
 	w.Header()["Server"] = serverHeader

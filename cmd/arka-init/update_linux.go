@@ -150,6 +150,8 @@ func arkaReady(state string) error {
 		msg, final = "Arka serves the last configuration that loaded, not the one written", true
 	case status.ServingFallback:
 		msg, final = "no configuration loaded: Arka serves its fallback page", true
+	case status.ServingPartial:
+		msg, final = "site files with mistakes: Arka serves only the others", true
 	}
 	for _, p := range r.Problems {
 		// A certificate replaced by a self-signed one stays so; an

@@ -25,7 +25,10 @@ import (
 //
 //  1. the site files as written;
 //  2. else the last site files that loaded (kept in STATE/last-good/);
-//  3. else the fallback site: 503 and a page saying what is wrong on
+//  3. else, when some site files load and others have mistakes, those that
+//     load (status.ServingPartial): one site's mistake does not take the
+//     device's other sites down;
+//  4. else the fallback site: 503 and a page saying what is wrong on
 //     -fallback-listen and -fallback-tls-listen, the status page at /status.
 //
 // A certificate or key that does not load keeps, on a reload, the
@@ -96,7 +99,8 @@ func (k *keeper) apply(sites []*config.Site) error {
 }
 
 // load serves the site files as written if they load; else it keeps what
-// serves, or serves the last good configuration, or the fallback site. It
+// serves, or serves the last good configuration, or the site files without
+// mistakes (loadable), or the fallback site. It
 // fails only when not even the fallback site can be served. configErr is
 // why the site files as written do not serve (nil when they do).
 func (k *keeper) load() (configErr, err error) {
@@ -148,6 +152,14 @@ func (k *keeper) load() (configErr, err error) {
 		k.log.Error("cannot read the last configuration that loaded", "err", lgErr)
 		k.srv.SetProblem(lastGoodProblem, "the last configuration that loaded cannot be used either: "+lgErr.Error())
 	}
+	if sites := loadable(files, configErr); sites != nil {
+		if err := k.apply(sites); err == nil {
+			k.setServing(status.ServingPartial)
+			k.sites = sites
+			k.log.Error("site files with mistakes; serving the others", "config", k.conf, "sites", len(sites))
+			return configErr, nil
+		}
+	}
 	if k.serving == status.ServingFallback {
 		return configErr, nil
 	}
@@ -166,6 +178,34 @@ func (k *keeper) load() (configErr, err error) {
 		k.log.Error("the configuration did not load, nor does the last one that did; serving the fallback page", "config", k.conf)
 	}
 	return configErr, nil
+}
+
+// loadable returns the sites of the files without a mistake when err
+// (why files do not load together) names mistakes in some of them only,
+// and those others load together; else nil.
+func loadable(files []config.File, err error) []*config.Site {
+	var ce config.Errors
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	bad := map[string]bool{}
+	for _, e := range ce {
+		bad[e.File] = true
+	}
+	var keep []config.File
+	for _, f := range files {
+		if !bad[f.Name] {
+			keep = append(keep, f)
+		}
+	}
+	if len(keep) == 0 || len(keep) == len(files) {
+		return nil
+	}
+	sites, err := parse(keep)
+	if err != nil {
+		return nil
+	}
+	return sites
 }
 
 // lastGoodProblem is the server problem key saying why the last good

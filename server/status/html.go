@@ -221,7 +221,7 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 {{with .S}}<h1>{{.Board.Model}}</h1>
 <div class="mu">Arka {{.Version}} · {{.Board.Kind}}{{if .Board.SoC}} · {{.Board.SoC}}{{end}} · {{.Board.Cores}} cores · {{bytes .Board.RAMBytes}} · up {{since (sub .Time .StartedAt)}} · <b>{{.State.State}}</b>{{with .State.LED}} (LED {{.}}){{end}}</div>
 {{if .State.Conditions}}<div class="hot{{if eq .State.State.String "updating" "booting"}} busy{{end}}">{{range conds .State.Conditions}}<div><b>{{.State}}</b> · {{.Name}}: {{.Message}}</div>{{end}}{{if gt (len .State.Conditions) 3}}<div>{{len .State.Conditions}} in all: ?format=json</div>{{end}}</div>{{end}}
-{{if .Problems}}<div class="hot"><b>{{if eq .Serving "last-good"}}Serving the last configuration that loaded{{else if eq .Serving "fallback"}}No configuration loaded: serving the fallback page{{else}}Problems{{end}}</b>{{range .Problems}}<div><code>{{.}}</code></div>{{end}}</div>{{end}}
+{{if .Problems}}<div class="hot"><b>{{if eq .Serving "last-good"}}Serving the last configuration that loaded{{else if eq .Serving "partial"}}Site files with mistakes: serving the others{{else if eq .Serving "fallback"}}No configuration loaded: serving the fallback page{{else}}Problems{{end}}</b>{{range .Problems}}<div><code>{{.}}</code></div>{{end}}</div>{{end}}
 {{if .Thermal.Hot}}<div class="hot">Too hot: optional CPU work is paused (no on-the-fly brotli, lower compression levels) until {{f1 .Thermal.ResumeC}} °C.</div>{{end}}
 <div class="g">
 <div class="c"><h2>Temperature</h2><div class="v">{{with .Sensors.TempC}}{{f1 .}} °C{{else}}<span class="mu">n/a</span>{{end}}</div>

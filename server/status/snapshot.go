@@ -194,6 +194,9 @@ const (
 	ServingAsWritten = "as-written" // the site files as they are now
 	ServingLastGood  = "last-good"  // the last site files that loaded (they have a mistake now)
 	ServingFallback  = "fallback"   // none loaded: Arka's built-in page saying what is wrong
+	// ServingPartial: no site files loaded before and some have mistakes
+	// now; the others serve.
+	ServingPartial = "partial"
 )
 
 // ReadyFile is the name of the readiness file (Readiness as JSON) that
@@ -211,6 +214,6 @@ type Readiness struct {
 	PID      int       `json:"pid"`
 	Time     time.Time `json:"time"`
 	Ready    bool      `json:"ready"`
-	Config   string    `json:"config"`             // ServingAsWritten, ServingLastGood or ServingFallback
+	Config   string    `json:"config"`             // ServingAsWritten, ServingLastGood, ServingPartial or ServingFallback
 	Problems []string  `json:"problems,omitempty"` // one line each, "file:line:col: what is wrong" where known
 }

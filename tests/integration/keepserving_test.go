@@ -557,3 +557,46 @@ func (s statusPage) condition(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// TestAppliancePartial: on a fresh appliance (no configuration loaded
+// before) one site file with a mistake takes only its own site down: the
+// other file's site serves, the status page and readiness say "partial"
+// with the mistake, the fallback page does not take the device, and the
+// corrected file serves after SIGHUP.
+func TestAppliancePartial(t *testing.T) {
+	e := newApplianceEnv(t)
+	addrA, addrB, fb := harness.FreeAddr(t), harness.FreeAddr(t), harness.FreeAddr(t)
+	os.WriteFile(filepath.Join(e.www, "index.html"), []byte("the site\n"), 0o644)
+	e.write(t, "a.toml", site(goodSite, addrA, e.www))
+	e.write(t, "b.toml", site(goodSite, addrB, e.www)+"listen_everywhere = true\n")
+	want := filepath.Join(e.sites, "b.toml") + ":8:1: "
+
+	p := harness.Start(t, nil, e.args(t, "-fallback-listen", fb), addrA)
+	h1, _ := harness.Clients()
+	if code, body := fetch(t, h1, "http://"+addrA+"/"); code != 200 || body != "the site\n" {
+		t.Errorf("the site without a mistake: %d %q", code, body)
+	}
+	r := e.waitReadiness(t, "partial", func(r status.Readiness) bool { return r.Config == status.ServingPartial })
+	if r.Ready || len(r.Problems) == 0 || !strings.HasPrefix(r.Problems[0], want) {
+		t.Errorf("readiness %+v; want not ready, the first problem %q…", r, want)
+	}
+	if s := statusJSON(t, "http://"+addrA+"/status"); s.Serving != status.ServingPartial || len(s.Problems) == 0 {
+		t.Errorf("status page: serving %q, problems %q", s.Serving, s.Problems)
+	}
+	if c, err := net.DialTimeout("tcp", fb, time.Second); err == nil {
+		c.Close()
+		t.Errorf("the fallback page serves although a site loads")
+	}
+
+	e.write(t, "b.toml", site(goodSite, addrB, e.www))
+	p.Signal(syscall.SIGHUP)
+	e.waitReadiness(t, "ready after the correction", func(r status.Readiness) bool { return r.Ready && r.Config == status.ServingAsWritten })
+	for _, addr := range []string{addrA, addrB} {
+		if code, body := fetch(t, h1, "http://"+addr+"/"); code != 200 || body != "the site\n" {
+			t.Errorf("%s after SIGHUP: %d %q", addr, code, body)
+		}
+	}
+	if p.Exited() {
+		t.Fatal("arka exited")
+	}
+}

@@ -32,6 +32,10 @@ type Pools struct {
 
 	mu   sync.Mutex
 	free map[poolKey]chan Encoder
+
+	// reuse holds recently coded bodies (reuse.go), shared like the
+	// encoders by every middleware of a server.
+	reuse reuseCache
 }
 
 type poolKey struct {

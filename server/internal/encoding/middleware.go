@@ -89,7 +89,8 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 		if ew == nil {
 			ew = &encWriter{}
 		}
-		*ew = encWriter{w: w, m: m, coding: c, level: level, head: r.Method == http.MethodHead, buf: ew.buf[:0]}
+		*ew = encWriter{w: w, m: m, coding: c, level: level, head: r.Method == http.MethodHead, reuse: mayReuse(r),
+			buf: ew.buf[:0], coded: ew.coded[:0]}
 		returned := false
 		defer func() {
 			if returned {
@@ -100,8 +101,8 @@ func (m *Middleware) Wrap(h http.Handler) http.Handler {
 				// as if complete, with a Content-Length of its own.
 				m.o.Pools.Put(ew.coding, ew.level, ew.enc)
 			}
-			buf := ew.buf
-			*ew = encWriter{buf: buf[:0]}
+			buf, coded := ew.buf, ew.coded
+			*ew = encWriter{buf: buf[:0], coded: coded[:0]}
 			m.pool.Put(ew)
 		}()
 		h.ServeHTTP(ew, r)
@@ -117,6 +118,11 @@ const (
 	undecided state = iota
 	passthrough
 	encoding
+	// whole: encoding a body whose length the handler declared; its bytes
+	// are gathered in buf and coded at once, or found coded (reuse.go).
+	whole
+	// sentWhole: the whole body is sent; more is refused.
+	sentWhole
 )
 
 type encWriter struct {
@@ -129,8 +135,12 @@ type encWriter struct {
 	status int  // status given by the handler, 0 until WriteHeader
 	sent   bool // status sent to w
 	st     state
-	buf    []byte // body held back while undecided, < MinSize bytes
+	buf    []byte // body held back while undecided (< MinSize bytes) or whole
 	enc    Encoder
+
+	reuse bool   // the request may share coded bodies (mayReuse)
+	want  int    // whole: the body's declared length
+	coded []byte // whole: the coded body, when not found in the cache
 }
 
 func (e *encWriter) Header() http.Header { return e.w.Header() }
@@ -180,6 +190,14 @@ func (e *encWriter) decideFromHeaders() {
 			return
 		}
 		if h.Get("Content-Type") != "" {
+			// Not with declared trailers: a coded Content-Length would
+			// drop them on HTTP/1.1 (they need chunked framing).
+			if e.reuse && !e.head && n <= reuseMaxBody && !privateResponse(h) && len(h["Trailer"]) == 0 {
+				e.want = int(n)
+				e.recode()
+				e.st = whole
+				return
+			}
 			e.start()
 		}
 		return
@@ -209,6 +227,16 @@ func (e *encWriter) sendStatus() {
 // unknown; a strong validator no longer applies, so the ETag is weakened as
 // nginx does; byte ranges of the identity body no longer apply).
 func (e *encWriter) start() {
+	e.recode()
+	e.st = encoding
+	e.sendStatus()
+	if !e.head {
+		e.enc = e.m.o.Pools.Get(e.coding, e.level, e.w)
+	}
+}
+
+// recode changes the header fields to describe the coded representation.
+func (e *encWriter) recode() {
 	h := e.w.Header()
 	h.Del("Content-Length")
 	h.Del("Accept-Ranges")
@@ -217,11 +245,45 @@ func (e *encWriter) start() {
 	if et := h.Get("Etag"); strings.HasPrefix(et, `"`) {
 		h.Set("Etag", "W/"+et)
 	}
+}
+
+// stream gives up gathering a whole body (the handler flushed, wrote more
+// or less than it declared): what is gathered goes through a streaming
+// encoder as any other coded response.
+func (e *encWriter) stream() error {
 	e.st = encoding
 	e.sendStatus()
-	if !e.head {
-		e.enc = e.m.o.Pools.Get(e.coding, e.level, e.w)
+	e.enc = e.m.o.Pools.Get(e.coding, e.level, e.w)
+	return e.drain()
+}
+
+// sendWhole codes the whole body, or finds it coded, and sends it with
+// its Content-Length.
+func (e *encWriter) sendWhole(body []byte) error {
+	rc := &e.m.o.Pools.reuse
+	sum := rc.hash(e.coding, e.level, body)
+	out := rc.get(sum, e.coding, e.level, body)
+	if out == nil {
+		sw := sliceWriter{e.coded[:0]}
+		enc := e.m.o.Pools.Get(e.coding, e.level, &sw)
+		_, err := enc.Write(body)
+		if err == nil {
+			err = enc.Close()
+		}
+		e.m.o.Pools.Put(e.coding, e.level, enc)
+		e.coded = sw.b
+		if err != nil {
+			return err
+		}
+		out = e.coded
+		rc.put(sum, e.coding, e.level, body, out)
 	}
+	e.buf = e.buf[:0]
+	e.st = sentWhole
+	e.w.Header()["Content-Length"] = []string{strconv.Itoa(len(out))}
+	e.sendStatus()
+	_, err := e.w.Write(out)
+	return err
 }
 
 var codingHeader = [NumCodings][]string{nil, {"zstd"}, {"br"}, {"gzip"}}
@@ -251,9 +313,35 @@ func (e *encWriter) Write(p []byte) (int, error) {
 		return e.w.Write(p)
 	case encoding:
 		if e.enc == nil {
-			return len(p), nil // HEAD
+			return len(p), nil // HEAD, or a whole body already sent
 		}
 		return e.enc.Write(p)
+	case whole:
+		if len(e.buf)+len(p) > e.want {
+			// More than declared: the engine will refuse it, as it
+			// would have without coding; coded, it streams.
+			if err := e.stream(); err != nil {
+				return 0, err
+			}
+			return e.enc.Write(p)
+		}
+		if len(e.buf) == 0 && len(p) == e.want {
+			// All of it in one write (the FastCGI handler's page): coded
+			// or looked up where it lies, without a copy.
+			if err := e.sendWhole(p); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+		e.buf = append(e.buf, p...)
+		if len(e.buf) == e.want {
+			if err := e.sendWhole(e.buf); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	case sentWhole:
+		return 0, http.ErrContentLength
 	}
 	// Undecided: hold bytes back until we know the response is long enough.
 	e.buf = append(e.buf, p...)
@@ -308,6 +396,11 @@ func (e *encWriter) FlushError() error {
 			return err
 		}
 	}
+	if e.st == whole {
+		if err := e.stream(); err != nil {
+			return err
+		}
+	}
 	if e.enc != nil {
 		if err := e.enc.Flush(); err != nil {
 			return err
@@ -347,6 +440,10 @@ func (e *encWriter) finish(r *http.Request) {
 		}
 		e.pass()
 		_ = e.drain()
+	case whole:
+		// Fewer bytes than declared: sent as they are, coded.
+		_ = e.stream()
+		fallthrough
 	case encoding:
 		if e.enc != nil {
 			_ = e.enc.Close()

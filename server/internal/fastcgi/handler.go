@@ -72,6 +72,50 @@
 //     connection (php-fpm running it, Arka reading the answer) p50 2 to 4
 //     ms, p99 16 to 32 ms. The tail is there, in the scheduling of 32
 //     php-fpm workers and Arka on 2 shared cores, not in the hand-off.
+//
+// Third pass (the bench's php-page and php-page-br, 27 KB page over
+// HTTP/1.1 with TLS, 64 connections, 32 static workers per pool; CPU of
+// each process from /proc/PID/stat during arkabench runs, load 10 to 20
+// from other work, so per-request figures move by 10 to 20% from run to
+// run; shares and system call counts hold):
+//
+//   - The whole tree's CPU is about 0.28 ms per page for Arka and its
+//     php-a pool, 0.27 to 0.32 ms for nginx and php-b: php-fpm's workers
+//     are 60 to 65% of it behind either, 0.18 to 0.20 ms per request,
+//     the same within the noise. What they do per request is the same
+//     too (strace of a worker): 6 reads (header and body of
+//     BEGIN_REQUEST and PARAMS, the empty PARAMS and STDIN records), one
+//     write per 8 KiB of output, and php-fpm's own signal, timer, chdir
+//     and lock calls. Arka's PARAMS are 469 bytes (nginx's fastcgi_params:
+//     546), so the $_SERVER php-fpm builds is no larger. Nothing Arka
+//     sends can make that part smaller: FastCGI needs the four records.
+//   - Arka's own part, about 0.10 ms, is nginx's (0.10 to 0.11 ms), and
+//     mostly the kernel's (pprof of a whole run): the write to the client
+//     39% (the system calls 31%, AES-GCM 7%), the read of php-fpm's
+//     answer 22%, the write of the request 6%, the client's request 6%;
+//     this package's own code (CGI header, params, queue) is under 5%.
+//     System calls per page (perf stat, strace of the reads): nginx 1
+//     writev, 6 readv (php-fpm's answer in 4 and 8 KiB buffers), 2
+//     writes, 2 reads, 1 recvfrom; Arka 2 writes (the request, the
+//     response) and 3 reads: the client's request, php-fpm's whole
+//     answer (held for holdDelay, see conn.readHeld: about one read in 40
+//     of it finds nothing yet, EAGAIN), and the h1 engine's read for the
+//     next request, which fails (EAGAIN) before it waits. There were 4
+//     writes: the h1 engine's 4 KiB buffer with the head went over TLS
+//     as one record, the rest of the body as two more, each record its
+//     own system call (crypto/tls). The h1 engine now holds the
+//     wire.BatchConn under the TLS connection across that write, as the
+//     HTTP/2 engine does, and the three go in one (h1's writeBatched):
+//     Arka's CPU per page 0.26-0.32 -> 0.20-0.25 ms in paired runs.
+//   - The page compressed for browsers: zstd at level 1 was 45 to 50% of
+//     Arka's CPU. A page of known length now goes to the encoding
+//     middleware whole, which keeps the coded form of the last bodies it
+//     coded and sends it again for the same bytes (see encoding's
+//     reuse.go): on php-page-br Arka's CPU per request went from 0.27 to
+//     0.37 ms to 0.18 to 0.25 ms (0.68-0.81x nginx's to 0.45-0.62x), a
+//     little below the uncompressed page's. The goal, 0.38x, would leave
+//     about 0.19 ms per request for the whole tree: php-fpm's share
+//     alone.
 package fastcgi
 
 import (

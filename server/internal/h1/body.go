@@ -285,6 +285,30 @@ func readLineInto(br *bufio.Reader, max int, scratch *[]byte) ([]byte, error) {
 	return line, nil
 }
 
+// maxDiscard bounds, in bytes, the rest of a request body read and
+// dropped to keep the connection for the next request (net/http's figure);
+// beyond it the connection closes after the response.
+const maxDiscard = 256 << 10
+
+// wontDiscard reports whether discard(max) is sure to fail: the client
+// waits for a 100 Continue it was not sent, or the unread rest of the body
+// is known to exceed max bytes (a chunked body's length is not known).
+func (b *body) wontDiscard(max int64) bool {
+	if b.eof {
+		return b.err != nil
+	}
+	return b.err != nil || b.expect || !b.chunked && b.remaining > max
+}
+
+// mustWait reports whether reading the rest of the body (discard) may
+// wait for the client: its bytes are not all in the read buffer.
+func (b *body) mustWait() bool {
+	if b.eof || b.err != nil || b.expect {
+		return false
+	}
+	return b.chunked || b.remaining > int64(b.c.br.Buffered())
+}
+
 // discard reads what is left of the body, up to max bytes, so the
 // connection can serve the next request. It reports whether the body was
 // consumed completely.

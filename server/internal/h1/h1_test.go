@@ -928,3 +928,33 @@ func TestAnswerBeforeNextRequestArrives(t *testing.T) {
 		})
 	}
 }
+
+// A handler that answers without reading the request body (401, 405,
+// 413 for an upload): the answer goes out at once, not after the server
+// has waited for the rest of the body it discards (RFC 9112 section 9.6
+// lets it close after answering; nothing asks it to hold the answer).
+func TestAnswerBeforeDiscardingBody(t *testing.T) {
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	for _, head := range []string{
+		"POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n",
+		"POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\n",
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(head + strings.Repeat("a", 10000)))
+		start := time.Now()
+		conn.SetReadDeadline(start.Add(5 * time.Second))
+		r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		if took := time.Since(start); r.StatusCode != 401 || took > time.Second {
+			t.Errorf("%q: %d after %v, want 401 at once", head, r.StatusCode, took)
+		}
+		conn.Close()
+	}
+}

@@ -31,6 +31,35 @@
 // kept the earlier one), the scheduler's park and wake per request, and
 // Go's TLS record code.
 //
+// Profiled again at ceb96c4, same setup, 20 s
+// (go tool pprof -top; perf record -g for the kernel's side): system calls
+// 54 % (the response's write 40 %, of it the kernel's loopback delivery to
+// the client and its wake-up; both reads 13.5 %), the server's dispatch
+// and static handler 11.5 % (the file cache lookup 2.2 %, the response
+// header fields 2.4 %), readRequest 8.8 % (its allocation 1.8 %, copying
+// the request template 1 %), crypto/tls's own work 10 % (AES-GCM seal 4.5
+// %, open 2 %), the scheduler's park and netpoll 7 %, clearing the
+// response's header map 1.8 %, clock readings 2.5 % (7.1 per request:
+// time.now 4, runtime.nanotime1 3, counted with uprobes). nginx (1.22,
+// OpenSSL 3, 2 workers) under the same load spends 52-60 % of its CPU in
+// the kernel too, with the same system calls per request: one write and
+// two reads (OpenSSL reads a record's header and then its body; Arka's
+// second read is the one that fails, see below), against 0.22 epoll_wait
+// per request to Arka's 0.36 epoll_pwait and 0.03 futex. So what is left
+// to take is user-space work spread thin over the engine, the dispatch
+// and crypto/tls; since: the response's header map holds 8 fields in one
+// group that clear empties at once (was a table of 4 groups), the idle
+// wait and the dispatch reuse clock readings the engine made anyway, Date
+// reads the monotonic clock only (package wire), together 11.1 -> 7.2
+// vDSO clock calls per request (time.Now makes two). Keeping the request
+// head's field positions in a slice of the connection instead of a
+// [32]field array zeroed on the stack (1.5 KB) measured no different
+// (BenchmarkRequestWrk, user+system CPU, six alternated runs: fastest
+// 1.12 against 1.14 µs per request) and was left out. The whole server
+// under wrk (64 connections, TLS, CPU of the process per request, three
+// alternated runs each, on a machine whose other load took 1.4-1.9 of
+// its 2 cores): 17.0-18.3 -> 15.0-19.0 µs, a change within that noise.
+//
 // System calls per request, perf stat on arka under wrk (16 connections,
 // small page): one write, and two reads over plain TCP and over TLS (as
 // nginx with OpenSSL does over TLS, measured the same way): the
@@ -44,7 +73,13 @@
 // read, while the handler ran, would never wake it (edge-triggered epoll
 // does not repeat itself) and the connection would hang until its idle
 // timeout. TestRequestWhileHandling fails so within 3 s with that change.
-// The read that fails costs one short system call, no copy.
+// The read that fails costs one short system call, no copy. nginx over
+// plain TCP does without it (perf stat, same load, 2026-12-02: 0.99
+// recvfrom, 0.99 writev and 0.13 epoll_wait per request, against Arka's
+// 1.89 reads, 1.00 write, 0.21 epoll_pwait and 0.02 futex): with
+// EPOLLRDHUP it takes a read that returned less than asked as having
+// emptied the socket and waits for epoll's next edge; Go's poller keeps
+// no such state between reads (RawRead clears what it recorded, as above).
 //
 // A body write larger than the write buffer's room, after the head (and
 // any body start) went into the buffer, is sent with them in one writev
@@ -68,7 +103,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -78,6 +112,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/internal/limits"
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // Server serves HTTP/1.x connections.
@@ -112,9 +147,11 @@ type Server struct {
 	conns     map[*conn]struct{}
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
-	watching  atomic.Bool // watchLoop runs (ctx.go)
-	wg        sync.WaitGroup
-	seq       uint64 // connections accepted (conn.seq), under mu
+	// acceptLogged is the Unix second of the last accept error logged.
+	acceptLogged atomic.Int64
+	watching     atomic.Bool // watchLoop runs (ctx.go)
+	wg           sync.WaitGroup
+	seq          uint64 // connections accepted (conn.seq), under mu
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -143,35 +180,25 @@ func (s *Server) Serve(ln net.Listener) error {
 	}()
 	var delay time.Duration
 	for {
-		rw, err := ln.Accept()
+		rw, err := wire.Accept(ln, &delay, s.acceptError)
 		if err != nil {
 			if s.closing.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary(err)) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
 			return err
 		}
-		delay = 0
 		go s.ServeConn(rw, nil)
 	}
 }
 
-// errTemporary classifies accept errors worth retrying (EMFILE and such).
-func errTemporary(err error) error {
-	type temporary interface{ Temporary() bool }
-	var t temporary
-	if errors.As(err, &t) && t.Temporary() {
-		return err
+// acceptError logs an accept error that wire.Accept waits out, at most
+// once a second.
+func (s *Server) acceptError(err error) {
+	now := time.Now().Unix()
+	if last := s.acceptLogged.Load(); last != now && s.acceptLogged.CompareAndSwap(last, now) {
+		s.logger().Error("accept failed; trying again", "err", err)
 	}
-	return errNever
 }
-
-var errNever = errors.New("never")
 
 // ServeConn serves one connection until it closes, in the calling
 // goroutine. For a *tls.Conn whose handshake is done, state is its

@@ -66,6 +66,9 @@ type conn struct {
 	lingering int       // streams kept after their handler (stream.linger)
 	idleSince time.Time // when active last became 0
 	rdeadline time.Time // the read deadline in force (under smu)
+	// idleRetries counts idle deadlines met in a row while the connection
+	// was not idle (idleRetry); the reader's.
+	idleRetries int
 
 	// Under wmu: streams whose handler waits for stream window, and when
 	// a DATA frame was last queued (the connection's progress).
@@ -86,6 +89,10 @@ type conn struct {
 	consumed int64 // received bytes handed to handlers, not yet credited
 	dead     bool  // the connection failed: writes fail
 	writing  bool  // the writer goroutine is sending
+
+	// hencSized: henc may hold a dynamic table size update for the next
+	// header block (RFC 7541 section 4.2), so :status goes through it.
+	hencSized bool
 	// The writer goroutine runs only while there is output to send:
 	// kickWriter starts it, and it ends once everything queued is sent,
 	// so an idle connection has one goroutine (the reader), not two.
@@ -96,6 +103,23 @@ type conn struct {
 	// batch is the connection under TLS when it can gather writes: the
 	// records of an output larger than one go out in one system call.
 	batch *wire.BatchConn
+
+	// Handlers run on the reader goroutine (inline.go): inline is the
+	// stream onHeaders left to run there, role who reads frames meanwhile,
+	// roleBack gives reading back to the serving goroutine, noInline
+	// counts streams left to the workers after a lend, inlineSeq counts
+	// inline runs and watchSeq is the count the watchdog saw last.
+	// helperWaiting (a helper waits for the next frame) and recalled (its
+	// wait is cut short) are under smu.
+	inline        *stream
+	role          atomic.Int32
+	roleBack      chan bool
+	noInline      int
+	inlineSeq     atomic.Uint32
+	watchSeq      uint32 // the watchdog's (Server.inlineWatch)
+	helperWaiting bool
+	recalled      bool
+	recallSeen    bool // the helper's last wait was cut short by a recall (the reader's)
 }
 
 // Writer goroutine states (conn.wstate).
@@ -208,6 +232,7 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 		c.batch, _ = tc.NetConn().(*wire.BatchConn)
 	}
 	c.writeFn = c.writeLoop
+	c.roleBack = make(chan bool, 1)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -234,16 +259,16 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 	return c
 }
 
-// serve runs the connection: preface, settings, then frames until the end.
+// serve runs the connection: preface, settings, then frames until the
+// end. It returns when the connection has ended, whichever goroutine read
+// its last frame (see readLoop): after it, no goroutine reads the
+// connection.
 func (c *conn) serve() {
+	ended := true
 	defer func() {
-		if p := recover(); p != nil {
-			buf := make([]byte, 16<<10)
-			c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
-				"stack", string(buf[:runtime.Stack(buf, false)]))
+		if ended {
+			c.end(recover())
 		}
-		c.shutdown()
-		c.releaseReader()
 	}()
 
 	// RFC 9113 section 3.4: the client preface, then SETTINGS, within the
@@ -267,23 +292,73 @@ func (c *conn) serve() {
 	c.fw.WriteWindowUpdate(0, connWindow-65535)
 	c.wmu.Unlock()
 	c.kickWriter()
+	ended = false
+	c.readLoop(false)
+}
 
+// end finishes the connection once its frames are read: p is a panic of
+// the reader, logged.
+func (c *conn) end(p any) {
+	if p != nil {
+		buf := make([]byte, 16<<10)
+		c.srv.logger().Error("h2: panic in connection", "remote", c.remote, "panic", p,
+			"stack", string(buf[:runtime.Stack(buf, false)]))
+	}
+	c.shutdown()
+	c.releaseReader()
+}
+
+// readLoop reads and processes frames until the connection ends, or, on
+// a goroutine that took reading over from a handler running inline
+// (helper), until it gives reading back (see inline.go). The goroutine
+// that reads the connection's last frame ends it (end).
+func (c *conn) readLoop(helper bool) {
+	ended := false
+	defer func() {
+		p := recover()
+		if !ended && p == nil {
+			return
+		}
+		c.end(p)
+		if helper {
+			c.helperEnded()
+		}
+	}()
 	for {
+		if helper && c.giveBack() {
+			return
+		}
 		if c.sawSettings {
 			c.setReadDeadline()
 		}
-		if err := c.waitFrame(); err != nil {
+		if err := c.waitFrameAs(helper); err != nil {
+			if helper && c.wasRecalled(err) {
+				continue // the handler returned: give reading back
+			}
+			if c.idleRetry(err) {
+				continue
+			}
 			c.readError(err)
+			ended = true
 			return
 		}
+		c.idleRetries = 0
 		f, err := c.readFrame()
 		if err != nil {
 			c.readError(err)
+			ended = true
 			return
 		}
 		if err := c.processFrame(f); err != nil {
 			if !c.handleError(err) {
+				ended = true
 				return
+			}
+		}
+		if st := c.inline; st != nil {
+			c.inline = nil
+			if !c.runInline(st) {
+				return // the connection ended meanwhile, on the helper
 			}
 		}
 	}
@@ -309,10 +384,21 @@ func (c *conn) setReadDeadline() {
 // connection is closed between Idle and 5/4 Idle after its last stream,
 // and the deadline moves about once per quarter of the timeout rather
 // than after every response (1.2% of the small page's CPU, perf).
+//
+// While a handler runs, an idle deadline at least Idle away is kept too,
+// rather than cleared for the request and set again at its end (two
+// deadline updates per request, 3% of the small page's CPU): the reader
+// that meets it at a frame boundary with a handler running, or before
+// Idle has passed, sets it anew and reads on (idleRetry). Only a client
+// that stops for Idle in the middle of a frame while a handler runs has
+// its connection closed by it, where it was never closed before.
 func (c *conn) armIdleLocked() {
+	if c.recalled {
+		return // the helper sets it when it sees the recall (inline.go)
+	}
 	to := c.srv.Limits.IdleTimeout()
 	if c.active > 0 || to <= 0 {
-		if !c.rdeadline.IsZero() {
+		if !c.rdeadline.IsZero() && (to <= 0 || time.Until(c.rdeadline) < to) {
 			c.rdeadline = time.Time{}
 			c.rwc.SetReadDeadline(c.rdeadline)
 		}
@@ -324,6 +410,30 @@ func (c *conn) armIdleLocked() {
 	}
 	c.rdeadline = d.Add(to / 4)
 	c.rwc.SetReadDeadline(c.rdeadline)
+}
+
+// idleRetry reports whether err, from the wait for the next frame, is
+// the expiry of an idle deadline kept while the connection was not idle
+// (see armIdleLocked): a handler runs, or the last one ended less than
+// Idle ago. Then the deadline is set for what the connection is now, and
+// the reader waits again. The preface's and a header block's deadlines
+// are not retried, and neither is a timeout met three times in a row
+// (crypto/tls keeps a read error it does not take for temporary, which
+// would come back at once, for ever).
+func (c *conn) idleRetry(err error) bool {
+	var ne net.Error
+	if !c.sawSettings || c.guard.inBlock || !errors.As(err, &ne) || !ne.Timeout() || c.idleRetries >= 3 {
+		return false
+	}
+	c.idleRetries++
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	to := c.srv.Limits.IdleTimeout()
+	if c.active == 0 && to > 0 && !time.Now().Before(c.idleSince.Add(to)) {
+		return false // idle indeed
+	}
+	c.armIdleLocked()
+	return true
 }
 
 // readError handles an error from the frame reader: connection errors get
@@ -470,6 +580,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 			}
 		case http2.SettingHeaderTableSize:
 			c.henc.SetMaxDynamicTableSizeLimit(min(s.Val, 4096))
+			c.hencSized = true
 		}
 		return nil
 	})

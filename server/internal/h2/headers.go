@@ -91,6 +91,10 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.active++
 	c.smu.Unlock()
 	st.running.Store(true)
+	if n == 0 && c.inlineOK(st) {
+		c.inline = st // run by readLoop (inline.go)
+		return nil
+	}
 	c.srv.pool.run(st)
 	return nil
 }

@@ -277,3 +277,48 @@ func TestContinuationFlood(t *testing.T) {
 		}
 	})
 }
+
+// TestHandlerOutlastsIdle: a handler that runs longer than Limits.Idle
+// keeps its connection, although the idle deadline of the request before
+// it is kept in force while it runs (not cleared per request): a request
+// sent after that deadline passed, while the handler still runs, is
+// served, the long response comes, and the connection still closes as idle
+// (GOAWAY NO_ERROR) once no handler has run for Idle. The client's own
+// delays (a loaded machine) fall while a handler runs, where no idle
+// timeout applies.
+func TestHandlerOutlastsIdle(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(6 * idle)
+		}
+		io.WriteString(w, "ok")
+	})
+	addr, _ := startServer(t, &h2.Server{Handler: h, Limits: limits.Limits{Idle: idle}})
+	c, fr := rawConn(t, addr)
+	got := func(id uint32) func(*frameEvent) bool {
+		return func(ev *frameEvent) bool { return ev.status[id] != "" || ev.closed || ev.goAway != nil }
+	}
+	// The quick request ends a handler: the idle deadline is set, and
+	// kept when the slow one starts right after it.
+	writeHeaders(fr, 1, true, reqFields("GET", "/")...)
+	if ev := readUntil(t, fr, c.SetReadDeadline, 5*time.Second, got(1)); ev.status[1] != "200" {
+		t.Fatalf("first request: status %q, closed %v, GOAWAY %v", ev.status[1], ev.closed, ev.goAway)
+	}
+	writeHeaders(fr, 3, true, reqFields("GET", "/slow")...)
+	time.Sleep(2 * idle) // past the kept deadline (5/4 Idle after the first handler)
+	writeHeaders(fr, 5, true, reqFields("GET", "/")...)
+	ev := readUntil(t, fr, c.SetReadDeadline, 10*time.Second, func(ev *frameEvent) bool {
+		return ev.status[3] != "" && ev.status[5] != "" || ev.closed || ev.goAway != nil
+	})
+	if ev.status[3] != "200" || ev.status[5] != "200" {
+		t.Fatalf("handler running %v with Idle %v: statuses %q and %q, closed %v, GOAWAY %v; want 200s and the connection kept",
+			6*idle, idle, ev.status[3], ev.status[5], ev.closed, ev.goAway)
+	}
+	start := time.Now()
+	ev = readUntil(t, fr, c.SetReadDeadline, 10*time.Second, func(ev *frameEvent) bool { return ev.closed })
+	took := time.Since(start)
+	if !ev.closed || ev.goAway == nil || *ev.goAway != http2.ErrCodeNo {
+		t.Fatalf("idle after %v: closed %v, GOAWAY %v; want GOAWAY NO_ERROR and close", took, ev.closed, ev.goAway)
+	}
+}

@@ -4,8 +4,11 @@
 //
 //   - frames are parsed, and header blocks decoded, with golang.org/x/net's
 //     http2.Framer and hpack (well-kept libraries);
-//   - handlers run on a pool of long-lived goroutines (no goroutine
-//     creation or stack growth per stream);
+//   - a request that is the connection's only stream and has no body runs
+//     its handler on the reader goroutine itself (inline.go), which lends
+//     reading to a helper if the handler waits; other handlers run on a
+//     pool of long-lived goroutines (no goroutine creation or stack growth
+//     per stream);
 //   - responses of all streams of a connection go into one output buffer
 //     that a writer goroutine sends with as few TLS writes as possible, so
 //     ten streams answered together cost one write, as in nginx; the
@@ -79,11 +82,39 @@
 // connection's only stream and has no body (with reading lent to a helper
 // goroutine when the handler waits) took the workers' share from 6.9% to
 // 1.1% and the reads per request from 2.0 to 1.35, about 7% of the small
-// page's CPU. It was taken out again (commits b9b79e4, 2ce363c, removed
-// after 883b4e5): a fresh-clone CI run found a helper still reading a
-// connection 5 s after the server had shut down, and the hand-over of
-// reading between goroutines needs a design whose shutdown can be shown
-// right before it returns.
+// page's CPU. It was taken out for a while (fc732ca): a CI run found a
+// helper still reading a connection 5 s after "the server" had shut
+// down. That was TestDirectoryListing's second server, whose leak check
+// (servertest) counts every goroutine started since it started: the
+// first server, still serving its client, had its last handler lent
+// reading by the watchdog just after that, and the helper waited for the
+// client's next frame until the first server's own shutdown (reproduced:
+// 2 of 1050 runs, with three runs of the test at once). Now a helper's
+// wait is cut short when its handler returns (recall), so it lives no
+// longer than its handler, and a helper is started only by the lend that
+// takes reading (no stray helper from a late watchdog tick); inline.go
+// gives the argument for shutdown. Measured again (h2load -c 64 -m 1,
+// the small page, strace -c and perf record -g of arka, shared 2-core
+// machine): read calls per request 2.01 -> 1.14, the scheduler
+// (runtime.mcall) 11.0% -> 8.6% of the CPU, the workers gone from the
+// profile.
+//
+// The idle read deadline was cleared when a request started and set
+// again when its handler ended: two deadline updates per request, 3% of
+// the CPU. It is now kept while a handler runs when it is at least Idle
+// away, and the reader that meets it early reads on (conn.go: idleRetry).
+//
+// What remains (perf record -g of arka, the small page, h2load -c 64
+// -m 1, both changes in): TLS writes 39% (the write system call 33%: one
+// per response, as nginx), waiting for and reading the next request 19%
+// (1.14 read calls per request), the scheduler 8.6% (the reader parks in
+// the poller between requests), the static handler 9.4%, the request's
+// HEADERS (onHeaders) 8% (newRequest 4.5%, HPACK decoding 3.4%), the
+// response's header block 4% (the fields not cached, and :status through
+// the encoder), allocation 3.8% (BenchmarkStaticSmall/h2: 6 per request,
+// the stream, the request's header map, two in crypto/tls per record
+// read, two HPACK strings that benchmark's client sends as literals), the
+// inline watchdog's scan of the connections 0.4%.
 //
 // Large bodies (the 1 MiB file) cost mostly TLS: one 16 KiB record per
 // write system call, as nginx's SSL_write (49% of the CPU), AES-GCM
@@ -99,12 +130,28 @@
 // and written with one: 81 -> 17 write calls per 1 MiB response, about
 // 12% less CPU per request (1063-1200 -> 920-1050 ms per 1000 requests,
 // four runs each under shared load). Files are read 64 KiB at a time
-// (fileBufs) by a connection's only stream whose peer's windows take as
-// much: 66 -> 18 read calls per 1 MiB response, 1073-1107 -> 893-910 ms
-// of CPU per 1000; a stream starved of window holds 16 KiB, as before. One copy more than nginx makes remains: a
-// body is read into a pooled buffer and copied into the output; reading
-// it straight into the output buffer, behind a reserved frame header,
-// would save it. Bounding the queued output to 64 KiB (maxQueued) keeps
+// by a connection's only stream whose peer's windows take as much: 66 ->
+// 18 read calls per 1 MiB response, 1073-1107 -> 893-910 ms of CPU per
+// 1000. They are read straight into the output, behind the DATA frame
+// headers reserved for them, with one readv per output (filesend.go):
+// no 64 KiB buffer per download and no copy from it, and each frame plus
+// its header is one whole TLS record (16 KiB), so 64 KiB of output is
+// four records, not four and a 36-byte fifth. Measured (1mb-h2, arka
+// alone, 64 connections, h2load -n 1280, alternated runs under shared
+// load, load average 10-15): CPU per 1000 responses 718-843 ms against
+// 820-1007 (five runs each; means 800 and 873); memmove 6% -> 2% of the
+// profile; system calls per response unchanged (17 reads, 17 writes).
+// Peak RSS: 32.6-35.7 MB against 38.9-41.1 in a first four runs each, but
+// 34.9-36.6 against 34.1-41.8 in five later ones: in a fresh process the
+// peak is set by the GC heap floor (16 MiB, one collection in the whole
+// run, live heap 9-11 MB after it), not by the downloads. What the change
+// removes for certain is 64 KiB of live heap per download in flight,
+// which counts where the goal is twice the live heap (after other tests
+// have filled the caches). What the profile leaves: the write system
+// calls 37% (the kernel's copy into the socket), AES-GCM 37%, the file's
+// readv 11%: crypto/tls's floor. A stream starved of window,
+// or sharing its connection with others, copies through a 16 KiB buffer
+// as before. Bounding the queued output to 64 KiB (maxQueued) keeps
 // 64 such downloads at about 41 MB of RSS (52 MB peak under
 // tests/bench's h2load run, before and after the batching and the 64 KiB
 // reads).
@@ -176,6 +223,11 @@ type Server struct {
 	closing atomic.Bool
 	wg      sync.WaitGroup
 	pool    workers
+
+	// The watchdog of handlers running inline (inline.go).
+	inlineSeen atomic.Bool // an inline run began since the last tick
+	watchMu    sync.Mutex
+	watching   bool // inlineWatch runs
 }
 
 const (

@@ -37,6 +37,7 @@ type stream struct {
 	localClosed atomic.Bool // END_STREAM or RST_STREAM sent
 	running     atomic.Bool // the handler runs
 	lingering   bool        // kept after the handler for a draining body (under c.smu)
+	inline      bool        // the handler runs on the reader goroutine (inline.go)
 	sendWindow  int64       // under c.wmu
 
 	ctx    *streamCtx
@@ -703,6 +704,9 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 			if blocked {
 				c.stalled++
 			}
+			if st.inline {
+				c.lendNow() // only the reader brings window
+			}
 			c.kickWriter()
 			c.wcond.Wait()
 			if blocked {
@@ -772,13 +776,11 @@ var errWriteTimeout = errors.New("h2: write deadline exceeded")
 // request (TLS sends a record, 16 KiB, per write system call either way).
 const maxQueued = 64 << 10
 
-var (
-	copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
-	fileBufs = sync.Pool{New: func() any { b := make([]byte, maxQueued); return &b }}
-)
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // ReadFrom copies src into the response with a pooled buffer (io.Copy would
-// allocate 32 KiB per call).
+// allocate 32 KiB per call); a file's bytes are read straight into the
+// output instead (sendFile).
 //
 // A file's bytes come as fast as they are written, so they are not
 // handed to the writer a buffer at a time: they are queued until the
@@ -792,24 +794,21 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 		defer copyBufs.Put(bp)
 		return io.CopyBuffer((*plainWriter)(w), src, *bp)
 	}
-	// Files are read maxQueued at a time, a full output (16 read calls
-	// per MiB instead of 64), when the stream is the connection's only
-	// one and the peer's windows take that much: a buffer a stream holds
-	// while it waits for window stays 16 KiB, so that a client starving
-	// its streams pins no more than before.
-	pool := &copyBufs
-	if c := w.st.c; c.alone() {
-		c.wmu.Lock()
-		if w.st.sendWindow >= maxQueued && c.sendConn >= maxQueued {
-			pool = &fileBufs
-		}
-		c.wmu.Unlock()
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
 	}
-	bp := pool.Get().(*[]byte)
-	defer pool.Put(bp)
 	held := w.flushLater
 	w.flushLater = true
-	n, err := io.CopyBuffer((*plainWriter)(w), src, *bp)
+	var n int64
+	var err error
+	if f, _ := fileOf(src); w.head || !w.bodyOK || !regular(f) {
+		bp := copyBufs.Get().(*[]byte)
+		n, err = io.CopyBuffer((*plainWriter)(w), src, *bp)
+		copyBufs.Put(bp)
+	} else if err = w.sendHeader(false, false); err == nil {
+		// Read straight into the output (filesend.go).
+		n, err = w.sendFile(src)
+	}
 	// Complete (Write set flushLater): it goes out when the handler returns.
 	w.flushLater = held || w.written == w.cl
 	if !w.flushLater {
@@ -951,9 +950,16 @@ var connectionSpecific = map[string]bool{
 // HEADERS plus CONTINUATION frames. Called with c.wmu held.
 func (c *conn) writeHeaderBlock(id uint32, end bool, status int, h http.Header, trailers []string) {
 	c.hbuf.Reset()
-	// :status first, through the encoder, which puts a pending dynamic
-	// table size update at the start of the block (RFC 7541 section 4.2).
-	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+	// :status first. "200" is the static table's entry 8 (RFC 7541
+	// Appendix A), one byte; else, or when the peer's SETTINGS may have left
+	// a dynamic table size update pending, through the encoder, which puts
+	// that update at the start of the block (RFC 7541 section 4.2).
+	if status == 200 && !c.hencSized {
+		c.hbuf.WriteByte(0x80 | 8) // indexed field (section 6.1)
+	} else {
+		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+		c.hencSized = false
+	}
 	for k, vs := range h {
 		if len(vs) == 1 && len(trailers) == 0 {
 			// Checked when it was cached (fieldcache.go).

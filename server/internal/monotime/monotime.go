@@ -13,6 +13,10 @@ var start = time.Now()
 // serve as "unset").
 func Now() int64 { return int64(time.Since(start)) + 1 }
 
+// Of returns t (a reading of time.Now, with its monotonic clock) in Now's
+// units, for a caller that has read the clock already.
+func Of(t time.Time) int64 { return int64(t.Sub(start)) + 1 }
+
 // Stamped is implemented by a response writer that knows when its request
 // was received, in Now's units: the server's dispatch reads the clock once
 // per request (package server's recorder), and a handler that needs "now"

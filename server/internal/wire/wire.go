@@ -45,6 +45,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 // commonFields maps the lower-case names of frequent header fields to
@@ -113,20 +115,26 @@ func Lower(name string) string {
 }
 
 type date struct {
-	unix int64
-	b    []byte
-	s    string
+	until int64 // when the next second begins, in monotime units
+	b     []byte
+	s     string
 }
 
 var cached atomic.Pointer[date]
 
+// now returns the Date value of the current second. Within a second it
+// reads only the monotonic clock (one vDSO call, where time.Now makes two:
+// the wall clock and the monotonic one); the wall clock is read when the
+// second is over, so a step of it (NTP, a board restoring its saved
+// time) shows in Date within a second.
 func now() *date {
-	t := time.Now().Unix()
-	if d := cached.Load(); d != nil && d.unix == t {
+	m := monotime.Now()
+	if d := cached.Load(); d != nil && m < d.until {
 		return d
 	}
-	b := time.Unix(t, 0).UTC().AppendFormat(nil, http.TimeFormat)
-	d := &date{unix: t, b: b, s: string(b)}
+	t := time.Now()
+	b := t.UTC().Truncate(time.Second).AppendFormat(nil, http.TimeFormat)
+	d := &date{until: monotime.Of(t) + int64(time.Second) - int64(t.Nanosecond()), b: b, s: string(b)}
 	cached.Store(d)
 	return d
 }
