@@ -198,3 +198,42 @@ func numberedLines(n int) []byte {
 	}
 	return b
 }
+
+// TestResponseBodyOfKnownLength: a buffered body of known length reaches
+// the client whole, over every front, whether it was all in hand at once
+// (read into the relay's buffer and sent after the upstream connection is
+// back in the pool) or paused midway (then through the spool), at the
+// relay buffer's size and past it; and the upstream connection is reused
+// for every one of them.
+func TestResponseBodyOfKnownLength(t *testing.T) {
+	bodies := map[string][]byte{}
+	for _, n := range []int{1, 119, 4000, 4096, 30 << 10, 32 << 10, 32<<10 + 1, 100 << 10} {
+		bodies[fmt.Sprintf("/proxy/%d", n)] = numberedLines(n/16 + 1)[:n]
+	}
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := bodies[strings.TrimSuffix(r.URL.Path, "/pause")]
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		if strings.HasSuffix(r.URL.Path, "/pause") {
+			w.Write(b[:len(b)/2])
+			http.NewResponseController(w).Flush()
+			time.Sleep(30 * time.Millisecond)
+			b = b[len(b)/2:]
+		}
+		w.Write(b)
+	}))
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{up.addr}})
+	forEachFront(t, h, func(t *testing.T, f front) {
+		for path, want := range bodies {
+			for _, p := range []string{path, path + "/pause"} {
+				resp, body := get(t, f.client, f.url(p))
+				wantProto(t, f, resp)
+				if resp.StatusCode != http.StatusOK || body != string(want) || resp.ContentLength != int64(len(want)) {
+					t.Errorf("%s: %d, %d bytes (Content-Length %d), want 200 and the %d bytes sent", p, resp.StatusCode, len(body), resp.ContentLength, len(want))
+				}
+			}
+		}
+	})
+	if n := up.conns.Load(); n != 1 {
+		t.Errorf("%d upstream connections for requests one after another, want 1", n)
+	}
+}

@@ -346,6 +346,19 @@ func (p *response) Header() http.Header {
 	return h
 }
 
+// bufferedBody returns the rest of a body of known length when all of it
+// is in br's buffer, consuming it: the bytes stay valid until br reads
+// again.
+func (p *response) bufferedBody() ([]byte, bool) {
+	if p.framing != respLength || p.remain > int64(p.br.Buffered()) {
+		return nil, false
+	}
+	b, _ := p.br.Peek(int(p.remain))
+	p.br.Discard(len(b))
+	p.remain = 0
+	return b, true
+}
+
 // Chunked body states.
 const (
 	chunkSize = iota // a chunk-size line is next

@@ -360,3 +360,37 @@ func TestSlowBodyOutlivesHeaderDeadline(t *testing.T) {
 		t.Errorf("dials %d, failures %d: want one connection reused, no failure\n%s", st.Dials, st.Failures, logs)
 	}
 }
+
+// TestBytesAfterResponseNotReused: an upstream that sends more than its
+// response (here a second, unasked response in the same write) does not
+// get its connection reused, so the next request never takes those bytes
+// for its answer, with or without response buffering, small bodies and
+// bodies too large to be sent from the read buffer.
+func TestBytesAfterResponseNotReused(t *testing.T) {
+	big := strings.Repeat("b", 40<<10)
+	for _, buffering := range []bool{true, false} {
+		t.Run(fmt.Sprintf("response_buffering=%v", buffering), func(t *testing.T) {
+			up, _ := rawUpstream(t, func(path string) (string, bool) {
+				body := "ok"
+				if path == "/big" {
+					body = big
+				}
+				return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%sHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nevil!", len(body), body), false
+			})
+			h, _ := newProxy(t, config.Proxy{Upstreams: []string{up}, StripPrefix: true, ResponseBuffering: &buffering})
+			f := startFront(t, "h1", h)
+			for _, p := range []string{"/small", "/small", "/big", "/big", "/small"} {
+				want := "ok"
+				if p == "/big" {
+					want = big
+				}
+				if resp, body := get(t, f.client, f.url("/proxy"+p)); resp.StatusCode != http.StatusOK || body != want {
+					t.Errorf("%s: %d %.20q, want 200 and its own body", p, resp.StatusCode, body)
+				}
+			}
+			if n := h.Stats()[0].Dials; n != 5 {
+				t.Errorf("%d upstream connections for 5 requests, want a new one for each", n)
+			}
+		})
+	}
+}

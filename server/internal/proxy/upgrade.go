@@ -50,6 +50,7 @@ func (h *Handler) switchProtocols(w http.ResponseWriter, r *http.Request, c *con
 	if err := bw.Flush(); err != nil {
 		return
 	}
+	c.shrink() // a tunnel lasts: 4 KiB will do
 	tunnel(cc, brw.Reader, c)
 }
 
@@ -162,6 +163,7 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 			tc.CloseWrite()
 		}
 	}()
+	c.shrink() // a tunnel lasts: 4 KiB will do
 	bp := h.bufs.Get().(*[]byte)
 	defer h.bufs.Put(bp)
 	for {

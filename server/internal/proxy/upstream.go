@@ -30,6 +30,64 @@ const maxResponseHeaderBytes = limits.UpstreamHeaderBytes
 // connections are reused sooner and skip the system call.
 const checkAfter = 200 * time.Millisecond
 
+// readBufSize is the read buffer of a connection reading a response
+// head: the head with a body of up to about 30 KB arrives in one read and
+// is relayed from it without a copy (relay). It is taken when the answer
+// is there to read (after wire.Sender's wait), and given back when the
+// exchange ends, or swapped for one of smallBufSize when the response
+// goes on streaming (events, long polls, a large body, a tunnel), so
+// neither an idle connection nor one waiting for its upstream holds one.
+const (
+	readBufSize  = 32 << 10
+	smallBufSize = 4 << 10
+)
+
+var (
+	readers      = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+	smallReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, smallBufSize) }}
+)
+
+// attach gives c a read buffer for the response it is about to read.
+func (c *conn) attach() {
+	if c.br == nil {
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(&c.lr)
+	}
+}
+
+// shrink swaps c's read buffer for a small one when it holds no bytes.
+func (c *conn) shrink() {
+	if c.br != nil && c.br.Size() > smallBufSize && c.br.Buffered() == 0 {
+		putReader(c.br)
+		c.br = smallReaders.Get().(*bufio.Reader)
+		c.br.Reset(&c.lr)
+		c.resp.br = c.br
+	}
+}
+
+// detach returns c's read buffer (its bytes are dropped) to the pool.
+func (c *conn) detach() {
+	if c.br != nil {
+		putReader(c.br)
+		c.br = nil
+	}
+}
+
+func putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	if br.Size() == smallBufSize {
+		smallReaders.Put(br)
+	} else {
+		readers.Put(br)
+	}
+}
+
+// close closes c and returns its read buffer.
+func (c *conn) close() {
+	c.nc.Close()
+	c.detach()
+}
+
 // upstream is one configured server: its address, its pool of kept-alive
 // connections and its counters.
 type upstream struct {
@@ -256,11 +314,12 @@ func (u *upstream) get(check bool) *conn {
 // put returns a connection whose exchange completed cleanly to the pool,
 // or closes it when the pool is full or the handler closed.
 func (u *upstream) put(c *conn) {
-	if c.br.Buffered() > 0 {
+	if c.br != nil && c.br.Buffered() > 0 {
 		// Bytes after the end of a response: the upstream is confused.
-		c.nc.Close()
+		c.close()
 		return
 	}
+	c.detach()
 	c.idleSince = time.Now()
 	u.mu.Lock()
 	if len(u.idle) < u.h.keepalive && !u.h.closed.Load() {
@@ -292,15 +351,20 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 		}
 		nc = tc
 	}
+	return u.newConn(nc, raw), nil
+}
+
+// newConn makes the conn of a connection just opened: nc is spoken on, raw
+// is the socket under it (the same for plain connections).
+func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c := &conn{nc: nc, raw: raw, up: u}
 	c.lr.r = nc
-	c.br = bufio.NewReaderSize(&c.lr, 4096)
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.lr.c = c
 	c.abort = c.kill
 	c.resp.last = &u.head
 	c.send.Init(raw, c.bw.Flush)
-	return c, nil
+	return c
 }
 
 // tlsError is a failed TLS handshake with an upstream (an untrusted or
