@@ -3,6 +3,7 @@ package config
 import (
 	"encoding"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -112,7 +113,7 @@ func (l *lenient) written(path string, keys map[string]toml.Primitive) []string 
 		if o, ok := l.pos.indexed[join(path, k)]; ok {
 			return o
 		}
-		return 1 << 62
+		return math.MaxInt
 	}
 	sort.SliceStable(ks, func(i, j int) bool { return off(ks[i]) < off(ks[j]) })
 	return ks

@@ -279,10 +279,11 @@ func (c *conn) serve() {
 			// deadlines through http.ResponseController).
 			c.setReadDeadline(time.Time{})
 		}
-		if c.bw.Buffered() > 0 && req.Body != http.NoBody && !c.bodyBuffered(req) {
-			// A pipelined response is still held (see the flush below)
-			// and this handler may now wait for body bytes the client
-			// sends only once it has its earlier answer.
+		if c.bw.Buffered() > 0 {
+			// The answer to the previous, pipelined request was held
+			// while this head was read (see the flush below); it goes
+			// out before this handler runs, which may wait (for its
+			// body, PHP, an upstream) as long as it likes.
 			if err := c.bw.Flush(); err != nil {
 				return
 			}
@@ -328,14 +329,13 @@ func (c *conn) serve() {
 			c.closeWrite() // flushes c.bw
 			return
 		}
-		// Responses to pipelined requests go out together, in one write,
-		// but only while the next request's whole head is already here:
-		// reading it then cannot wait. Anything less (nothing, a stray
-		// CRLF after a body, which RFC 9112 section 2.2 says to ignore,
-		// or the first bytes of a head) means the next read may wait for
-		// the client, which may be waiting for this answer. (A slow
-		// handler for the next request still delays them: answers to
-		// pipelined requests go out in order, RFC 9112 section 9.3.2.)
+		// The answer waits in c.bw only while the next request's whole
+		// head is already here: reading it then cannot wait, and the
+		// answer goes out before that request's handler runs (above).
+		// Anything less (nothing, a stray CRLF after a body, which RFC
+		// 9112 section 2.2 says to ignore, or the first bytes of a head)
+		// means the next read may wait for the client, which may be
+		// waiting for this answer.
 		if !c.headerBuffered() {
 			c.wrote = time.Time{}
 			if err := c.bw.Flush(); err != nil {
@@ -343,13 +343,6 @@ func (c *conn) serve() {
 			}
 		}
 	}
-}
-
-// bodyBuffered reports whether req's whole body is already in the read
-// buffer, so reading it cannot wait for the client: a body of known
-// length only (a chunked one is never assumed whole).
-func (c *conn) bodyBuffered(req *http.Request) bool {
-	return req.ContentLength >= 0 && int64(c.br.Buffered()) >= req.ContentLength
 }
 
 // waitRequest waits for the first byte of the next request. Over TLS the
@@ -522,6 +515,7 @@ func (c *conn) writeError(err error) {
 	body := errpage.Page(pe.status)
 	c.rwc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(pe.status) + " " + wire.StatusText(pe.status) +
+		"\r\nDate: " + wire.DateString() + // RFC 9110 section 6.6.1: on every 4xx
 		"\r\nContent-Type: " + errpage.ContentType + "\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n")
 	c.bw.Write(body)

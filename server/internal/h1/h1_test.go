@@ -935,11 +935,21 @@ func TestAnswerBeforeNextRequestArrives(t *testing.T) {
 // lets it close after answering; nothing asks it to hold the answer).
 func TestAnswerBeforeDiscardingBody(t *testing.T) {
 	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sized" {
+			// As the static handler and error pages answer: the length
+			// declared, the head written before the body.
+			w.Header().Set("Content-Length", "3")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, "no\n")
+			return
+		}
 		http.Error(w, "no", http.StatusUnauthorized)
 	}))
 	for _, head := range []string{
 		"POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n",
 		"POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\n",
+		"POST /sized HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n",
+		"GET /sized HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n",
 	} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -956,5 +966,55 @@ func TestAnswerBeforeDiscardingBody(t *testing.T) {
 			t.Errorf("%q: %d after %v, want 401 at once", head, r.StatusCode, took)
 		}
 		conn.Close()
+	}
+}
+
+// A pipelined request's answer goes out before the next request's handler
+// runs: a slow handler (PHP, an upstream, a long poll) behind a quick
+// request does not hold the quick one's answer up.
+func TestPipelinedAnswerNotHeldBySlowHandler(t *testing.T) {
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		io.WriteString(w, r.URL.Path)
+	}))
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("GET /quick HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\n\r\n"))
+	start := time.Now()
+	conn.SetReadDeadline(start.Add(5 * time.Second))
+	br := bufio.NewReader(conn)
+	r, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	if took := time.Since(start); string(b) != "/quick" || took > time.Second {
+		t.Errorf("first answer %q after %v, want /quick at once", b, took)
+	}
+	r, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ = io.ReadAll(r.Body); string(b) != "/slow" {
+		t.Errorf("second answer %q", b)
+	}
+}
+
+// The engine's own answers to requests it cannot parse carry Date, as
+// RFC 9110 section 6.6.1 asks of every 4xx from a server with a clock.
+func TestParseErrorHasDate(t *testing.T) {
+	addr := start(t, echo)
+	out := exchange(t, addr, "GET / HTTP/1.1\r\n\r\n") // no Host
+	rs := responses(t, out, "GET")
+	if len(rs) != 1 || rs[0].StatusCode != 400 {
+		t.Fatalf("%q", out)
+	}
+	if d, err := http.ParseTime(rs[0].Header.Get("Date")); err != nil || time.Since(d) > 5*time.Second || time.Until(d) > 5*time.Second {
+		t.Errorf("Date %q: %v", rs[0].Header.Get("Date"), err)
 	}
 }

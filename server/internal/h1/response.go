@@ -204,12 +204,12 @@ func (w *response) sendHeader(final bool) {
 	// would deadlock against a response that fills its window while the
 	// body is unread: read the rest of the body first (up to 256 KiB), or
 	// close after this response. Handlers that stream both ways call
-	// EnableFullDuplex. (net/http does the same.) A whole answer small
-	// enough for the socket's buffers (a 401, 405 or 413 to an upload)
-	// cannot deadlock: it goes out first, and the connection discards
+	// EnableFullDuplex. (net/http does the same.) An answer whose length
+	// is known and small enough for the socket's buffers (a 401, 405 or
+	// 413 to an upload, a small file) cannot deadlock: it goes out first, and the connection discards
 	// the body after it (serve), so a client that pauses does not hold
 	// its answer up.
-	small := final && length >= 0 && length <= maxAnswerBeforeBody
+	small := length >= 0 && length <= maxAnswerBeforeBody
 	if !w.fullDuplex && !w.closeAfter && !w.c.body.eof && w.req.Body != http.NoBody {
 		if small {
 			// Only a body that cannot be discarded decides now: its
