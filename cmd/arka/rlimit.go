@@ -43,7 +43,7 @@ func raiseNoFile(log *slog.Logger) uint64 {
 			return lim.Cur
 		}
 		if lim.Max < want {
-			log.Info("open-file limit below what Arka asks for (raising it needs root)", "limit", lim.Max, "want", want)
+			log.Info("open-file limit below what Arka asks for: the system refused to raise its hard limit (that takes root or CAP_SYS_RESOURCE, and a container may forbid it)", "limit", lim.Max, "want", want)
 		}
 	}
 	return next.Cur
