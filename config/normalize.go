@@ -138,7 +138,7 @@ func (v *validator) normalizeHandler(hp string, h Handler) {
 		}
 	case *Status:
 		if len(h.Allow) == 0 {
-			h.Allow = defaultStatusAllow()
+			h.Allow = DefaultStatusAllowPrefixes()
 		}
 	case *Redirect:
 		if h.Status == 0 && !v.has(hp+".status") {
@@ -163,8 +163,8 @@ func orDefault(d *Duration, def time.Duration) {
 
 func ptr[T any](v T) *T { return &v }
 
-// defaultStatusAllow is DefaultStatusAllow parsed (a fresh slice).
-func defaultStatusAllow() []netip.Prefix {
+// DefaultStatusAllowPrefixes is DefaultStatusAllow parsed (a fresh slice).
+func DefaultStatusAllowPrefixes() []netip.Prefix {
 	out := make([]netip.Prefix, len(DefaultStatusAllow))
 	for i, s := range DefaultStatusAllow {
 		out[i] = netip.MustParsePrefix(s)

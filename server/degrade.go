@@ -282,14 +282,8 @@ const problemsHandlerType = "arka-problems"
 // quote its paths and values, which are not for the whole internet.
 type problemsPage struct{ s *Server }
 
-// problemsAllow is config.DefaultStatusAllow parsed.
-var problemsAllow = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range config.DefaultStatusAllow {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}()
+// problemsAllow is who may read the problems (see problemsPage).
+var problemsAllow = config.DefaultStatusAllowPrefixes()
 
 // showProblems reports whether the client at remote (an "ip:port") may
 // read the problems.
