@@ -830,13 +830,7 @@ func (l *listener) serve(log *slog.Logger) {
 // most once a second; only a closed listener ends it.
 func (l *listener) acceptTLS(log *slog.Logger) error {
 	var delay time.Duration
-	var logged atomic.Int64 // Unix second of the last accept error logged
-	onError := func(err error) {
-		now := time.Now().Unix()
-		if last := logged.Load(); last != now && logged.CompareAndSwap(last, now) {
-			log.Error("accept failed; trying again", "addr", l.addr, "err", err)
-		}
-	}
+	onError := wire.LogAcceptErrors(log, "addr", l.addr)
 	for {
 		c, err := wire.Accept(l.ln, &delay, onError)
 		if err != nil {

@@ -147,11 +147,9 @@ type Server struct {
 	conns     map[*conn]struct{}
 	listeners map[*net.Listener]struct{}
 	closing   atomic.Bool
-	// acceptLogged is the Unix second of the last accept error logged.
-	acceptLogged atomic.Int64
-	watching     atomic.Bool // watchLoop runs (ctx.go)
-	wg           sync.WaitGroup
-	seq          uint64 // connections accepted (conn.seq), under mu
+	watching  atomic.Bool // watchLoop runs (ctx.go)
+	wg        sync.WaitGroup
+	seq       uint64 // connections accepted (conn.seq), under mu
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -179,8 +177,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 	}()
 	var delay time.Duration
+	onError := wire.LogAcceptErrors(s.logger())
 	for {
-		rw, err := wire.Accept(ln, &delay, s.acceptError)
+		rw, err := wire.Accept(ln, &delay, onError)
 		if err != nil {
 			if s.closing.Load() {
 				return ErrServerClosed
@@ -188,15 +187,6 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		go s.ServeConn(rw, nil)
-	}
-}
-
-// acceptError logs an accept error that wire.Accept waits out, at most
-// once a second.
-func (s *Server) acceptError(err error) {
-	now := time.Now().Unix()
-	if last := s.acceptLogged.Load(); last != now && s.acceptLogged.CompareAndSwap(last, now) {
-		s.logger().Error("accept failed; trying again", "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"time"
 )
@@ -30,5 +31,18 @@ func Accept(ln net.Listener, delay *time.Duration, onError func(error)) (net.Con
 		}
 		*delay = min(max(2**delay, 5*time.Millisecond), time.Second)
 		time.Sleep(*delay)
+	}
+}
+
+// LogAcceptErrors returns an onError for Accept, for one accept loop,
+// that logs to log, with attrs, at most one error a second: a process out
+// of file descriptors fails every accept until it recovers.
+func LogAcceptErrors(log *slog.Logger, attrs ...any) func(error) {
+	var last time.Time
+	return func(err error) {
+		if now := time.Now(); now.Sub(last) >= time.Second {
+			last = now
+			log.Error("accept failed; trying again", append(attrs, "err", err)...)
+		}
 	}
 }
