@@ -177,7 +177,12 @@ handler = { type = "proxy", upstreams = ["`+ln.Addr().String()+`"] }
 
 		// Bytes past memory: at most the client's share of files, 503 for
 		// the rest.
-		got, stop := attack(n, 17<<10, 15*time.Second, func(got map[int]int) bool { return got[503] >= n-share })
+		// Wait for both: the refused requests' 503s can come back before
+		// every admitted body has passed memory and opened its file.
+		got, stop := attack(n, 17<<10, 15*time.Second, func(got map[int]int) bool {
+			s, _ := spoolFiles(t)
+			return got[503] >= n-share && s >= share
+		})
 		s, fds = spoolFiles(t)
 		served()
 		stop()
