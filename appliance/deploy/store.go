@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -190,7 +191,7 @@ func (s *Store) serveDeploy(w http.ResponseWriter, r *http.Request) {
 	s.changed()
 	defer s.changed()
 	defer s.receiving.Store(0)
-	g, f := s.deploy(r.Context(), r.Body)
+	g, notServed, f := s.deploy(r.Context(), r.Body)
 	if f != nil {
 		if len(f.res.Errors) > 0 {
 			s.setError("deploy refused: " + strings.Join(f.res.Errors, "; "))
@@ -198,6 +199,11 @@ func (s *Store) serveDeploy(w http.ResponseWriter, r *http.Request) {
 			s.setError("deploy failed: " + f.res.Message)
 		}
 		writeJSON(w, f.code, f.res)
+		return
+	}
+	if notServed != "" {
+		writeJSON(w, 200, Result{Generation: g, NotServed: notServed,
+			Message: fmt.Sprintf("generation %d is current; %s: Arka serves it when it starts", g.ID, notServed)})
 		return
 	}
 	writeJSON(w, 200, Result{Generation: g, Message: fmt.Sprintf("generation %d is live", g.ID)})
@@ -218,9 +224,9 @@ func bad(code int, format string, a ...any) *failure {
 
 // deploy receives a tar stream, builds the next generation, checks it and
 // makes it live.
-func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failure) {
+func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, string, *failure) {
 	if err := os.MkdirAll(filepath.Join(s.Dir, "generations"), 0o755); err != nil {
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
 	}
 	cur := s.current()
 	have := map[string]string{} // sha256 -> path of an intact file in the current generation
@@ -244,23 +250,23 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 	tr := tar.NewReader(body)
 	h, err := tr.Next()
 	if err != nil || h.Name != ManifestName {
-		return nil, bad(400, "the deploy stream must start with %s", ManifestName)
+		return nil, "", bad(400, "the deploy stream must start with %s", ManifestName)
 	}
 	var m Manifest
 	if err := json.NewDecoder(io.LimitReader(tr, MaxManifestSize)).Decode(&m); err != nil {
-		return nil, bad(400, "manifest: %v", err)
+		return nil, "", bad(400, "manifest: %v", err)
 	}
 	if len(m.Files) == 0 || len(m.Files) > MaxFiles {
-		return nil, bad(400, "manifest: %d files (1 to %d allowed)", len(m.Files), MaxFiles)
+		return nil, "", bad(400, "manifest: %d files (1 to %d allowed)", len(m.Files), MaxFiles)
 	}
 	want := map[string]File{}
 	var total int64
 	for _, f := range m.Files {
 		if err := CheckPath(f.Path); err != nil {
-			return nil, bad(400, "manifest: %v", err)
+			return nil, "", bad(400, "manifest: %v", err)
 		}
 		if _, dup := want[f.Path]; dup {
-			return nil, bad(400, "manifest: %q twice", f.Path)
+			return nil, "", bad(400, "manifest: %q twice", f.Path)
 		}
 		want[f.Path] = f
 		total += f.Size
@@ -274,19 +280,19 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 			break
 		}
 		if err != nil {
-			return nil, bad(400, "receiving: %v", err)
+			return nil, "", bad(400, "receiving: %v", err)
 		}
 		f, ok := want[h.Name]
 		if !ok || got[h.Name] || h.Typeflag != tar.TypeReg {
-			return nil, bad(400, "%q was sent but is not in the manifest", h.Name)
+			return nil, "", bad(400, "%q was sent but is not in the manifest", h.Name)
 		}
 		if err := writeChecked(filepath.Join(tmp, filepath.FromSlash(f.Path)), tr, f); err != nil {
-			return nil, bad(400, "%v", err)
+			return nil, "", bad(400, "%v", err)
 		}
 		got[h.Name] = true
 		sent += f.Size
 		if ctx.Err() != nil {
-			return nil, bad(400, "the client went away")
+			return nil, "", bad(400, "the client went away")
 		}
 	}
 	// Files not sent: the current generation has their content.
@@ -296,27 +302,27 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 		}
 		src, ok := have[f.SHA256]
 		if !ok {
-			return nil, bad(409, "%s was not sent and the device has no intact file with its content (missing, or damaged since its manifest was read): deploy again to send it", f.Path)
+			return nil, "", bad(409, "%s was not sent and the device has no intact file with its content (missing, or damaged since its manifest was read): deploy again to send it", f.Path)
 		}
 		if err := linkOrCopy(src, filepath.Join(tmp, filepath.FromSlash(f.Path)), f); err != nil {
-			return nil, bad(500, "%v", err)
+			return nil, "", bad(500, "%v", err)
 		}
 	}
 	if !isDir(filepath.Join(tmp, "sites")) {
-		return nil, &failure{code: 422, res: Result{Errors: []string{"sites/: missing: a site directory holds sites/*.toml"}}}
+		return nil, "", &failure{code: 422, res: Result{Errors: []string{"sites/: missing: a site directory holds sites/*.toml"}}}
 	}
 	// The check, exactly as `arka -t`.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	mistakes, err := s.Check(cctx, tmp)
 	cancel()
 	if err != nil {
-		return nil, bad(500, "checking the site: %v", err)
+		return nil, "", bad(500, "checking the site: %v", err)
 	}
 	if len(mistakes) > 0 {
 		for i, e := range mistakes {
 			mistakes[i] = strings.ReplaceAll(e, tmp+string(filepath.Separator), "")
 		}
-		return nil, &failure{code: 422, res: Result{Errors: mistakes}}
+		return nil, "", &failure{code: 422, res: Result{Errors: mistakes}}
 	}
 	gen := &Generation{ID: id, Deployed: s.now(), From: m.From, Files: len(m.Files), Bytes: total, Sent: sent, Manifest: m.Files}
 	// Durable before live: every file was synced as it was written
@@ -325,39 +331,46 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 	// delayed allocation makes the names durable before the data and a
 	// power cut after "live" leaves zero-length files.
 	if err := syncDirs(tmp); err != nil {
-		return nil, bad(500, "syncing the new generation: %v", err)
+		return nil, "", bad(500, "syncing the new generation: %v", err)
 	}
 	if err := os.Rename(tmp, s.genDir(id)); err != nil {
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
 	}
 	if err := syncDir(filepath.Dir(s.genDir(id))); err != nil {
 		os.RemoveAll(s.genDir(id))
-		return nil, bad(500, "syncing the new generation: %v", err)
+		return nil, "", bad(500, "syncing the new generation: %v", err)
 	}
 	ok = true
 	b, _ := json.MarshalIndent(gen, "", "  ")
 	if err := atomicfile.Write(s.genDir(id)+".json", b, 0o644); err != nil {
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
 	}
-	if err := s.switchTo(id, cur); err != nil {
+	notServed, err := s.switchTo(id, cur)
+	if err != nil {
 		os.RemoveAll(s.genDir(id))
 		os.Remove(s.genDir(id) + ".json")
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
 	}
 	s.prune(id, cur)
 	gen.Manifest = nil
-	s.logf("deploy: generation %d from %s is live: %d files, %d bytes (%d sent)", id, gen.From, gen.Files, gen.Bytes, gen.Sent)
-	return gen, nil
+	s.logf("deploy: generation %d from %s is current: %d files, %d bytes (%d sent)", id, gen.From, gen.Files, gen.Bytes, gen.Sent)
+	return gen, notServed, nil
 }
 
 // switchTo points the site symlink at generation id atomically, has Arka
-// reload and records prev as the previous generation. If Arka does not
-// take the new site, the symlink goes back to prev.
-func (s *Store) switchTo(id, prev int) error {
+// reload and records prev as the previous generation. If a running Arka
+// does not take the new site, the symlink goes back to prev. If Arka is
+// not running (Activate's error wraps ErrNotRunning), the symlink stays:
+// the site passed the check and Arka reads it when it starts; notServed
+// says why it is not served yet.
+func (s *Store) switchTo(id, prev int) (notServed string, err error) {
 	if err := s.link(id); err != nil {
-		return err
+		return "", err
 	}
-	if err := s.Activate(filepath.Join(s.Dir, SiteLink)); err != nil {
+	if err := s.Activate(filepath.Join(s.Dir, SiteLink)); errors.Is(err, ErrNotRunning) {
+		s.logf("deploy: generation %d is current; %v: it is served when Arka starts", id, err)
+		notServed = err.Error()
+	} else if err != nil {
 		s.logf("deploy: Arka did not take generation %d: %v; going back", id, err)
 		if prev != 0 {
 			s.link(prev)
@@ -366,12 +379,12 @@ func (s *Store) switchTo(id, prev int) error {
 			os.Remove(filepath.Join(s.Dir, SiteLink))
 			s.Activate("")
 		}
-		return fmt.Errorf("the server did not take the new site (the old one keeps serving): %v", err)
+		return "", fmt.Errorf("the server did not take the new site (the old one keeps serving): %v", err)
 	}
 	r := s.readRecord()
 	r.Previous = prev
 	r.LastError, r.LastErrorAt = "", time.Time{}
-	return s.writeRecord(r)
+	return notServed, s.writeRecord(r)
 }
 
 func (s *Store) link(id int) error {
@@ -428,14 +441,19 @@ func (s *Store) serveRollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	to := rec.Previous
-	if err := s.switchTo(to, cur); err != nil {
+	notServed, err := s.switchTo(to, cur)
+	if err != nil {
 		s.setError("rollback failed: " + err.Error())
 		writeJSON(w, 500, Result{Message: err.Error()})
 		return
 	}
 	g := s.generation(to, false)
 	s.logf("deploy: rolled back from generation %d to %d", cur, to)
-	writeJSON(w, 200, Result{Generation: g, Message: fmt.Sprintf("rolled back from generation %d to generation %d", cur, to)})
+	msg := fmt.Sprintf("rolled back from generation %d to generation %d", cur, to)
+	if notServed != "" {
+		msg += fmt.Sprintf("; %s: Arka serves it when it starts", notServed)
+	}
+	writeJSON(w, 200, Result{Generation: g, NotServed: notServed, Message: msg})
 }
 
 // writeChecked writes r to path and checks its size and SHA-256.
