@@ -109,6 +109,9 @@ type upstream struct {
 	// head is the text of the last response head read from the upstream
 	// (response.text).
 	head atomic.Pointer[string]
+	// memo is the last response head read from the upstream, parsed
+	// (headMemo).
+	memo atomic.Pointer[headMemo]
 }
 
 // UpstreamStats are one upstream's figures for the status page.
@@ -362,7 +365,7 @@ func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.lr.c = c
 	c.abort = c.kill
-	c.resp.last = &u.head
+	c.resp.last, c.resp.memo = &u.head, &u.memo
 	c.send.Init(raw, c.bw.Flush)
 	return c
 }
