@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 var page1K = strings.Repeat("x", 1024)
@@ -278,7 +279,7 @@ func BenchmarkHandlerMem(b *testing.B) {
 			u := h.ups[0]
 			mc := &memConn{resp: resp}
 			c := u.newConn(mc, mc)
-			c.idleSince = time.Now()
+			c.idleSince = monotime.Now()
 			u.idle = append(u.idle, c)
 			runHandler(b, h)
 			if u.dials.Load() != 0 {
