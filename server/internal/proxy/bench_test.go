@@ -311,7 +311,7 @@ func BenchmarkReadResponse(b *testing.B) {
 					b.Fatal(err)
 				}
 				clear(hdr)
-				p.copyHeader(hdr, skipResponseField)
+				p.copyHeader(hdr)
 			}
 		})
 	}

@@ -162,7 +162,11 @@
 //     moves) is taken from the upstream's memo of it (headMemo) instead of
 //     being read line by line and parsed again: BenchmarkReadResponse
 //     (reading the head and copying its fields to the engine's map)
-//     540 -> 240 ns per small answer;
+//     540 -> 240 ns per small answer; and the memo keeps the fields as
+//     copyHeader gives them to the engine (names and value slices, shared
+//     read-only, as the server shares its Server field's), so such a head
+//     costs no allocation and no field checks: 245 -> 170 ns of CPU, 1 ->
+//     0 allocations;
 //   - the clock is read twice per request (get, whose reading send reuses,
 //     and put), monotonic only (monotime), where it was read five times,
 //     twice with the wall clock (time.Now in send and put): clock reads
@@ -174,7 +178,8 @@
 // http.ReadResponse, which made 8 of them (header map, strings, Response,
 // body reader, limit reader). response.go replaced it: the head's lines go
 // into a buffer the connection keeps, and the engine gets them as
-// substrings of one string (2 allocations). The client-gone watch costs
+// substrings of one string (2 allocations; none for a head from the
+// upstream's memo). The client-gone watch costs
 // one allocation (wire.AfterFunc's stop).
 package proxy
 
@@ -1204,7 +1209,7 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *response, rest *relayed) (bool, *failure) {
 	hdr := w.Header()
 	var tokens connTokens
-	tokens.parse(resp.copyHeader(hdr, skipResponseField))
+	tokens.parse(resp.copyHeader(hdr))
 	if tokens.n > 0 {
 		// Fields named in Connection are hop-by-hop too.
 		for _, f := range resp.fields {

@@ -77,6 +77,16 @@ type response struct {
 	// shared by its connections; nil for none (tests).
 	memo *atomic.Pointer[headMemo]
 	txt  string // raw as a string when a headMemo gave it (text)
+	// relayed are the fields copyHeader gives the engine, and connection
+	// Connection's values, when a headMemo gave them (nil otherwise).
+	relayed    []fieldValues
+	connection []string
+}
+
+// fieldValues is one field name and its values, as copyHeader sets them.
+type fieldValues struct {
+	name   string
+	values []string // never appended to in place: len == cap
 }
 
 var (
@@ -122,6 +132,8 @@ type headMemo struct {
 	fields        []respField
 	cl            span
 	text          string
+	relayed       []fieldValues // what copyHeader sets, shared read-only
+	connection    []string
 }
 
 // maxMemoHead bounds the head a headMemo keeps, in bytes.
@@ -153,12 +165,12 @@ func (p *response) fromMemo(m *headMemo) {
 	p.framing, p.state, p.remain, p.cl = m.framing, m.state, m.remain, m.cl
 	p.raw = append(p.raw[:0], m.raw...)
 	p.fields = append(p.fields[:0], m.fields...)
-	p.txt = m.text
+	p.txt, p.relayed, p.connection = m.text, m.relayed, m.connection
 }
 
 // toMemo returns p's head, just parsed from wire, as a headMemo.
 func (p *response) toMemo(wire []byte) *headMemo {
-	return &headMemo{
+	m := &headMemo{
 		wire:          bytes.Clone(wire),
 		status:        p.StatusCode,
 		contentLength: p.ContentLength,
@@ -171,6 +183,19 @@ func (p *response) toMemo(wire []byte) *headMemo {
 		cl:            p.cl,
 		text:          p.text(),
 	}
+	// The fields as copyHeader sets them, once: a head from the memo sets
+	// the same value slices in the engine's map (the engine and the
+	// server's middleware replace or append to a field's values, never
+	// write into them, as with the fields the server shares between
+	// responses, such as Server), without a new []string, the names'
+	// checks or the search for repeated names.
+	h := http.Header{}
+	p.txt = m.text
+	m.connection = p.copyHeader(h)
+	for k, vv := range h {
+		m.relayed = append(m.relayed, fieldValues{k, vv[:len(vv):len(vv)]})
+	}
+	return m
 }
 
 // readLine appends one line to p.raw without its LF (and the CR before
@@ -230,7 +255,7 @@ func (p *response) readResponse(br *bufio.Reader, method string) error {
 	// memo describes whole (no announced trailers).
 	if before-br.Buffered() == len(wire) && p.StatusCode >= 200 && p.announced == nil {
 		m := p.toMemo(wire)
-		p.txt = m.text
+		p.txt, p.relayed, p.connection = m.text, m.relayed, m.connection
 		p.memo.Store(m)
 	}
 	return nil
@@ -372,10 +397,18 @@ func (p *response) parseResponse(br *bufio.Reader, method string) error {
 func (p *response) hasBody() bool { return p.framing != respNone }
 
 // copyHeader adds the head's fields to hdr (which the engine owns) with
-// one string and one []string for all of them, leaving out those skip
-// names, and Content-Length once as parsed. It returns Connection's
-// values, for the caller to parse.
-func (p *response) copyHeader(hdr http.Header, skip func(k string) bool) (connection []string) {
+// one string and one []string for all of them, leaving out those
+// skipResponseField names, and Content-Length once as parsed. It returns
+// Connection's values, for the caller to parse. A head from a headMemo
+// sets the memo's slices, allocating nothing.
+func (p *response) copyHeader(hdr http.Header) (connection []string) {
+	if p.relayed != nil || p.connection != nil {
+		for _, f := range p.relayed {
+			hdr[f.name] = f.values
+		}
+		return p.connection
+	}
+	skip := skipResponseField
 	if len(p.fields) == 0 && p.cl.end == 0 {
 		return nil
 	}
@@ -610,7 +643,7 @@ func (p *response) chunkLine() ([]byte, error) {
 // section 7.1.2) into p.Trailer, within what is left of the head limit.
 func (p *response) readTrailers() error {
 	left := p.hdrLeft
-	p.raw, p.txt = p.raw[:0], ""
+	p.raw, p.txt, p.relayed, p.connection = p.raw[:0], "", nil, nil
 	for {
 		start, err := p.readLine(left)
 		if err == errHeaderTooLarge {
