@@ -173,6 +173,24 @@
 //     in BenchmarkHandlerMem's profile 200 -> 67 ns per request (a clock
 //     read costs 45 ns on this VM).
 //
+// arkabench -tests proxy-small-http -servers arka,nginx -duration 5s
+// -rounds 2, before and after alternating (B A B A), the machine at load
+// average 23-27 from other jobs: Arka's CPU per request 28.9 and 32.2 us
+// before, 25.9 and 25.7 us after; nginx's in the same runs 25.2, 22.5,
+// 25.5 and 27.7 us (so the load moves a run by 10-20 %; the in-process
+// figures above are the firmer ones). A memory profile of arka under wrk
+// shows no allocation of this package per small answer (the engine's two
+// remain: its request and its AfterFunc for the client-gone watch).
+//
+// Left, small answer over plain HTTP/1.1: this package's own code is
+// 1-2 % of arka's samples; the rest is the kernel's (the two writes with
+// their loopback delivery and wake-ups, the reads), package h1's (its
+// failing read of the client's next request, 0.9 per request, and its
+// parsing), the server's dispatch and the runtime's scheduler and netpoll
+// (two parks per request: for the client and for the upstream, as
+// nginx's two waits in epoll, which it batches over more events per
+// call: 0.10 epoll_wait per request against Arka's 0.18 epoll_pwait).
+//
 // make bench-go (tests/bench): 13 allocations per proxied request over
 // HTTP/1.1 (small answer, whole process), 33 over HTTP/2, with
 // http.ReadResponse, which made 8 of them (header map, strings, Response,
