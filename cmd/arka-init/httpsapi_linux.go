@@ -65,6 +65,8 @@ func progressHandler(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
+			// Also bounds the server's discarding of a body the handler
+			// left unread.
 			rc.SetReadDeadline(time.Now().Add(d))
 			r.Body = &progressBody{ReadCloser: r.Body, rc: rc, d: d}
 		}
@@ -84,14 +86,15 @@ type progressBody struct {
 }
 
 func (b *progressBody) Read(p []byte) (int, error) {
+	// Only the wait for the client counts: the deadline is set as the
+	// read starts (the proxy may take a while to pass on what it read).
+	b.rc.SetReadDeadline(time.Now().Add(b.d))
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		// The body is read: the server's own read that watches for the
 		// client going away must not time out while the answer is
 		// prepared (a deploy's check takes up to 2 minutes).
 		b.rc.SetReadDeadline(time.Time{})
-	} else {
-		b.rc.SetReadDeadline(time.Now().Add(b.d))
 	}
 	return n, err
 }
