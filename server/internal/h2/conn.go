@@ -74,6 +74,9 @@ type conn struct {
 	// a DATA frame was last queued (the connection's progress).
 	stalled      int
 	lastProgress time.Time
+	// fileWaits counts streams waiting for window while they keep their
+	// file open (at most one, see sendFile), under wmu.
+	fileWaits int
 
 	// Output, guarded by wmu. out and spare come from outPool (bufs)
 	// when frames are queued and go back once the writer has sent them.
