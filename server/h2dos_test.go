@@ -3,10 +3,15 @@ package server_test
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,5 +294,104 @@ func TestH2StalledFileReplaced(t *testing.T) {
 	}
 	if complete != 1 || reset != 1 {
 		t.Errorf("%d streams complete and %d reset, want 1 and 1", complete, reset)
+	}
+}
+
+// TestH2HeaderBytesBounded (QA H2): the request heads an HTTP/2
+// connection holds for streams in flight are bounded by the memory the
+// connection limit assumes per connection: a client sending 128 streams
+// of 28 KB heads on each of its connections to a slow proxy route gets
+// most of them refused (REFUSED_STREAM, which clients retry, RFC 9113
+// section 8.7), the heap does not grow by megabytes per connection, and
+// the next client is served quickly.
+func TestH2HeaderBytesBounded(t *testing.T) {
+	var arrived atomic.Int64
+	released := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-released:
+		}
+	}))
+	t.Cleanup(up.Close)
+	defer close(released)
+	dir := t.TempDir()
+	root := www(t, dir, "a", "ok")
+	e := servertest.Start(t, `default = true
+listen = ["{{HTTP}}"]
+[tls]
+listen = ["{{HTTPS}}"]
+[[routes]]
+path = "/slow/"
+handler = { type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }
+[[routes]]
+path = "/"
+handler = { type = "static", root = "`+root+`" }
+`)
+	const conns, streams = 4, 128
+	fat := make([]hpack.HeaderField, 4)
+	for i := range fat {
+		fat[i] = hpack.HeaderField{Name: fmt.Sprintf("x-fat-%d", i), Value: strings.Repeat(string(rune('a'+i)), 7000), Sensitive: true}
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var cs []*h2Raw
+	for range conns {
+		h := dialH2Raw(t, e.HTTPS, 65535)
+		for i := range streams {
+			h.get(uint32(2*i+1), "a.example", fmt.Sprintf("/slow/%d", i), fat...)
+		}
+		cs = append(cs, h)
+	}
+	// Each stream is either refused or reaches the upstream.
+	var refused atomic.Int64
+	for _, h := range cs {
+		go func() {
+			for {
+				f, err := h.fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				switch f := f.(type) {
+				case *http2.RSTStreamFrame:
+					if f.ErrCode == http2.ErrCodeRefusedStream {
+						refused.Add(1)
+					}
+				case *http2.SettingsFrame:
+					if !f.IsAck() {
+						h.fr.WriteSettingsAck()
+					}
+				}
+			}
+		}()
+	}
+	for deadline := time.Now().Add(15 * time.Second); arrived.Load()+refused.Load() < conns*streams; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams reached the upstream and %d were refused, of %d", arrived.Load(), refused.Load(), conns*streams)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the admitted streams' upstream requests settle
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d streams admitted, %d refused; heap %+d KiB", arrived.Load(), refused.Load(), grown>>10)
+	if n := arrived.Load(); n > conns*4 {
+		t.Errorf("%d streams with 28 KB heads in flight on %d connections; want a few per connection", n, conns)
+	}
+	if grown > 8<<20 {
+		t.Errorf("heap grew by %d KiB with %d connections", grown>>10, conns)
+	}
+	start := time.Now()
+	if resp, body := e.Clients()[2].Get(t, "/", "Host: a.example"); resp.StatusCode != 200 || string(body) != "ok" {
+		t.Errorf("next client: %d %q", resp.StatusCode, body)
+	} else if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("next client served after %v", d)
+	}
+	for _, h := range cs {
+		h.tc.Close()
 	}
 }

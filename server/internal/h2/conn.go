@@ -60,12 +60,15 @@ type conn struct {
 	guard      frameGuard // bounds header blocks (CONTINUATION)
 	ctrl       ctrlGuard  // bounds control-frame floods (flood.go)
 
-	smu       sync.Mutex
-	streams   map[uint32]*stream
-	active    int       // streams whose handler runs
-	lingering int       // streams kept after their handler (stream.linger)
-	idleSince time.Time // when active last became 0
-	rdeadline time.Time // the read deadline in force (under smu)
+	smu     sync.Mutex
+	streams map[uint32]*stream
+	active  int // streams whose handler runs
+	// headerHeld is the header list bytes of those streams' requests
+	// (maxHeldHeaderBytes).
+	headerHeld int64
+	lingering  int       // streams kept after their handler (stream.linger)
+	idleSince  time.Time // when active last became 0
+	rdeadline  time.Time // the read deadline in force (under smu)
 	// idleRetries counts idle deadlines met in a row while the connection
 	// was not idle (idleRetry); the reader's.
 	idleRetries int
