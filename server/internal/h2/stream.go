@@ -47,6 +47,11 @@ type stream struct {
 	req    *http.Request
 	reqVal http.Request // req points here (newRequest)
 	url    url.URL
+	// vals backs the request's header values when it has at most two
+	// fields besides the pseudo-header ones (h2load, curl, API clients):
+	// no allocation for them, and the stream stays in its size class
+	// (1024 bytes).
+	vals [2]string
 }
 
 func (st *stream) handlerRunning() bool { return st.running.Load() }
@@ -226,8 +231,8 @@ type body struct {
 	buf     []byte  // received, not yet read; from bodyBufs (bp) while not empty
 	bp      *[]byte // the pool's box of buf
 	off     int
-	eof     bool
 	err     error
+	eof     bool
 	closed  bool // the handler is done; pushes are discarded
 	unacked int32
 
@@ -238,8 +243,8 @@ type body struct {
 	last     time.Time
 	total    int64
 	deadline time.Time
-	fixed    bool
 	timer    *time.Timer
+	fixed    bool
 	waiting  bool // the handler waits for the client's next bytes
 }
 
@@ -486,12 +491,12 @@ type responseWriter struct {
 	headerSent  bool
 	bodyOK      bool
 	head        bool
+	aborted     bool // under c.wmu
+	flushLater  bool // the caller has the output sent: no kickWriter (see stream.run)
 	cl          int64
 	written     int64
 	pending     []byte
 	trailers    []string
-	aborted     bool      // under c.wmu
-	flushLater  bool      // the caller has the output sent: no kickWriter (see stream.run)
 	deadline    time.Time // write deadline (http.ResponseController)
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
