@@ -646,6 +646,10 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 		if w.aborted || c.dead {
 			return errAborted
 		}
+		if len(p) == 0 && c.endLastData(st.id) {
+			st.localClosed.Store(true)
+			break
+		}
 		if len(c.out) >= maxQueued && len(p) > 0 {
 			if alone && c.wstate.CompareAndSwap(writerIdle, writerRunning) {
 				// The connection's only stream sends the output itself
@@ -857,9 +861,32 @@ func (c *conn) appendDataLocked(id uint32, end bool, p []byte) {
 		copy(out, c.out)
 		c.out = out
 	}
+	c.dataID, c.dataAt = id, len(c.out)
 	c.out = append(c.out, byte(n>>16), byte(n>>8), byte(n), byte(http2.FrameData), flags,
 		byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
 	c.out = append(c.out, p...)
+}
+
+// endLastData sets END_STREAM on stream id's DATA frame when it is the
+// last frame of the output still queued (c.wmu held), and reports
+// whether it did: a response whose length is known ends with its last
+// DATA frame (as nginx sends it) rather than with an empty one after it,
+// one frame less for the client to process.
+func (c *conn) endLastData(id uint32) bool {
+	if c.dataID != id || id == 0 {
+		return false
+	}
+	at := c.dataAt
+	if at+9 > len(c.out) || c.out[at+3] != byte(http2.FrameData) {
+		return false
+	}
+	n := int(c.out[at])<<16 | int(c.out[at+1])<<8 | int(c.out[at+2])
+	if at+9+n != len(c.out) {
+		return false // frames were queued after it
+	}
+	c.out[at+4] |= byte(http2.FlagDataEndStream)
+	c.dataID = 0
+	return true
 }
 
 // plainWriter is a responseWriter without ReadFrom, which io.CopyBuffer
