@@ -81,6 +81,10 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 	// Message says what happened, in words.
 	Message string `json:"message,omitempty"`
+	// NotServed, if set, says why the generation is current but not
+	// served yet: Arka was not running (stopped, waiting to restart), so
+	// it serves the generation when it starts.
+	NotServed string `json:"not_served,omitempty"`
 }
 
 // Limits of what a deploy may hold.
@@ -108,6 +112,11 @@ func CheckPath(p string) error {
 	}
 	return nil
 }
+
+// ErrNotRunning is wrapped by a Store's Activate when Arka is not running
+// (stopped, waiting to restart after an exit): the site cannot be reloaded
+// now and is read when Arka starts.
+var ErrNotRunning = errors.New("the server is not running")
 
 // ErrBusy is returned while another deploy runs.
 var ErrBusy = errors.New("another deploy or rollback is running on the device")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/arkaweb/arka/appliance/deploy"
 	"github.com/arkaweb/arka/appliance/device/ota"
+	"github.com/arkaweb/arka/appliance/device/supervise"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/server"
 )
@@ -130,10 +131,22 @@ func checkSite(ctx context.Context, dir, state string) ([]string, error) {
 
 // reloadArka sends SIGHUP to Arka and waits for its verdict in its log
 // ("configuration reloaded" or "reload failed", gokrazy's log stream).
+// When Arka is not running, or was crash-looping before and gave no
+// verdict, the error wraps deploy.ErrNotRunning: the site is read when it
+// starts.
 func reloadArka(pw string) error {
 	pid, err := arkaPID()
 	if err != nil {
 		return err
+	}
+	looping, _ := crashLoop()
+	// noVerdict is the error when Arka gives none: a crash-looping Arka
+	// that exits meanwhile reads the new site at its next start.
+	noVerdict := func(why string) error {
+		if looping != "" {
+			return fmt.Errorf("%w: it is crash-looping (%s) and %s", deploy.ErrNotRunning, looping, why)
+		}
+		return errors.New(why)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -154,13 +167,19 @@ drain:
 		}
 	}
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		return fmt.Errorf("signalling Arka (pid %d): %v", pid, err)
+		return noVerdict(fmt.Sprintf("signalling Arka (pid %d): %v", pid, err))
 	}
+	alive := time.NewTicker(500 * time.Millisecond)
+	defer alive.Stop()
 	for {
 		select {
+		case <-alive.C:
+			if syscall.Kill(pid, 0) != nil {
+				return noVerdict("it exited during the reload")
+			}
 		case l, ok := <-lines:
 			if !ok {
-				return errors.New("the log stream of /user/arka ended before the reload finished")
+				return noVerdict("the log stream of /user/arka ended before the reload finished")
 			}
 			switch {
 			case strings.Contains(l, "configuration reloaded"):
@@ -169,7 +188,7 @@ drain:
 				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(append([]string{l}, following(lines, 300*time.Millisecond)...), "; "))
 			}
 		case <-ctx.Done():
-			return errors.New("no reload verdict in the server's log within 30 s")
+			return noVerdict("no reload verdict in the server's log within 30 s")
 		}
 	}
 }
@@ -257,10 +276,36 @@ func findProcess(path string) (int, error) {
 
 // arkaPID is the running Arka's process: the one its supervisor (/user/arka,
 // appliance/device/supervise) started, else a direct child of init run as
-// /user/arka (an image from before the supervisor).
+// /user/arka (an image from before the supervisor). When there is none the
+// error wraps deploy.ErrNotRunning.
 func arkaPID() (int, error) {
-	if st := arkaState(); st != nil && st.PID != 0 {
-		return st.PID, nil
+	if st := arkaState(); st != nil {
+		return runningArka(st, initcfg.ArkaBinary)
 	}
-	return findProcess(arkaPath)
+	pid, err := findProcess(arkaPath)
+	if err != nil {
+		return 0, fmt.Errorf("%w (%v)", deploy.ErrNotRunning, err)
+	}
+	return pid, nil
+}
+
+// runningArka is the process the supervisor's state st names, if it is
+// alive and runs bin; else an error wrapping deploy.ErrNotRunning that says
+// why (stopped, waiting to restart after an exit, gone).
+func runningArka(st *supervise.State, bin string) (int, error) {
+	if st.PID == 0 {
+		switch {
+		case !st.NextStart.IsZero() && st.LastExit != nil:
+			return 0, fmt.Errorf("%w: it exited (%s) and restarts in %s", deploy.ErrNotRunning, st.LastExit,
+				max(time.Until(st.NextStart), 0).Round(time.Second))
+		case st.LastExit != nil:
+			return 0, fmt.Errorf("%w: it was stopped (%s)", deploy.ErrNotRunning, st.LastExit)
+		}
+		return 0, fmt.Errorf("%w: it has not started", deploy.ErrNotRunning)
+	}
+	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(st.PID), "exe"))
+	if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+		return 0, fmt.Errorf("%w: its process %d is gone", deploy.ErrNotRunning, st.PID)
+	}
+	return st.PID, nil
 }
