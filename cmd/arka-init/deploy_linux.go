@@ -104,7 +104,8 @@ func checkSite(ctx context.Context, dir, state string) ([]string, error) {
 	if _, err := os.Stat(bin); err != nil {
 		bin = arkaPath // an image from before the supervisor
 	}
-	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "sites"), "-state", state)
+	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "sites"), "-state", state,
+		"-reserved-ports", reservedPorts(portDirs))
 	cmd.Env = os.Environ()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -127,6 +128,33 @@ func checkSite(ctx context.Context, dir, state string) ([]string, error) {
 		mistakes = []string{fmt.Sprintf("arka -t failed: %v", err)}
 	}
 	return mistakes, nil
+}
+
+// portDirs are where gokrazy reads http-port.txt and https-port.txt, the
+// first that has the file winning.
+var portDirs = []string{"/perm", "/etc", "/"}
+
+// devicePort reads the port in the first dirs/name that has one, else def.
+func devicePort(dirs []string, name string, def int) int {
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, name))
+		if err != nil {
+			continue
+		}
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+			return p
+		}
+	}
+	return def
+}
+
+// reservedPorts is `arka -reserved-ports` for the deploy check: the ports
+// of gokrazy's web UI (it listens on the private addresses) and of the
+// HTTPS web UI and update/deploy API (serveHTTPS). A site listening on one
+// would pass the check and then not bind, or take the API away.
+func reservedPorts(dirs []string) string {
+	return fmt.Sprintf("%d=the device's web UI (gokrazy),%d=the device's update/deploy API",
+		devicePort(dirs, "http-port.txt", 80), devicePort(dirs, "https-port.txt", 8443))
 }
 
 // reloadArka sends SIGHUP to Arka and waits for its verdict in its log

@@ -47,3 +47,19 @@ func TestRunningArka(t *testing.T) {
 		t.Errorf("a pid that is gone: %v", err)
 	}
 }
+
+// TestReservedPorts: the deploy check's reserved ports are gokrazy's UI
+// port and the HTTPS API's, /perm overriding /etc as gokrazy reads them.
+func TestReservedPorts(t *testing.T) {
+	perm, etc := t.TempDir(), t.TempDir()
+	dirs := []string{perm, etc}
+	if got := reservedPorts(dirs); got != "80=the device's web UI (gokrazy),8443=the device's update/deploy API" {
+		t.Errorf("defaults: %q", got)
+	}
+	os.WriteFile(filepath.Join(etc, "http-port.txt"), []byte("8080\n"), 0o644)
+	os.WriteFile(filepath.Join(etc, "https-port.txt"), []byte("9443"), 0o644)
+	os.WriteFile(filepath.Join(perm, "https-port.txt"), []byte(" 7443 "), 0o644)
+	if got := reservedPorts(dirs); got != "8080=the device's web UI (gokrazy),7443=the device's update/deploy API" {
+		t.Errorf("from the files: %q", got)
+	}
+}
