@@ -118,5 +118,16 @@ func CheckPath(p string) error {
 // now and is read when Arka starts.
 var ErrNotRunning = errors.New("the server is not running")
 
+// NotReadyError is returned by a Store's Activate when Arka took the
+// reload but is not ready since (status.Readiness): Problems are those
+// the new site brought, "sites/x.toml:2:11: cannot listen on :8443: …"
+// relative to the site directory. The deploy is refused and the previous
+// generation goes back.
+type NotReadyError struct{ Problems []string }
+
+func (e *NotReadyError) Error() string {
+	return "the new site left the server not ready: " + strings.Join(e.Problems, "; ")
+}
+
 // ErrBusy is returned while another deploy runs.
 var ErrBusy = errors.New("another deploy or rollback is running on the device")

@@ -63,3 +63,40 @@ func TestDeployWhileArkaIsNotRunning(t *testing.T) {
 		t.Errorf("after a refused reload: %q, want v1", b)
 	}
 }
+
+// TestDeployLeavesArkaNotReady: a reload that Arka took but that left it
+// not ready (an address the new site cannot bind) refuses the deploy: the
+// client gets the problems as the site's mistakes and the old generation
+// is current and reloaded again.
+func TestDeployLeavesArkaNotReady(t *testing.T) {
+	d := newDevice(t)
+	site := t.TempDir()
+	writeSite(t, site, map[string]string{"sites/main.toml": siteToml, "www/index.html": "v1"})
+	if _, _, err := d.deploy(t, site); err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	d.store.Activate = func(dir string) error {
+		calls++
+		if calls == 1 {
+			return &NotReadyError{Problems: []string{"sites/main.toml:1:11: cannot listen on :8443: address already in use"}}
+		}
+		return nil
+	}
+	writeSite(t, site, map[string]string{"www/index.html": "v2"})
+	_, _, err := d.deploy(t, site)
+	var re *RefusedError
+	if !errors.As(err, &re) || len(re.Errors) != 1 || re.Errors[0] != "sites/main.toml:1:11: cannot listen on :8443: address already in use" {
+		t.Fatalf("deploy that left Arka not ready: %v", err)
+	}
+	if calls != 2 {
+		t.Errorf("Activate called %d times, want 2 (the new site, then the old one again)", calls)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.store.Dir, "site", "www", "index.html")); string(b) != "v1" {
+		t.Errorf("after the refusal: %q, want v1", b)
+	}
+	st, _ := d.client.State(context.Background())
+	if st.Current.ID != 1 || !strings.Contains(st.LastError, "8443") {
+		t.Errorf("state: current %d, last error %q", st.Current.ID, st.LastError)
+	}
+}

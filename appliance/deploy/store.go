@@ -349,6 +349,10 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, string
 	if err != nil {
 		os.RemoveAll(s.genDir(id))
 		os.Remove(s.genDir(id) + ".json")
+		var nr *NotReadyError
+		if errors.As(err, &nr) && len(nr.Problems) > 0 {
+			return nil, "", &failure{code: 422, res: Result{Errors: nr.Problems, Message: err.Error()}}
+		}
 		return nil, "", bad(500, "%v", err)
 	}
 	s.prune(id, cur)
@@ -379,7 +383,7 @@ func (s *Store) switchTo(id, prev int) (notServed string, err error) {
 			os.Remove(filepath.Join(s.Dir, SiteLink))
 			s.Activate("")
 		}
-		return "", fmt.Errorf("the server did not take the new site (the old one keeps serving): %v", err)
+		return "", fmt.Errorf("the server did not take the new site (the old one keeps serving): %w", err)
 	}
 	r := s.readRecord()
 	r.Previous = prev

@@ -23,6 +23,7 @@ import (
 	"github.com/arkaweb/arka/appliance/device/supervise"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/server"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // activeLink names the directory Arka reads its sites from
@@ -56,7 +57,7 @@ func startDeploy(fallback, state string, sets *settingsState) (sitesArg, real st
 		if err := pointActive(dir); err != nil {
 			return err
 		}
-		if err := reloadArka(pw); err != nil {
+		if err := reloadArka(pw, state); err != nil {
 			return err
 		}
 		// The new site's files have the old ones' paths (through
@@ -158,15 +159,18 @@ func reservedPorts(dirs []string) string {
 }
 
 // reloadArka sends SIGHUP to Arka and waits for its verdict in its log
-// ("configuration reloaded" or "reload failed", gokrazy's log stream).
-// When Arka is not running, or was crash-looping before and gave no
-// verdict, the error wraps deploy.ErrNotRunning: the site is read when it
-// starts.
-func reloadArka(pw string) error {
+// ("configuration reloaded" or "reload failed", gokrazy's log stream),
+// then reads its readiness (state/ready.json, written before the verdict
+// line): problems the reload brought (an address the new site cannot
+// bind) make a *deploy.NotReadyError. When Arka is not running, or was
+// crash-looping before and gave no verdict, the error wraps
+// deploy.ErrNotRunning: the site is read when it starts.
+func reloadArka(pw, state string) error {
 	pid, err := arkaPID()
 	if err != nil {
 		return err
 	}
+	before := readinessOf(state, pid)
 	looping, _ := crashLoop()
 	// noVerdict is the error when Arka gives none: a crash-looping Arka
 	// that exits meanwhile reads the new site at its next start.
@@ -211,6 +215,15 @@ drain:
 			}
 			switch {
 			case strings.Contains(l, "configuration reloaded"):
+				after := readinessOf(state, pid)
+				if after == nil {
+					// Not written by this Arka (an older Arka, or an
+					// unwritable state directory): the log's verdict stands.
+					return nil
+				}
+				if p := newProblems(before, after); len(p) > 0 {
+					return &deploy.NotReadyError{Problems: p}
+				}
 				return nil
 			case strings.Contains(l, "reload failed"):
 				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(append([]string{l}, following(lines, 300*time.Millisecond)...), "; "))
@@ -219,6 +232,43 @@ drain:
 			return noVerdict("no reload verdict in the server's log within 30 s")
 		}
 	}
+}
+
+// readinessOf is Arka's readiness report if the process pid wrote it,
+// else nil.
+func readinessOf(state string, pid int) *status.Readiness {
+	r, err := readReadiness(state)
+	if err != nil || r.PID != pid {
+		return nil
+	}
+	return r
+}
+
+// newProblems are the problems in after (Arka's readiness after a reload)
+// that before (the same process's, before it; nil: unknown) did not have,
+// with paths through activeLink made relative to the site directory
+// ("sites/x.toml:2:11: …", as the deploy check's mistakes). Nil when after
+// is ready or brought nothing new.
+func newProblems(before, after *status.Readiness) []string {
+	if after == nil || after.Ready {
+		return nil
+	}
+	had := map[string]bool{}
+	if before != nil {
+		for _, p := range before.Problems {
+			had[p] = true
+		}
+	}
+	var out []string
+	for _, p := range after.Problems {
+		if !had[p] {
+			out = append(out, strings.ReplaceAll(p, activeLink+"/", ""))
+		}
+	}
+	if len(out) == 0 && after.Config != status.ServingAsWritten && (before == nil || before.Config != after.Config) {
+		out = append(out, "the server serves "+after.Config+", not the new site as written")
+	}
+	return out
 }
 
 // following collects the lines that arrive within d (the mistakes Arka

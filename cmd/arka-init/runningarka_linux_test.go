@@ -12,6 +12,7 @@ import (
 
 	"github.com/arkaweb/arka/appliance/deploy"
 	"github.com/arkaweb/arka/appliance/device/supervise"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // TestRunningArka: the supervisor's state names Arka's process only while
@@ -61,5 +62,28 @@ func TestReservedPorts(t *testing.T) {
 	os.WriteFile(filepath.Join(perm, "https-port.txt"), []byte(" 7443 "), 0o644)
 	if got := reservedPorts(dirs); got != "8080=the device's web UI (gokrazy),7443=the device's update/deploy API" {
 		t.Errorf("from the files: %q", got)
+	}
+}
+
+// TestNewProblems: the deploy verdict counts only the problems the reload
+// brought (those Arka had before are not the new site's), named relative
+// to the site directory.
+func TestNewProblems(t *testing.T) {
+	before := &status.Readiness{PID: 7, Ready: false, Config: status.ServingAsWritten,
+		Problems: []string{activeLink + "/sites/a.toml:9:1: cert.pem: no such file; serving a self-signed certificate for this site instead"}}
+	after := &status.Readiness{PID: 7, Ready: false, Config: status.ServingAsWritten,
+		Problems: append([]string{activeLink + "/sites/second.toml:2:11: cannot listen on :8443: address already in use (other addresses serve; retrying every 1m0s)"}, before.Problems...)}
+	got := newProblems(before, after)
+	if len(got) != 1 || got[0] != "sites/second.toml:2:11: cannot listen on :8443: address already in use (other addresses serve; retrying every 1m0s)" {
+		t.Errorf("new problems: %q", got)
+	}
+	if got := newProblems(nil, after); len(got) != 2 {
+		t.Errorf("without a report before: %q", got)
+	}
+	if got := newProblems(before, &status.Readiness{PID: 7, Ready: true, Config: status.ServingAsWritten}); got != nil {
+		t.Errorf("ready after: %q", got)
+	}
+	if got := newProblems(before, before); got != nil {
+		t.Errorf("the same problems as before: %q", got)
 	}
 }
