@@ -651,7 +651,11 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, badRequest("invalid character in header field value")
 		}
 		var f field
-		f.key, buf, f.ks, f.ke = canonicalKey(name, &c.lower, buf)
+		if len(name) == 4 && wire.EqualFoldASCII(name, "host") {
+			f.key = "Host" // in every request: no map lookup
+		} else {
+			f.key, buf, f.ks, f.ke = canonicalKey(name, &c.lower, buf)
+		}
 		f.vs = len(buf)
 		buf = append(buf, v...)
 		f.ve = len(buf)
