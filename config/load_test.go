@@ -43,3 +43,16 @@ func TestLongValueShortened(t *testing.T) {
 		t.Errorf("error (%d bytes): %s", len(got), got)
 	}
 }
+
+// TestEmptySiteFile: a zero-byte site file (a truncated copy, a crash
+// before the data reached the disk) says so rather than "no routes".
+func TestEmptySiteFile(t *testing.T) {
+	_, err := Parse("empty.toml", nil)
+	if err == nil || err.Error() != "empty.toml:1:1: file is empty (0 bytes)" {
+		t.Fatalf("empty file: %v", err)
+	}
+	_, err = Parse("blank.toml", []byte("# nothing yet\n"))
+	if err == nil || !strings.Contains(err.Error(), "site has no routes") {
+		t.Fatalf("file with only a comment: %v", err)
+	}
+}

@@ -204,7 +204,11 @@ func (v *validator) site(s *Site) {
 		v.errAtValue("compression.gzip_level", "gzip_level %d: use 1 to 9", c.GzipLevel)
 	}
 	if len(s.Routes) == 0 && len(v.errs) == 0 && !v.badPath("routes") {
-		v.errs = append(v.errs, &Error{File: v.file, Line: 1, Col: 1, Msg: "site has no routes (add [[routes]] with a path and a handler)"})
+		msg := "site has no routes (add [[routes]] with a path and a handler)"
+		if v.pos != nil && len(v.pos.src) == 0 {
+			msg = "file is empty (0 bytes)"
+		}
+		v.errs = append(v.errs, &Error{File: v.file, Line: 1, Col: 1, Msg: msg})
 	}
 	seen := map[string]int{}
 	for i, r := range s.Routes {

@@ -50,9 +50,12 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 				}
 			case !dryRun:
 				c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
-				if err != nil {
+				if c == nil {
 					fail(cs, 0, 0, "tls: generating a self-signed certificate in %s: %v", s.o.StateDir, err)
 				} else {
+					if err != nil {
+						s.warnNotStored(cs.File, err)
+					}
 					t.selfCertFor(st, c)
 				}
 			}

@@ -125,9 +125,12 @@ func (s *Server) recheckSelfSigned() int {
 			continue
 		}
 		c, err := selfSigned(s.o.StateDir, sc.names, now)
-		if err != nil {
+		if c == nil {
 			s.log.Error("cannot replace a self-signed certificate after the clock jumped", "site", sc.file, "err", err)
 			continue
+		}
+		if err != nil {
+			s.warnNotStored(sc.file, err)
 		}
 		sc.c.Store(c)
 		n++

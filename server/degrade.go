@@ -107,8 +107,11 @@ func (s *Server) Readiness() status.Readiness {
 // and the problem, located at the site's tls.cert or tls.key.
 func (s *Server) tlsFallback(t *table, cs *config.Site, cause error) (*tls.Certificate, error) {
 	c, err := selfSigned(s.o.StateDir, cs.ServerNames, s.clock.Wall())
-	if err != nil {
+	if c == nil {
 		return nil, err
+	}
+	if err != nil {
+		s.warnNotStored(cs.File, err)
 	}
 	// cause is LoadCertificate's, located at the site's tls.cert or tls.key.
 	if t.problems == nil {

@@ -33,6 +33,12 @@ var selfSignedNames = []string{"localhost", "127.0.0.1", "::1"}
 // is usable at now, see selfSignedUsable), else generating an ECDSA P-256
 // certificate valid from an hour before now for ten years and storing
 // certificate and key in one PEM file of mode 0600.
+//
+// A certificate that cannot be stored (the state directory full, read-only
+// or not a directory) is still returned, made in memory, with an error
+// wrapping errNotStored that says why: the caller serves it and warns (a
+// new one is made at each start until it can be stored). An error with a
+// nil certificate means none could be made.
 func selfSigned(stateDir string, names []string, now time.Time) (*tls.Certificate, error) {
 	if len(names) == 0 {
 		names = selfSignedNames
@@ -81,17 +87,27 @@ func selfSigned(stateDir string, names []string, now time.Time) (*tls.Certificat
 	}
 	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	data = append(data, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})...)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
-	}
-	if err := atomicfile.Write(file, data, 0o600); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
-	}
 	c, err := tls.X509KeyPair(data, data)
 	if err != nil {
 		return nil, err
 	}
+	err = os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = atomicfile.Write(file, data, 0o600)
+	}
+	if err != nil {
+		return &c, fmt.Errorf("%w in %s: %w", errNotStored, dir, err)
+	}
 	return &c, nil
+}
+
+// errNotStored is wrapped by selfSigned's error beside a certificate it
+// made but could not store.
+var errNotStored = errors.New("self-signed certificate could not be stored")
+
+// warnNotStored logs selfSigned's errNotStored for the site file site.
+func (s *Server) warnNotStored(site string, err error) {
+	s.log.Warn("serving a self-signed certificate made in memory; a new one is made at each start until it can be stored", "site", site, "err", err)
 }
 
 // selfSignedUsable reports whether a self-signed certificate may be

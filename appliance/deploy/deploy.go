@@ -81,6 +81,10 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 	// Message says what happened, in words.
 	Message string `json:"message,omitempty"`
+	// NotServed, if set, says why the generation is current but not
+	// served yet: Arka was not running (stopped, waiting to restart), so
+	// it serves the generation when it starts.
+	NotServed string `json:"not_served,omitempty"`
 }
 
 // Limits of what a deploy may hold.
@@ -107,6 +111,22 @@ func CheckPath(p string) error {
 		return fmt.Errorf("%q: NUL and backslash are not allowed in names", p)
 	}
 	return nil
+}
+
+// ErrNotRunning is wrapped by a Store's Activate when Arka is not running
+// (stopped, waiting to restart after an exit): the site cannot be reloaded
+// now and is read when Arka starts.
+var ErrNotRunning = errors.New("the server is not running")
+
+// NotReadyError is returned by a Store's Activate when Arka took the
+// reload but is not ready since (status.Readiness): Problems are those
+// the new site brought, "sites/x.toml:2:11: cannot listen on :8443: …"
+// relative to the site directory. The deploy is refused and the previous
+// generation goes back.
+type NotReadyError struct{ Problems []string }
+
+func (e *NotReadyError) Error() string {
+	return "the new site left the server not ready: " + strings.Join(e.Problems, "; ")
 }
 
 // ErrBusy is returned while another deploy runs.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -132,7 +133,19 @@ func (s *Store) generation(id int, withManifest bool) *Generation {
 // State returns the deployed generations and the last error.
 func (s *Store) State() State {
 	r := s.readRecord()
-	st := State{Current: s.generation(s.current(), true), LastError: r.LastError, LastErrorAt: r.LastErrorAt}
+	cur := s.current()
+	st := State{Current: s.generation(cur, true), LastError: r.LastError, LastErrorAt: r.LastErrorAt}
+	if st.Current != nil {
+		// Offer only the files the device still has intact: the client
+		// sends the others (a re-deploy repairs a damaged generation).
+		var ok []File
+		for _, f := range st.Current.Manifest {
+			if s.intact(cur, f) {
+				ok = append(ok, f)
+			}
+		}
+		st.Current.Manifest = ok
+	}
 	if n := s.receiving.Load(); n != 0 {
 		st.Receiving = time.Unix(0, n).UTC()
 	}
@@ -178,7 +191,7 @@ func (s *Store) serveDeploy(w http.ResponseWriter, r *http.Request) {
 	s.changed()
 	defer s.changed()
 	defer s.receiving.Store(0)
-	g, f := s.deploy(r.Context(), r.Body)
+	g, notServed, f := s.deploy(r.Context(), r.Body)
 	if f != nil {
 		if len(f.res.Errors) > 0 {
 			s.setError("deploy refused: " + strings.Join(f.res.Errors, "; "))
@@ -186,6 +199,11 @@ func (s *Store) serveDeploy(w http.ResponseWriter, r *http.Request) {
 			s.setError("deploy failed: " + f.res.Message)
 		}
 		writeJSON(w, f.code, f.res)
+		return
+	}
+	if notServed != "" {
+		writeJSON(w, 200, Result{Generation: g, NotServed: notServed,
+			Message: fmt.Sprintf("generation %d is current; %s: Arka serves it when it starts", g.ID, notServed)})
 		return
 	}
 	writeJSON(w, 200, Result{Generation: g, Message: fmt.Sprintf("generation %d is live", g.ID)})
@@ -206,15 +224,17 @@ func bad(code int, format string, a ...any) *failure {
 
 // deploy receives a tar stream, builds the next generation, checks it and
 // makes it live.
-func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failure) {
+func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, string, *failure) {
 	if err := os.MkdirAll(filepath.Join(s.Dir, "generations"), 0o755); err != nil {
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
 	}
 	cur := s.current()
-	have := map[string]string{} // sha256 -> path in the current generation
+	have := map[string]string{} // sha256 -> path of an intact file in the current generation
 	if g := s.generation(cur, true); g != nil {
 		for _, f := range g.Manifest {
-			have[f.SHA256] = filepath.Join(s.genDir(cur), filepath.FromSlash(f.Path))
+			if s.intact(cur, f) {
+				have[f.SHA256] = filepath.Join(s.genDir(cur), filepath.FromSlash(f.Path))
+			}
 		}
 	}
 	id := s.nextID()
@@ -230,23 +250,23 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 	tr := tar.NewReader(body)
 	h, err := tr.Next()
 	if err != nil || h.Name != ManifestName {
-		return nil, bad(400, "the deploy stream must start with %s", ManifestName)
+		return nil, "", bad(400, "the deploy stream must start with %s", ManifestName)
 	}
 	var m Manifest
 	if err := json.NewDecoder(io.LimitReader(tr, MaxManifestSize)).Decode(&m); err != nil {
-		return nil, bad(400, "manifest: %v", err)
+		return nil, "", bad(400, "manifest: %v", err)
 	}
 	if len(m.Files) == 0 || len(m.Files) > MaxFiles {
-		return nil, bad(400, "manifest: %d files (1 to %d allowed)", len(m.Files), MaxFiles)
+		return nil, "", bad(400, "manifest: %d files (1 to %d allowed)", len(m.Files), MaxFiles)
 	}
 	want := map[string]File{}
 	var total int64
 	for _, f := range m.Files {
 		if err := CheckPath(f.Path); err != nil {
-			return nil, bad(400, "manifest: %v", err)
+			return nil, "", bad(400, "manifest: %v", err)
 		}
 		if _, dup := want[f.Path]; dup {
-			return nil, bad(400, "manifest: %q twice", f.Path)
+			return nil, "", bad(400, "manifest: %q twice", f.Path)
 		}
 		want[f.Path] = f
 		total += f.Size
@@ -260,19 +280,19 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 			break
 		}
 		if err != nil {
-			return nil, bad(400, "receiving: %v", err)
+			return nil, "", bad(400, "receiving: %v", err)
 		}
 		f, ok := want[h.Name]
 		if !ok || got[h.Name] || h.Typeflag != tar.TypeReg {
-			return nil, bad(400, "%q was sent but is not in the manifest", h.Name)
+			return nil, "", bad(400, "%q was sent but is not in the manifest", h.Name)
 		}
 		if err := writeChecked(filepath.Join(tmp, filepath.FromSlash(f.Path)), tr, f); err != nil {
-			return nil, bad(400, "%v", err)
+			return nil, "", bad(400, "%v", err)
 		}
 		got[h.Name] = true
 		sent += f.Size
 		if ctx.Err() != nil {
-			return nil, bad(400, "the client went away")
+			return nil, "", bad(400, "the client went away")
 		}
 	}
 	// Files not sent: the current generation has their content.
@@ -282,56 +302,79 @@ func (s *Store) deploy(ctx context.Context, body io.Reader) (*Generation, *failu
 		}
 		src, ok := have[f.SHA256]
 		if !ok {
-			return nil, bad(400, "%q was not sent and the device has no file with its content", f.Path)
+			return nil, "", bad(409, "%s was not sent and the device has no intact file with its content (missing, or damaged since its manifest was read): deploy again to send it", f.Path)
 		}
 		if err := linkOrCopy(src, filepath.Join(tmp, filepath.FromSlash(f.Path)), f); err != nil {
-			return nil, bad(500, "%v", err)
+			return nil, "", bad(500, "%v", err)
 		}
 	}
 	if !isDir(filepath.Join(tmp, "sites")) {
-		return nil, &failure{code: 422, res: Result{Errors: []string{"sites/: missing: a site directory holds sites/*.toml"}}}
+		return nil, "", &failure{code: 422, res: Result{Errors: []string{"sites/: missing: a site directory holds sites/*.toml"}}}
 	}
 	// The check, exactly as `arka -t`.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	mistakes, err := s.Check(cctx, tmp)
 	cancel()
 	if err != nil {
-		return nil, bad(500, "checking the site: %v", err)
+		return nil, "", bad(500, "checking the site: %v", err)
 	}
 	if len(mistakes) > 0 {
 		for i, e := range mistakes {
 			mistakes[i] = strings.ReplaceAll(e, tmp+string(filepath.Separator), "")
 		}
-		return nil, &failure{code: 422, res: Result{Errors: mistakes}}
+		return nil, "", &failure{code: 422, res: Result{Errors: mistakes}}
 	}
 	gen := &Generation{ID: id, Deployed: s.now(), From: m.From, Files: len(m.Files), Bytes: total, Sent: sent, Manifest: m.Files}
+	// Durable before live: every file was synced as it was written
+	// (writeChecked); now every directory of the generation, then the
+	// directory that names it after the rename. Without this, ext4's
+	// delayed allocation makes the names durable before the data and a
+	// power cut after "live" leaves zero-length files.
+	if err := syncDirs(tmp); err != nil {
+		return nil, "", bad(500, "syncing the new generation: %v", err)
+	}
 	if err := os.Rename(tmp, s.genDir(id)); err != nil {
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
+	}
+	if err := syncDir(filepath.Dir(s.genDir(id))); err != nil {
+		os.RemoveAll(s.genDir(id))
+		return nil, "", bad(500, "syncing the new generation: %v", err)
 	}
 	ok = true
 	b, _ := json.MarshalIndent(gen, "", "  ")
 	if err := atomicfile.Write(s.genDir(id)+".json", b, 0o644); err != nil {
-		return nil, bad(500, "%v", err)
+		return nil, "", bad(500, "%v", err)
 	}
-	if err := s.switchTo(id, cur); err != nil {
+	notServed, err := s.switchTo(id, cur)
+	if err != nil {
 		os.RemoveAll(s.genDir(id))
 		os.Remove(s.genDir(id) + ".json")
-		return nil, bad(500, "%v", err)
+		var nr *NotReadyError
+		if errors.As(err, &nr) && len(nr.Problems) > 0 {
+			return nil, "", &failure{code: 422, res: Result{Errors: nr.Problems, Message: err.Error()}}
+		}
+		return nil, "", bad(500, "%v", err)
 	}
 	s.prune(id, cur)
 	gen.Manifest = nil
-	s.logf("deploy: generation %d from %s is live: %d files, %d bytes (%d sent)", id, gen.From, gen.Files, gen.Bytes, gen.Sent)
-	return gen, nil
+	s.logf("deploy: generation %d from %s is current: %d files, %d bytes (%d sent)", id, gen.From, gen.Files, gen.Bytes, gen.Sent)
+	return gen, notServed, nil
 }
 
 // switchTo points the site symlink at generation id atomically, has Arka
-// reload and records prev as the previous generation. If Arka does not
-// take the new site, the symlink goes back to prev.
-func (s *Store) switchTo(id, prev int) error {
+// reload and records prev as the previous generation. If a running Arka
+// does not take the new site, the symlink goes back to prev. If Arka is
+// not running (Activate's error wraps ErrNotRunning), the symlink stays:
+// the site passed the check and Arka reads it when it starts; notServed
+// says why it is not served yet.
+func (s *Store) switchTo(id, prev int) (notServed string, err error) {
 	if err := s.link(id); err != nil {
-		return err
+		return "", err
 	}
-	if err := s.Activate(filepath.Join(s.Dir, SiteLink)); err != nil {
+	if err := s.Activate(filepath.Join(s.Dir, SiteLink)); errors.Is(err, ErrNotRunning) {
+		s.logf("deploy: generation %d is current; %v: it is served when Arka starts", id, err)
+		notServed = err.Error()
+	} else if err != nil {
 		s.logf("deploy: Arka did not take generation %d: %v; going back", id, err)
 		if prev != 0 {
 			s.link(prev)
@@ -340,12 +383,12 @@ func (s *Store) switchTo(id, prev int) error {
 			os.Remove(filepath.Join(s.Dir, SiteLink))
 			s.Activate("")
 		}
-		return fmt.Errorf("the server did not take the new site (the old one keeps serving): %v", err)
+		return "", fmt.Errorf("the server did not take the new site (the old one keeps serving): %w", err)
 	}
 	r := s.readRecord()
 	r.Previous = prev
 	r.LastError, r.LastErrorAt = "", time.Time{}
-	return s.writeRecord(r)
+	return notServed, s.writeRecord(r)
 }
 
 func (s *Store) link(id int) error {
@@ -402,14 +445,19 @@ func (s *Store) serveRollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	to := rec.Previous
-	if err := s.switchTo(to, cur); err != nil {
+	notServed, err := s.switchTo(to, cur)
+	if err != nil {
 		s.setError("rollback failed: " + err.Error())
 		writeJSON(w, 500, Result{Message: err.Error()})
 		return
 	}
 	g := s.generation(to, false)
 	s.logf("deploy: rolled back from generation %d to %d", cur, to)
-	writeJSON(w, 200, Result{Generation: g, Message: fmt.Sprintf("rolled back from generation %d to generation %d", cur, to)})
+	msg := fmt.Sprintf("rolled back from generation %d to generation %d", cur, to)
+	if notServed != "" {
+		msg += fmt.Sprintf("; %s: Arka serves it when it starts", notServed)
+	}
+	writeJSON(w, 200, Result{Generation: g, NotServed: notServed, Message: msg})
 }
 
 // writeChecked writes r to path and checks its size and SHA-256.
@@ -423,6 +471,9 @@ func writeChecked(path string, r io.Reader, f File) error {
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, f.Size+1))
+	if err == nil {
+		err = fsync(out)
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -442,13 +493,50 @@ func fileMode(f File) os.FileMode {
 	return 0o644
 }
 
+// fsync is (*os.File).Sync; tests watch it.
+var fsync = (*os.File).Sync
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = fsync(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDirs syncs every directory under root, root included (their
+// entries; the files were synced as they were written).
+func syncDirs(root string) error {
+	return filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return err
+		}
+		return syncDir(p)
+	})
+}
+
+// intact reports whether generation id still has f as its manifest says,
+// judged by size: a stat per file, cheap enough for every deploy and every
+// GET of the state. (Hashing would read the whole site at each deploy,
+// seconds per 100 MB on a Pi's SD card; since generations are synced
+// before they go live, the damage left to find is what a crash did to a
+// generation written before that: zero-length or short files.)
+func (s *Store) intact(id int, f File) bool {
+	st, err := os.Stat(filepath.Join(s.genDir(id), filepath.FromSlash(f.Path)))
+	return err == nil && st.Mode().IsRegular() && st.Size() == f.Size
+}
+
 // linkOrCopy makes dst a hard link of src (a file of the current
 // generation with the same content), or a copy if linking fails.
 func linkOrCopy(src, dst string, f File) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	if st, err := os.Stat(src); err == nil && st.Mode().Perm() == fileMode(f) {
+	if st, err := os.Stat(src); err == nil && st.Mode().Perm() == fileMode(f) && st.Size() == f.Size {
 		if os.Link(src, dst) == nil {
 			return nil
 		}

@@ -248,8 +248,14 @@ func cmdDeploy(args []string) error {
 		}
 		return wrap(err)
 	}
-	bar.Stage(2, 2, "checked and live")
 	g := res.Generation
+	if res.NotServed != "" {
+		bar.Stage(2, 2, "checked")
+		fmt.Printf("Generation %d is current on %s: %d files, %s (%s sent) in %s, not served yet: %s. Arka serves it when it starts; the previous one stays for `deploy --rollback`.\n",
+			g.ID, d.host, g.Files, mib(g.Bytes), mib(g.Sent), time.Since(start).Round(100*time.Millisecond), res.NotServed)
+		return nil
+	}
+	bar.Stage(2, 2, "checked and live")
 	fmt.Printf("Generation %d is live on %s: %d files, %s (%s sent) in %s. The previous one stays for `deploy --rollback`.\n",
 		g.ID, d.host, g.Files, mib(g.Bytes), mib(g.Sent), time.Since(start).Round(100*time.Millisecond))
 	return nil

@@ -20,8 +20,10 @@ import (
 
 	"github.com/arkaweb/arka/appliance/deploy"
 	"github.com/arkaweb/arka/appliance/device/ota"
+	"github.com/arkaweb/arka/appliance/device/supervise"
 	"github.com/arkaweb/arka/appliance/initcfg"
 	"github.com/arkaweb/arka/server"
+	"github.com/arkaweb/arka/server/status"
 )
 
 // activeLink names the directory Arka reads its sites from
@@ -55,7 +57,7 @@ func startDeploy(fallback, state string, sets *settingsState) (sitesArg, real st
 		if err := pointActive(dir); err != nil {
 			return err
 		}
-		if err := reloadArka(pw); err != nil {
+		if err := reloadArka(pw, state); err != nil {
 			return err
 		}
 		// The new site's files have the old ones' paths (through
@@ -103,7 +105,8 @@ func checkSite(ctx context.Context, dir, state string) ([]string, error) {
 	if _, err := os.Stat(bin); err != nil {
 		bin = arkaPath // an image from before the supervisor
 	}
-	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "sites"), "-state", state)
+	cmd := exec.CommandContext(ctx, bin, "-t", "-c", filepath.Join(dir, "sites"), "-state", state,
+		"-reserved-ports", reservedPorts(portDirs))
 	cmd.Env = os.Environ()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -128,12 +131,54 @@ func checkSite(ctx context.Context, dir, state string) ([]string, error) {
 	return mistakes, nil
 }
 
+// portDirs are where gokrazy reads http-port.txt and https-port.txt, the
+// first that has the file winning.
+var portDirs = []string{"/perm", "/etc", "/"}
+
+// devicePort reads the port in the first dirs/name that has one, else def.
+func devicePort(dirs []string, name string, def int) int {
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, name))
+		if err != nil {
+			continue
+		}
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+			return p
+		}
+	}
+	return def
+}
+
+// reservedPorts is `arka -reserved-ports` for the deploy check: the ports
+// of gokrazy's web UI (it listens on the private addresses) and of the
+// HTTPS web UI and update/deploy API (serveHTTPS). A site listening on one
+// would pass the check and then not bind, or take the API away.
+func reservedPorts(dirs []string) string {
+	return fmt.Sprintf("%d=the device's web UI (gokrazy),%d=the device's update/deploy API",
+		devicePort(dirs, "http-port.txt", 80), devicePort(dirs, "https-port.txt", 8443))
+}
+
 // reloadArka sends SIGHUP to Arka and waits for its verdict in its log
-// ("configuration reloaded" or "reload failed", gokrazy's log stream).
-func reloadArka(pw string) error {
+// ("configuration reloaded" or "reload failed", gokrazy's log stream),
+// then reads its readiness (state/ready.json, written before the verdict
+// line): problems the reload brought (an address the new site cannot
+// bind) make a *deploy.NotReadyError. When Arka is not running, or was
+// crash-looping before and gave no verdict, the error wraps
+// deploy.ErrNotRunning: the site is read when it starts.
+func reloadArka(pw, state string) error {
 	pid, err := arkaPID()
 	if err != nil {
 		return err
+	}
+	before := readinessOf(state, pid)
+	looping, _ := crashLoop()
+	// noVerdict is the error when Arka gives none: a crash-looping Arka
+	// that exits meanwhile reads the new site at its next start.
+	noVerdict := func(why string) error {
+		if looping != "" {
+			return fmt.Errorf("%w: it is crash-looping (%s) and %s", deploy.ErrNotRunning, looping, why)
+		}
+		return errors.New(why)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -154,24 +199,76 @@ drain:
 		}
 	}
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		return fmt.Errorf("signalling Arka (pid %d): %v", pid, err)
+		return noVerdict(fmt.Sprintf("signalling Arka (pid %d): %v", pid, err))
 	}
+	alive := time.NewTicker(500 * time.Millisecond)
+	defer alive.Stop()
 	for {
 		select {
+		case <-alive.C:
+			if syscall.Kill(pid, 0) != nil {
+				return noVerdict("it exited during the reload")
+			}
 		case l, ok := <-lines:
 			if !ok {
-				return errors.New("the log stream of /user/arka ended before the reload finished")
+				return noVerdict("the log stream of /user/arka ended before the reload finished")
 			}
 			switch {
 			case strings.Contains(l, "configuration reloaded"):
+				after := readinessOf(state, pid)
+				if after == nil {
+					// Not written by this Arka (an older Arka, or an
+					// unwritable state directory): the log's verdict stands.
+					return nil
+				}
+				if p := newProblems(before, after); len(p) > 0 {
+					return &deploy.NotReadyError{Problems: p}
+				}
 				return nil
 			case strings.Contains(l, "reload failed"):
 				return fmt.Errorf("the server refused the new configuration: %s", strings.Join(append([]string{l}, following(lines, 300*time.Millisecond)...), "; "))
 			}
 		case <-ctx.Done():
-			return errors.New("no reload verdict in the server's log within 30 s")
+			return noVerdict("no reload verdict in the server's log within 30 s")
 		}
 	}
+}
+
+// readinessOf is Arka's readiness report if the process pid wrote it,
+// else nil.
+func readinessOf(state string, pid int) *status.Readiness {
+	r, err := readReadiness(state)
+	if err != nil || r.PID != pid {
+		return nil
+	}
+	return r
+}
+
+// newProblems are the problems in after (Arka's readiness after a reload)
+// that before (the same process's, before it; nil: unknown) did not have,
+// with paths through activeLink made relative to the site directory
+// ("sites/x.toml:2:11: …", as the deploy check's mistakes). Nil when after
+// is ready or brought nothing new.
+func newProblems(before, after *status.Readiness) []string {
+	if after == nil || after.Ready {
+		return nil
+	}
+	had := map[string]bool{}
+	if before != nil {
+		for _, p := range before.Problems {
+			had[p] = true
+		}
+	}
+	var out []string
+	for _, p := range after.Problems {
+		if !had[p] {
+			out = append(out, strings.ReplaceAll(p, activeLink+"/", ""))
+		}
+	}
+	if len(out) == 0 && after.Config != status.ServingAsWritten && (before == nil || before.Config != after.Config) {
+		out = append(out, "the server serves "+after.Config+", not the new site as written")
+	}
+	return out
 }
 
 // following collects the lines that arrive within d (the mistakes Arka
@@ -257,10 +354,36 @@ func findProcess(path string) (int, error) {
 
 // arkaPID is the running Arka's process: the one its supervisor (/user/arka,
 // appliance/device/supervise) started, else a direct child of init run as
-// /user/arka (an image from before the supervisor).
+// /user/arka (an image from before the supervisor). When there is none the
+// error wraps deploy.ErrNotRunning.
 func arkaPID() (int, error) {
-	if st := arkaState(); st != nil && st.PID != 0 {
-		return st.PID, nil
+	if st := arkaState(); st != nil {
+		return runningArka(st, initcfg.ArkaBinary)
 	}
-	return findProcess(arkaPath)
+	pid, err := findProcess(arkaPath)
+	if err != nil {
+		return 0, fmt.Errorf("%w (%v)", deploy.ErrNotRunning, err)
+	}
+	return pid, nil
+}
+
+// runningArka is the process the supervisor's state st names, if it is
+// alive and runs bin; else an error wrapping deploy.ErrNotRunning that says
+// why (stopped, waiting to restart after an exit, gone).
+func runningArka(st *supervise.State, bin string) (int, error) {
+	if st.PID == 0 {
+		switch {
+		case !st.NextStart.IsZero() && st.LastExit != nil:
+			return 0, fmt.Errorf("%w: it exited (%s) and restarts in %s", deploy.ErrNotRunning, st.LastExit,
+				max(time.Until(st.NextStart), 0).Round(time.Second))
+		case st.LastExit != nil:
+			return 0, fmt.Errorf("%w: it was stopped (%s)", deploy.ErrNotRunning, st.LastExit)
+		}
+		return 0, fmt.Errorf("%w: it has not started", deploy.ErrNotRunning)
+	}
+	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(st.PID), "exe"))
+	if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+		return 0, fmt.Errorf("%w: its process %d is gone", deploy.ErrNotRunning, st.PID)
+	}
+	return st.PID, nil
 }

@@ -8,9 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/arkaweb/arka/appliance/device/ota"
@@ -23,16 +22,13 @@ import (
 const deviceTLSDir = "/perm/arka/device-tls"
 
 // serveHTTPS serves gokrazy's web UI, update API and Arka's deploy API
-// over HTTPS on gokrazy's HTTPS port (/etc/https-port.txt, 8443): a TLS
+// over HTTPS on gokrazy's HTTPS port (https-port.txt, /perm over /etc; 8443): a TLS
 // front that passes each request, with its password, to gokrazy's Unix
 // socket, where gokrazy checks the password and serves it. (gokrazy's own
 // TLS listener would need the certificate in the read-only root file
 // system, the same on every device built from one image.)
 func serveHTTPS() {
-	port := "8443"
-	if b, err := os.ReadFile("/etc/https-port.txt"); err == nil && strings.TrimSpace(string(b)) != "" {
-		port = strings.TrimSpace(string(b))
-	}
+	port := strconv.Itoa(devicePort(portDirs, "https-port.txt", 8443))
 	dir := deviceTLSDir
 	if err := writable(dir); err != nil {
 		dir = filepath.Join(tmpArka, "device-tls")

@@ -63,7 +63,8 @@ type keeper struct {
 	sites []*config.Site
 
 	readyMu   sync.Mutex
-	lastReady []byte
+	lastReady []byte // the readiness last written, without its time; nil when none is on disk
+	readyErr  string // why the readiness file could not be written, "" when it was
 }
 
 func (k *keeper) lastGoodFile() string { return filepath.Join(k.state, "last-good", "sites.json") }
@@ -293,7 +294,11 @@ func sameFiles(a, b []config.File) bool {
 	return true
 }
 
-// writeReadiness writes the readiness file if it changed.
+// writeReadiness writes the readiness file if it changed. When it cannot
+// (a full or read-only state directory), it removes the file rather than
+// leave one saying what is no longer so (arka-init reads a missing file as
+// "not ready"), and logs the failure once per distinct error, not at every
+// tick of watchReadiness.
 func (k *keeper) writeReadiness() {
 	k.readyMu.Lock()
 	defer k.readyMu.Unlock()
@@ -317,9 +322,21 @@ func (k *keeper) writeReadiness() {
 	}
 	r.Time = t
 	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := writeFileAtomic(filepath.Join(k.state, status.ReadyFile), append(b, '\n'), false); err != nil {
-		k.log.Warn("cannot write the readiness file", "err", err)
+	file := filepath.Join(k.state, status.ReadyFile)
+	if err := writeFileAtomic(file, append(b, '\n'), false); err != nil {
+		if k.lastReady != nil || k.readyErr == "" {
+			os.Remove(file)
+			k.lastReady = nil
+		}
+		if err.Error() != k.readyErr {
+			k.readyErr = err.Error()
+			k.log.Warn("cannot write the readiness file; it is removed until it can be (logged again only if the error changes)", "err", err)
+		}
 		return
+	}
+	if k.readyErr != "" {
+		k.readyErr = ""
+		k.log.Info("readiness file written again", "file", file)
 	}
 	k.lastReady = cmp
 }

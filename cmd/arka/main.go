@@ -45,6 +45,7 @@ func run(args []string) int {
 	appliance := fl.Bool("appliance", false, "run under a supervisor: never exit because of the configuration; serve the last configuration that loaded, or a page saying what is wrong (needs -c)")
 	fbListen := fl.String("fallback-listen", ":80", "with -appliance: comma-separated plain HTTP addresses of the page shown when no configuration loads")
 	fbTLSListen := fl.String("fallback-tls-listen", ":443", "with -appliance: comma-separated HTTPS addresses of that page (self-signed certificate)")
+	reservedPorts := fl.String("reserved-ports", "", "comma-separated PORT=WHAT: ports the machine keeps for itself, refused in any site's listen (an appliance's deploy check: \"8080=the device's web UI,8443=the device's update/deploy API\")")
 	stateDir := fl.String("state", "", "state directory for generated certificates and the demo site (default $ARKA_STATE, else $XDG_STATE_HOME/arka or ~/.local/state/arka)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -56,6 +57,11 @@ func run(args []string) int {
 	if *version {
 		fmt.Println("arka", server.Version)
 		return 0
+	}
+	reserved, err := config.ParseReservedPorts(*reservedPorts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "arka: -reserved-ports: %v\n", err)
+		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	state := resolveState(*stateDir)
@@ -72,6 +78,9 @@ func run(args []string) int {
 			sites, err = config.Load(*confPath)
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := config.CheckReserved(sites, reserved); err != nil {
 			return nil, err
 		}
 		return sites, checkEnvironment(sites)

@@ -340,3 +340,18 @@ func TestHostileRequests(t *testing.T) {
 		t.Fatal("arka exited")
 	}
 }
+
+// `arka -t -reserved-ports` (the appliance's deploy check) refuses a site
+// that listens on a port the device keeps, at the listen entry.
+func TestCheckReservedPorts(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "site.toml")
+	os.WriteFile(f, []byte("listen = [\":8443\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"respond\", body = \"hi\" }\n"), 0o644)
+	code, out := harness.Run(t, "-t", "-c", f, "-state", t.TempDir(), "-reserved-ports", "8080=the device's web UI,8443=the device's update/deploy API")
+	if code != 1 || !strings.Contains(out, "site.toml:1:11: port 8443 is the device's update/deploy API") {
+		t.Errorf("arka -t -reserved-ports: exit %d\n%s", code, out)
+	}
+	code, out = harness.Run(t, "-t", "-c", f, "-state", t.TempDir(), "-reserved-ports", "8080=the device's web UI")
+	if code != 0 {
+		t.Errorf("a port that is not reserved: exit %d\n%s", code, out)
+	}
+}

@@ -22,7 +22,8 @@
 // the first certificate of each name obtained in the background with
 // exponential backoff and jitter (a CA's "retry after" honoured), nothing
 // ordered while the clock is not yet synchronised, a corrupt stored
-// certificate moved aside and obtained again, and a status per name.
+// certificate moved aside and obtained again (a corrupt stored account
+// moved aside and registered again), and a status per name.
 // Renewal is certmagic's maintenance loop, which swaps the new certificate
 // into the cache the handshakes read, without a reload.
 package acme
@@ -31,6 +32,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -412,6 +414,7 @@ func (m *Manager) loadOrObtain(ctx context.Context, st *name) error {
 	}
 	st.attempts++
 	st.set("obtaining", nil, time.Time{})
+	m.checkAccount(st)
 	if err := st.g.obtain.ObtainCertSync(ctx, st.name); err != nil {
 		return err
 	}
@@ -433,6 +436,7 @@ func (m *Manager) renewIfNeeded(ctx context.Context, st *name, c certmagic.Certi
 	}
 	st.attempts++
 	st.set("renewing", nil, time.Time{})
+	m.checkAccount(st)
 	if err := st.g.obtain.RenewCertSync(ctx, st.name, false); err != nil {
 		if c.Expired() {
 			return err
@@ -458,6 +462,44 @@ func (m *Manager) moveAside(ctx context.Context, st *name) {
 	if err := os.Rename(dir, dst); err != nil {
 		m.log.Warn("cannot move the unusable certificate aside; deleting it", "dir", dir, "err", err)
 		st.g.magic.Storage.Delete(ctx, key)
+	}
+}
+
+// checkAccount moves the stored ACME account of st's issuer (certmagic's
+// acme/CA/users/EMAIL directory: the account's key and registration) aside
+// to *.corrupt-TIME when a file of it does not decode (a torn write, a bad
+// SD card), so that certmagic registers a new account instead of failing
+// every order on the old one, for ever: an account holds nothing that
+// cannot be made again.
+func (m *Manager) checkAccount(st *name) {
+	email := st.g.issuer.Email
+	if email == "" {
+		email = "default" // certmagic's name for an account without a contact
+	}
+	dir := filepath.Join(m.dir, "acme", certmagic.StorageKeys.Safe(st.g.issuer.IssuerKey()), "users", certmagic.StorageKeys.Safe(email))
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return // none stored yet (or unreadable: certmagic says why)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		switch {
+		case err != nil:
+		case strings.HasSuffix(f.Name(), ".key"):
+			_, err = certmagic.PEMDecodePrivateKey(b)
+		case strings.HasSuffix(f.Name(), ".json") && !json.Valid(b):
+			err = errors.New("not JSON")
+		}
+		if err == nil {
+			continue
+		}
+		dst := dir + ".corrupt-" + time.Now().UTC().Format("20060102T150405")
+		m.log.Warn("stored ACME account is unusable; registering a new one", "file", filepath.Join(dir, f.Name()), "err", err, "moved_to", dst)
+		if err := os.Rename(dir, dst); err != nil {
+			m.log.Warn("cannot move the unusable account aside; deleting it", "dir", dir, "err", err)
+			os.RemoveAll(dir)
+		}
+		return
 	}
 }
 

@@ -587,3 +587,37 @@ func TestNoEmailNoPrompt(t *testing.T) {
 		t.Errorf("written to standard output: %q", out)
 	}
 }
+
+// A stored ACME account whose key or registration does not decode (a torn
+// write, a bad SD card) is moved aside and a new account registered: an
+// account holds nothing that cannot be made again, and the appliance has
+// no shell to delete it.
+func TestCorruptStoredAccount(t *testing.T) {
+	first := start(t, envOptions{})
+	first.waitValid(nameA, 30*time.Second)
+	first.stop()
+	var keys []string
+	filepath.WalkDir(filepath.Join(first.state, "acme"), func(p string, d fs.DirEntry, err error) error {
+		if strings.HasSuffix(p, ".key") {
+			keys = append(keys, p) // the account's key and the certificate's
+		}
+		return nil
+	})
+	var users string
+	for _, k := range keys {
+		if strings.Contains(k, string(filepath.Separator)+"users"+string(filepath.Separator)) {
+			users = filepath.Dir(k)
+		}
+		if err := os.WriteFile(k, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if users == "" {
+		t.Fatalf("no account key among %v", keys)
+	}
+	e := start(t, envOptions{ca: first.ca, state: first.state, http: first.http, https: first.https})
+	e.waitValid(nameA, 30*time.Second)
+	if m, _ := filepath.Glob(users + ".corrupt-*"); len(m) != 1 {
+		t.Errorf("the unusable account was not kept aside: %v", m)
+	}
+}

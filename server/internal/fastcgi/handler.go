@@ -116,6 +116,57 @@
 //     little below the uncompressed page's. The goal, 0.38x, would leave
 //     about 0.19 ms per request for the whole tree: php-fpm's share
 //     alone.
+//
+// Fourth pass (php-tiny and php-page-br as the bench runs them: wrk over
+// HTTP/1.1 with TLS, 64 connections, 32 static workers per pool, unix
+// sockets and kept connections for both servers; load 10 to 26 from
+// other work). CPU of each process from perf stat -p (task-clock) over 6 s
+// in the middle of arkabench runs, requests counted from the pool's own
+// writes; per request:
+//
+//   - The tiny script, Arka and nginx run AT THE SAME TIME (each with its
+//     own pool and wrk, so that both see the same contention; 3 rounds):
+//     Arka 48-68 us, its php-fpm 64-72 us, the tree 112-137 us; nginx
+//     54-65 us, its php-fpm 68-77 us, the tree 122-142 us: Arka's tree
+//     0.92-0.97x nginx's, at 1.09-1.21x its requests per second. Run one
+//     after the other (the bench's way, 5 pairs) the load swings more than
+//     the difference: Arka's own part 0.96x nginx's, php-fpm behind it
+//     1.07x, the tree 1.02x, as in the last full bench.
+//   - php-fpm does the same work behind both (strace of a worker): 27
+//     system calls per tiny request (6 reads: the record headers and
+//     bodies; 2 writes: STDOUT with END_REQUEST in one, and its log pipe;
+//     8 rt_sigaction, 3 setitimer, 2 chdir, getcwd, 2 fcntl locks, 2
+//     times, rt_sigprocmask). The PARAMS are equivalent: Arka sends 19
+//     variables in 469 bytes, nginx's fastcgi_params 22 in 501 (nginx
+//     adds empty CONTENT_TYPE, CONTENT_LENGTH and REMOTE_USER). Context
+//     switches of the pool per request: 1.5 behind Arka, 1.7 to 1.8
+//     behind nginx. What php-fpm costs is php-fpm's: about 55% of the
+//     tree on the tiny script, 67% on the page.
+//   - Arka's own system calls per tiny request (perf stat of sys_enter):
+//     about 3 reads (the client's request, php-fpm's answer, and the h1
+//     engine's read that finds nothing and waits), 2 writes, under 0.1
+//     epoll_pwait; nginx 2 reads, 1 recvfrom, 1 writev, 1 write, 0.2
+//     epoll_wait. perf record -g of both: a third of each server's
+//     samples are the kernel's wake-ups and context switches; taking
+//     php-fpm's answer off the socket wakes the worker, which sleeps in
+//     read() for its next request, through unix_write_space (the
+//     sender's buffer space is freed): 8.6% of Arka's samples, 10.4% of
+//     nginx's.
+//   - Tried and not kept: peeking at the first read of each answer
+//     (MSG_PEEK) and taking the bytes off the socket only after the next
+//     request is written, when the worker is awake anyway. The wake-up
+//     left the profile (8.6% to under 0.5%) and the pool switched 2 to 5%
+//     less per request, but Arka made one system call more per request
+//     (the peek, then the read that takes the bytes) and switched 15 to
+//     40% more, and in 10 rounds with and without it running at the same
+//     time its own CPU per request was higher in 7 (tree 98-138 us
+//     without, 111-149 us with, in the last 6): a loss, not kept.
+//   - The page compressed for browsers (5 pairs run one after the other):
+//     Arka 87 us of its own per request, its php-fpm 178 us; nginx 287 to
+//     361 us (brotli at level 4), its php-fpm 179 to 221 us: Arka's tree
+//     0.45-0.57x nginx's. The seed's 0.38x would be 177 to 221 us for
+//     the whole tree, which is what php-fpm alone spends on the page
+//     behind either server: out of reach for any server in front of it.
 package fastcgi
 
 import (
