@@ -155,8 +155,11 @@
 // reading and parsing 1.2 %, relay and copyHeader 0.7 %, writeHead 0.4 %),
 // package h1 5 %, the scheduler and netpoll 5 %, maps and allocation 3 %.
 // perf stat per request: 1.96 writes, 2.89 reads, 0.18 epoll_pwait, 0.04
-// futex: one goroutine serves a request (no handoff), and the upstream's
-// read never finds nothing (wire.Sender). What changed:
+// futex, no connect (every upstream connection is reused), 0.05 deadline
+// updates (uprobe on runtime_pollSetDeadline) and 1.84 gopark (uprobe):
+// one goroutine serves a request (no handoff) and parks twice, for the
+// client and for the upstream, whose read never finds nothing
+// (wire.Sender). What changed:
 //   - a response head equal, byte for byte, to the upstream's last one
 //     (one head per resource and second, Date being the only field that
 //     moves) is taken from the upstream's memo of it (headMemo) instead of
