@@ -60,12 +60,15 @@ type conn struct {
 	guard      frameGuard // bounds header blocks (CONTINUATION)
 	ctrl       ctrlGuard  // bounds control-frame floods (flood.go)
 
-	smu       sync.Mutex
-	streams   map[uint32]*stream
-	active    int       // streams whose handler runs
-	lingering int       // streams kept after their handler (stream.linger)
-	idleSince time.Time // when active last became 0
-	rdeadline time.Time // the read deadline in force (under smu)
+	smu     sync.Mutex
+	streams map[uint32]*stream
+	active  int // streams whose handler runs
+	// headerHeld is the header list bytes of those streams' requests
+	// (maxHeldHeaderBytes).
+	headerHeld int64
+	lingering  int       // streams kept after their handler (stream.linger)
+	idleSince  time.Time // when active last became 0
+	rdeadline  time.Time // the read deadline in force (under smu)
 	// idleRetries counts idle deadlines met in a row while the connection
 	// was not idle (idleRetry); the reader's.
 	idleRetries int
@@ -74,6 +77,9 @@ type conn struct {
 	// a DATA frame was last queued (the connection's progress).
 	stalled      int
 	lastProgress time.Time
+	// fileWaits counts streams waiting for window while they keep their
+	// file open (at most one, see sendFile), under wmu.
+	fileWaits int
 
 	// Output, guarded by wmu. out and spare come from outPool (bufs)
 	// when frames are queued and go back once the writer has sent them.

@@ -39,6 +39,7 @@ type stream struct {
 	lingering   bool        // kept after the handler for a draining body (under c.smu)
 	inline      bool        // the handler runs on the reader goroutine (inline.go)
 	sendWindow  int64       // under c.wmu
+	headerBytes uint32      // the request's header list size, counted in c.headerHeld while the handler runs
 
 	ctx    *streamCtx
 	ctxVal streamCtx // ctx points here: one allocation with the stream
@@ -94,6 +95,7 @@ func (st *stream) run() {
 		st.running.Store(false)
 		c.smu.Lock()
 		c.active--
+		c.headerHeld -= int64(st.headerBytes)
 		if c.active == 0 {
 			c.idleSince = time.Now()
 			c.armIdleLocked()

@@ -444,7 +444,18 @@ func (h *Handler) sendMultipart(w http.ResponseWriter, r *http.Request, rp *rep,
 		io.WriteString(w, heads[i])
 		if f == nil {
 			w.Write(rp.body[rg.Start:rg.End])
-		} else if !h.copyRange(w, f, rg.Start, rg.length()) {
+			continue
+		}
+		if _, err := f.Seek(0, io.SeekCurrent); errors.Is(err, os.ErrClosed) {
+			// The HTTP/2 engine gave the descriptor back while the
+			// stream waited for flow-control window (package h2,
+			// copyParked): the next part needs the file again.
+			if f = h.open(rp); f == nil {
+				panic(http.ErrAbortHandler)
+			}
+			defer f.Close()
+		}
+		if !h.copyRange(w, f, rg.Start, rg.length()) {
 			panic(http.ErrAbortHandler)
 		}
 	}
