@@ -20,8 +20,6 @@ import (
 	"time"
 	_ "time/tzdata" // time zone names are checked the same way on every machine
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/arkaweb/arka/config"
 )
 
@@ -136,7 +134,7 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 	var s Settings
 	data = trimBOM(data) // Windows' Notepad may write one
 	var r raw
-	md, err := toml.Decode(string(data), &r)
+	md, err := config.DecodeTOML(name, data, &r) // bounded: QA A9
 	if err != nil {
 		return s, config.Errors{config.TOMLDecodeError(name, data, err)}, false
 	}
