@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -393,5 +396,97 @@ handler = { type = "static", root = "`+root+`" }
 	}
 	for _, h := range cs {
 		h.tc.Close()
+	}
+}
+
+// TestH2StalledMultipart: a multipart/byteranges response whose stream
+// gave its file back while it waited for window opens the file again for
+// its next part and sends every part whole.
+func TestH2StalledMultipart(t *testing.T) {
+	dir := t.TempDir()
+	root := www(t, dir, "a", "ok")
+	const size = 1 << 20
+	content := pattern(size)
+	if err := os.WriteFile(filepath.Join(root, "parts.bin"), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := servertest.Start(t, siteFor(`"a.example"`, root, true))
+	h := dialH2Raw(t, e.HTTPS, 0)
+	rng := hpack.HeaderField{Name: "range", Value: "bytes=0-99999,500000-599999"}
+	const streams = 3
+	for i := range streams {
+		h.get(uint32(2*i+1), "a.example", "/parts.bin", rng)
+	}
+	ctypes := map[uint32]string{}
+	for len(ctypes) < streams {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			if s := f.PseudoValue("status"); s != "206" {
+				t.Fatalf("stream %d: status %s", f.StreamID, s)
+			}
+			for _, hf := range f.RegularFields() {
+				if hf.Name == "content-type" {
+					ctypes[f.StreamID] = hf.Value
+				}
+			}
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				h.fr.WriteSettingsAck()
+			}
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); openFilesNamed(t, "parts.bin") > 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors of parts.bin held by %d stalled streams, want 1", openFilesNamed(t, "parts.bin"), streams)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	h.fr.WriteWindowUpdate(0, 1<<31-1-65535)
+	bodies := map[uint32]*bytes.Buffer{}
+	for done := 0; done < streams; {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%v (%d streams complete)", err, done)
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			b := bodies[f.StreamID]
+			if b == nil {
+				b = &bytes.Buffer{}
+				bodies[f.StreamID] = b
+			}
+			b.Write(f.Data())
+			if f.StreamEnded() {
+				done++
+			}
+		case *http2.RSTStreamFrame:
+			t.Fatalf("stream %d reset: %v", f.StreamID, f.ErrCode)
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				h.fr.WriteSettingsAck()
+			}
+		}
+	}
+	for id, b := range bodies {
+		_, params, err := mime.ParseMediaType(ctypes[id])
+		if err != nil {
+			t.Fatalf("stream %d: %v", id, err)
+		}
+		mr := multipart.NewReader(b, params["boundary"])
+		for i, want := range [][]byte{content[0:100000], content[500000:600000]} {
+			p, err := mr.NextPart()
+			if err != nil {
+				t.Fatalf("stream %d part %d: %v", id, i, err)
+			}
+			got, _ := io.ReadAll(p)
+			if !bytes.Equal(got, want) {
+				t.Errorf("stream %d part %d: %d bytes, not the range's %d (or different)", id, i, len(got), len(want))
+			}
+		}
 	}
 }

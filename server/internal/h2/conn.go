@@ -95,6 +95,11 @@ type conn struct {
 	consumed int64 // received bytes handed to handlers, not yet credited
 	dead     bool  // the connection failed: writes fail
 	writing  bool  // the writer goroutine is sending
+	// dataID and dataAt: the stream and offset in out of the last DATA
+	// frame queued (0: none since out was last emptied), so that a
+	// response's end can be marked on it (endLastData).
+	dataID uint32
+	dataAt int
 
 	// hencSized: henc may hold a dynamic table size update for the next
 	// header block (RFC 7541 section 4.2), so :status goes through it.
@@ -190,6 +195,7 @@ func (c *conn) releaseOutLocked() {
 	}
 	outPool.Put(b)
 	c.bufs, c.out, c.spare = nil, nil, nil
+	c.dataID = 0
 }
 
 // waitFrame waits for the client's next byte without holding a read
@@ -935,6 +941,7 @@ func (c *conn) drain(yield bool) {
 			}
 			buf := c.out
 			c.out, c.spare = c.spare[:0], nil
+			c.dataID = 0
 			c.writing = true
 			c.wcond.Broadcast() // writers waiting for room in the output
 			c.wmu.Unlock()
@@ -957,6 +964,7 @@ func (c *conn) drain(yield bool) {
 			if err != nil {
 				c.dead = true
 				c.out = c.out[:0]
+				c.dataID = 0
 				c.wcond.Broadcast()
 				c.wmu.Unlock()
 				c.rwc.Close()

@@ -162,6 +162,7 @@ func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 			pos = off
 			for i, got := 0, k; i < nf && got > 0; i++ {
 				d := min(sizes[i], got)
+				c.dataID, c.dataAt = st.id, pos
 				c.out = append(c.out[:pos], byte(d>>16), byte(d>>8), byte(d), byte(http2.FrameData), 0,
 					byte(st.id>>24), byte(st.id>>16), byte(st.id>>8), byte(st.id))
 				pos += 9 + d

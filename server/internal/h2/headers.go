@@ -232,8 +232,14 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	h := make(http.Header, len(regular))
 	// The fields' values share one backing array, each a full slice of
 	// one (a handler's append copies it): one allocation for the header
-	// rather than one per field (a browser sends ten or more).
-	vals := make([]string, len(regular))
+	// rather than one per field (a browser sends ten or more), none when
+	// the stream's own array holds them.
+	var vals []string
+	if len(regular) <= len(st.vals) {
+		vals = st.vals[:len(regular)]
+	} else {
+		vals = make([]string, len(regular))
+	}
 	var cookies []string
 	var hostField string
 	hosts := 0
