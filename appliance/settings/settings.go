@@ -281,6 +281,15 @@ func static(bad func(string, string, ...any), table string, r rawStatic, family 
 		bad(table+".address", "%s address %q: want an %s address with its prefix length, for example %q", table, r.Address, fam, ex)
 		return s, false
 	}
+	for _, k := range []struct {
+		is   bool
+		what string
+	}{{p.Addr().IsLoopback(), "a loopback address"}, {p.Addr().IsMulticast(), "a multicast address"}, {p.Addr().IsUnspecified(), "the unspecified address"}} {
+		if k.is {
+			bad(table+".address", "%s address %q is %s: the device would be unreachable on the network; give it an address of its network", table, r.Address, k.what)
+			return s, false
+		}
+	}
 	if p.Addr() == p.Masked().Addr() && p.Bits() < p.Addr().BitLen()-1 {
 		bad(table+".address", "%s address %q is the network's own address, not one for the device", table, r.Address)
 		return s, false
@@ -290,6 +299,10 @@ func static(bad func(string, string, ...any), table string, r rawStatic, family 
 		g, err := netip.ParseAddr(r.Gateway)
 		if err != nil || !family(g) {
 			bad(table+".gateway", "%s gateway %q is not an %s address", table, r.Gateway, fam)
+			return s, false
+		}
+		if g == p.Addr() {
+			bad(table+".gateway", "%s gateway %s is the device's own address: give the router's address, or remove gateway", table, g)
 			return s, false
 		}
 		if !g.IsLinkLocalUnicast() && !p.Masked().Contains(g) {
