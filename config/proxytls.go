@@ -73,10 +73,18 @@ func Warnings(sites []*Site) []string {
 	return append(out, fanWarnings(sites)...)
 }
 
-// cutScheme removes "http://" or "https://" from an upstream.
-func cutScheme(t string) (string, bool) {
-	if rest, ok := strings.CutPrefix(t, "http://"); ok {
-		return rest, true
+// cutSchemeTLS removes "http://" or "https://" from an upstream, and
+// says whether it was https. The scheme is case-insensitive (RFC 3986
+// section 3.1).
+func cutSchemeTLS(t string) (rest string, secure, ok bool) {
+	scheme, rest, ok := strings.Cut(t, "://")
+	switch {
+	case !ok:
+		return t, false, false
+	case strings.EqualFold(scheme, "http"):
+		return rest, false, true
+	case strings.EqualFold(scheme, "https"):
+		return rest, true, true
 	}
-	return strings.CutPrefix(t, "https://")
+	return t, false, false
 }

@@ -359,14 +359,14 @@ func redactUserinfo(u string) string {
 // "https://host:port" (port 443 if left out) or "unix:/path.sock".
 func ParseUpstream(s string) (Upstream, error) {
 	t := strings.TrimSpace(s)
+	s = t
 	if p, ok := strings.CutPrefix(t, "unix:"); ok {
 		if !filepath.IsAbs(p) {
 			return Upstream{}, errors.New("unix socket path must be absolute, as in \"unix:/run/app.sock\"")
 		}
 		return Upstream{Name: s, Network: "unix", Address: p}, nil
 	}
-	secure := strings.HasPrefix(t, "https://")
-	if rest, ok := cutScheme(t); ok {
+	if rest, secure, ok := cutSchemeTLS(t); ok {
 		t = strings.TrimSuffix(rest, "/")
 		if at := strings.LastIndexByte(t, '@'); at >= 0 && !strings.Contains(t[:at], "/") {
 			return Upstream{}, errors.New("an upstream address takes no user name or password (\"user:password@\")")
@@ -379,11 +379,30 @@ func ParseUpstream(s string) (Upstream, error) {
 			if secure {
 				port = "443"
 			}
-			t = net.JoinHostPort(strings.Trim(t, "[]"), port)
+			host := t
+			if inner, ok := strings.CutPrefix(host, "["); ok {
+				// Brackets hold an IPv6 address, whole (RFC 3986
+				// section 3.2.2).
+				v6, closed := strings.CutSuffix(inner, "]")
+				if a, err := netip.ParseAddr(v6); !closed || err != nil || !a.Is6() {
+					return Upstream{}, fmt.Errorf("%q is not an IPv6 address in brackets, as in \"[::1]\"", host)
+				}
+				host = v6
+			} else if strings.ContainsAny(host, "[]") {
+				return Upstream{}, fmt.Errorf("%q: a bracket belongs around an IPv6 address, as in \"[::1]\"", host)
+			}
+			t = net.JoinHostPort(host, port)
 		}
+		return hostPort(s, t, secure)
 	} else if strings.Contains(t, "://") {
 		return Upstream{}, errors.New("only http:// and https:// upstreams are supported")
 	}
+	return hostPort(s, t, false)
+}
+
+// hostPort is ParseUpstream's check of the "host:port" t of the upstream
+// written as name.
+func hostPort(name, t string, secure bool) (Upstream, error) {
 	host, port, err := net.SplitHostPort(t)
 	if err != nil || host == "" {
 		return Upstream{}, errors.New("expected host:port, [v6]:port, http://host:port or unix:/path.sock")
@@ -391,10 +410,19 @@ func ParseUpstream(s string) (Upstream, error) {
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 		return Upstream{}, fmt.Errorf("port %q is not a number from 1 to 65535", port)
 	}
-	if _, err := netip.ParseAddr(host); err != nil && checkHostName(strings.ToLower(strings.TrimSuffix(host, "."))) != nil {
-		return Upstream{}, fmt.Errorf("host %q is neither an IP address nor a host name", host)
+	if _, err := netip.ParseAddr(host); err != nil {
+		name := strings.ToLower(strings.TrimSuffix(host, "."))
+		if checkHostName(name) != nil || allDigitsAndDots(name) {
+			// A host name never has the dotted-decimal form
+			// (RFC 1123 section 2.1): "10.0.0.300" is a mistyped address.
+			return Upstream{}, fmt.Errorf("host %q is neither an IP address nor a host name", host)
+		}
 	}
-	return Upstream{Name: s, Network: "tcp", Address: net.JoinHostPort(host, port), TLS: secure}, nil
+	return Upstream{Name: name, Network: "tcp", Address: net.JoinHostPort(host, port), TLS: secure}, nil
+}
+
+func allDigitsAndDots(s string) bool {
+	return strings.Trim(s, "0123456789.") == ""
 }
 
 // ParsePrefix parses a CIDR ("192.168.0.0/16") or a single address (a /32
