@@ -27,9 +27,10 @@ var ErrBusy = errors.New("request body spool full")
 //
 // Whenever a spool file is opened the file system of its directory is
 // asked (statfs(2)) for its free space: from then until the next file is
-// opened the spool holds at most what it held then plus that free space
-// less DiskReserve of the file system, so it never fills the disk that
-// certificates, deploys and the last good configuration need.
+// opened the spool holds at most what it held then plus a DiskShare of
+// that free space, so it never fills the disk that certificates, deploys
+// and the last good configuration need, and a disk that is nearly full
+// of other files still leaves the spool some room.
 //
 // Its limits are set when it is made and never change; all methods are
 // safe for concurrent use. A nil *Budget bounds nothing.
@@ -41,7 +42,8 @@ type Budget struct {
 	mu    sync.Mutex
 	inUse usage
 	resp  usage // the responses' part of inUse
-	disk  int64 // bytes the spool may hold by the last statfs; <0: unknown
+	disk  int64 // bytes the spool may hold by the last statfs (when known)
+	known bool  // whether a statfs has set disk
 	by    map[netip.Prefix]*usage
 }
 
@@ -49,10 +51,10 @@ type Budget struct {
 // responses may hold together: a half.
 const ResponseShare = 2 // the divisor
 
-// DiskReserve is the part of the spool directory's file system that the
-// spool leaves free: a tenth (the divisor), as a file system's own
-// reserve for root, which Arka (root on the appliance) would not keep.
-const DiskReserve = 10 // the divisor
+// DiskShare is the part of the free space of the spool directory's file
+// system, as statfs(2) reports it when a spool file is opened, that the
+// spool may take: a half (the divisor).
+const DiskShare = 2 // the divisor
 
 type usage struct{ files, bytes int64 }
 
@@ -65,7 +67,7 @@ func NewBudget(files, bytes, clientFiles, clientBytes int64, key func(netip.Addr
 		key = func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 	}
 	return &Budget{files: files, bytes: bytes, clientFiles: clientFiles, clientBytes: clientBytes,
-		key: key, disk: -1, by: map[netip.Prefix]*usage{}}
+		key: key, by: map[netip.Prefix]*usage{}}
 }
 
 // Use returns the files and bytes held now, in all.
@@ -101,9 +103,8 @@ func (b *Budget) checkDisk(dir string) {
 		return
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
-	reserve := int64(st.Blocks) * int64(st.Bsize) / DiskReserve
 	b.mu.Lock()
-	b.disk = b.inUse.bytes + free - reserve
+	b.disk, b.known = b.inUse.bytes+free/DiskShare, true
 	b.mu.Unlock()
 }
 
@@ -118,7 +119,7 @@ func (b *Budget) take(client netip.Prefix, files, bytes int64, resp bool) bool {
 	}
 	if b.inUse.files+files > b.files || b.inUse.bytes+bytes > b.bytes ||
 		u.files+files > b.clientFiles || u.bytes+bytes > b.clientBytes ||
-		bytes > 0 && b.disk >= 0 && b.inUse.bytes+bytes > b.disk ||
+		bytes > 0 && b.known && b.inUse.bytes+bytes > b.disk ||
 		resp && (b.resp.files+files > b.files/ResponseShare || b.resp.bytes+bytes > b.bytes/ResponseShare) {
 		return false
 	}
