@@ -35,6 +35,14 @@ const GoHeapMinimumBytes = 4 * MiB
 // is budgeted separately as OpcacheMiB).
 const PHPWorkerBytes = 32 * MiB
 
+// ConnBytes is the memory budgeted per open client connection (goroutine
+// stack, buffers, TLS state): the connection limit per listen address is
+// the memory limit divided by it (cmd/arka maxConns), and the HTTP/2
+// engine bounds the request heads a connection's streams in flight hold
+// to it (server/internal/h2), so that many streams do not make a
+// connection cost megabytes.
+const ConnBytes = 64 * KiB
+
 // PHPPM is php-fpm's process manager mode (php-fpm.conf "pm").
 type PHPPM string
 

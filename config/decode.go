@@ -163,6 +163,12 @@ func inTableHeader(src []byte, line int) bool {
 	return err == nil
 }
 
+// secretKeyRE matches the keys whose values a syntax error must not echo:
+// passwords, passphrases, tokens, secrets and private keys (the last
+// component of a dotted key, any case: env.DB_PASSWORD,
+// wifi.networks.passphrase).
+var secretKeyRE = regexp.MustCompile(`(?i)(pass|secret|token|psk|private|credential|api_?key)[^.]*$`)
+
 // decodeErrorIn is decodeError with the document's index, if it has one
 // already (idx.plain not nil), so that locating many errors of a file
 // does not index it again for each.
@@ -180,6 +186,15 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 		// The library's last key is the table of the last header it
 		// finished: in the header being written it names the table
 		// before, which is not where the mistake is.
+		if strings.HasPrefix(msg, "expected value but found") {
+			// A bare word: most often a string without its quotes. The
+			// library quotes what it found; a secret's value must not go
+			// to logs and status pages.
+			if secretKeyRE.MatchString(pe.LastKey) {
+				msg = "expected a value (not shown: the key names a secret)"
+			}
+			msg += `; a string must be in double quotes: key = "value"`
+		}
 		if pe.LastKey != "" && !inTableHeader(idx.src, line) {
 			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
 		}

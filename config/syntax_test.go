@@ -3,7 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // A syntax error is located at file:line:col, and named only by what it
@@ -51,4 +54,36 @@ func TestSyntaxErrorsNameTheirTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A value written without its quotes is not echoed in the error when its
+// key names a secret (a password, passphrase, token or private key): the
+// error goes to logs and status pages. Other keys keep the echo, which
+// helps find the mistake.
+func TestSyntaxErrorHidesSecrets(t *testing.T) {
+	for _, c := range []struct {
+		src, hidden string
+	}{
+		{"[[routes]]\npath = \"/\"\nhandler = { type = \"respond\", body = \"x\" }\n[env]\nDB_PASSWORD = s3cretword\n", "s3cretword"},
+		{"api_token = abcdefsecret\n", "abcdefsecret"},
+		{"[wifi]\npassphrase = correcthorsebatterystaple\n", "correcthorsebatterystaple"},
+	} {
+		err := decodeError("s.toml", []byte(c.src), decodeErr(c.src))
+		if strings.Contains(err.Error(), c.hidden) || strings.Contains(err.Error(), c.hidden[:6]) {
+			t.Errorf("%q: the secret is in the error: %v", c.src, err)
+		}
+		if !strings.Contains(err.Error(), "quote") {
+			t.Errorf("%q: the error does not say to quote the value: %v", c.src, err)
+		}
+	}
+	err := decodeError("s.toml", []byte("hostname = garden\n"), decodeErr("hostname = garden\n"))
+	if !strings.Contains(err.Error(), `"garden"`) {
+		t.Errorf("a value of a key that is no secret is no longer echoed: %v", err)
+	}
+}
+
+func decodeErr(src string) error {
+	var m map[string]any
+	_, err := toml.Decode(src, &m)
+	return err
 }

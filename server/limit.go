@@ -1,11 +1,13 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // limitListener bounds the connections open at once on a listener, and
@@ -17,7 +19,8 @@ import (
 // which drips header bytes to keep its slots, thus loses them to real
 // clients instead of refusing them. If nothing can be closed the new
 // connection is closed at once, so a flood of clients cannot take the
-// memory of a small board.
+// memory of a small board. An accept that fails for want of file
+// descriptors (EMFILE, ENFILE) makes room the same way.
 type limitListener struct {
 	net.Listener
 	max     int64
@@ -49,6 +52,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
+			if l.makeRoom != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+				// Out of file descriptors: a connection that holds a
+				// slot without using it gives its descriptor back, as at
+				// the connection limit, one per failed accept (the
+				// accept loop retries, wire.Accept).
+				l.makeRoom(1, netip.Prefix{})
+			}
 			return nil, err
 		}
 		addr := clientNet(remoteAddr(c))

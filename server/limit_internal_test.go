@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"syscall"
 	"testing"
 )
 
@@ -149,5 +152,44 @@ func TestMakeRoomOnePerAccept(t *testing.T) {
 	}
 	if want := netip.MustParsePrefix("2001:db8::/64"); len(calls) != 1 || calls[0].n != 1 || calls[0].from != want {
 		t.Errorf("makeRoom calls %v, want one (1, %v)", calls, want)
+	}
+}
+
+// errListener fails every Accept with err.
+type errListener struct {
+	net.Listener
+	err error
+}
+
+func (l errListener) Accept() (net.Conn, error) { return nil, l.err }
+
+// TestOutOfFilesMakesRoom (QA H1): an accept that fails for want of file
+// descriptors (EMFILE, ENFILE) closes a connection that holds a slot
+// without using it, as the connection limit does, rather than wait for
+// whoever holds the descriptors to leave; other errors close nothing.
+func TestOutOfFilesMakesRoom(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{&net.OpError{Op: "accept", Err: os.NewSyscallError("accept4", syscall.EMFILE)}, 1},
+		{&net.OpError{Op: "accept", Err: os.NewSyscallError("accept4", syscall.ENFILE)}, 1},
+		{&net.OpError{Op: "accept", Err: os.NewSyscallError("accept4", syscall.ECONNABORTED)}, 0},
+	} {
+		l := newLimitListener(errListener{err: tc.err}, 10)
+		called := 0
+		l.makeRoom = func(n int, from netip.Prefix) int {
+			called += n
+			if from.IsValid() {
+				t.Errorf("%v: room made among %v's connections, want all", tc.err, from)
+			}
+			return n
+		}
+		if _, err := l.Accept(); !errors.Is(err, tc.err) {
+			t.Errorf("Accept: %v, want %v", err, tc.err)
+		}
+		if called != tc.want {
+			t.Errorf("%v: %d connections closed, want %d", tc.err, called, tc.want)
+		}
 	}
 }

@@ -96,14 +96,49 @@ var (
 
 // Parse decodes and checks a settings file. name is used in messages. It
 // returns the valid settings and every mistake; a setting with a mistake
-// is left at its default.
+// is left at its default. A file that does not decode at all (a TOML
+// syntax or type mistake) gives no settings: see ParseOrKept.
 func Parse(name string, data []byte) (Settings, config.Errors) {
+	s, errs, _ := parse(name, data)
+	return s, errs
+}
+
+// Source says where ParseOrKept's settings come from.
+type Source int
+
+const (
+	FromFile     Source = iota // the file: its valid settings (its mistakes keep their defaults)
+	FromKept                   // the file does not decode; the kept copy's settings
+	FromDefaults               // neither decodes: the defaults
+)
+
+// ParseOrKept is Parse with a fallback: when data does not decode at all
+// (one syntax slip would otherwise lose every setting, Wi-Fi too: a Pi
+// Zero 2 W that never joins its network, so nobody sees why), the
+// settings of kept (the last file that decoded, kept on /perm; nil if
+// none) are used instead, and errs still says what is wrong with data.
+// Only a file the device used (FromFile) is one to keep.
+func ParseOrKept(name string, data, kept []byte) (s Settings, errs config.Errors, from Source) {
+	s, errs, ok := parse(name, data)
+	if ok {
+		return s, errs, FromFile
+	}
+	if kept != nil {
+		if ks, _, ok := parse(name, kept); ok {
+			return ks, errs, FromKept
+		}
+	}
+	return s, errs, FromDefaults
+}
+
+// parse is Parse, and whether data decoded.
+func parse(name string, data []byte) (Settings, config.Errors, bool) {
 	var s Settings
 	data = trimBOM(data) // Windows' Notepad may write one
 	var r raw
 	md, err := toml.Decode(string(data), &r)
 	if err != nil {
-		return s, config.Errors{config.TOMLDecodeError(name, data, err)}
+		return s, config.Errors{config.TOMLDecodeError(name, data, err)}, false
 	}
 	f := config.NewTOMLFile(name, data)
 	errs := f.Unknown(md.Undecoded())
@@ -196,7 +231,7 @@ func Parse(name string, data []byte) (Settings, config.Errors) {
 		bad("dns", "dns is used only with a static address ([ipv4] or [ipv6] address); with DHCP the network's name servers are used")
 		s.DNS = nil
 	}
-	return s, errs
+	return s, errs, true
 }
 
 // CheckPassphrase returns what is wrong with a WPA passphrase, or "".

@@ -202,3 +202,31 @@ func TestChoose(t *testing.T) {
 		}
 	}
 }
+
+// A settings file that does not decode at all (a syntax slip loses every
+// setting, the Wi-Fi networks too) falls back to the kept copy of the last
+// file that decoded, with the file's mistake still reported; a file that
+// decodes is used even with mistakes (those settings keep their
+// defaults), and is the one to keep.
+func TestParseOrKept(t *testing.T) {
+	kept := []byte("hostname = \"garden\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"home\"\npassphrase = \"old enough passphrase\"\n")
+	broken := []byte("hostname = \"garden2\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"home\"\npassphrase = correcthorsebatterystaple\n")
+	s, errs, from := ParseOrKept("settings.txt", broken, kept)
+	if from != FromKept || s.Hostname != "garden" || len(s.WiFi.Networks) != 1 || s.WiFi.Networks[0].Passphrase != "old enough passphrase" {
+		t.Errorf("broken file with a kept copy: %v %+v", from, s)
+	}
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "settings.txt:6:") || strings.Contains(errs[0].Error(), "correcthorse") {
+		t.Errorf("errors %v", errs)
+	}
+	if s, _, from := ParseOrKept("settings.txt", broken, nil); from != FromDefaults || !reflect.DeepEqual(s, Settings{}) {
+		t.Errorf("broken file without a kept copy: %v %+v", from, s)
+	}
+	if _, _, from := ParseOrKept("settings.txt", broken, []byte("[[[")); from != FromDefaults {
+		t.Errorf("broken file with a broken kept copy: %v", from)
+	}
+	mistake := []byte("hostname = \"Bad_Name\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"new\"\npassphrase = \"new long passphrase\"\n")
+	s, errs, from = ParseOrKept("settings.txt", mistake, kept)
+	if from != FromFile || len(errs) != 1 || s.Hostname != "" || s.WiFi.Networks[0].SSID != "new" {
+		t.Errorf("file with a mistake: %v %+v %v", from, s, errs)
+	}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +35,7 @@ type deviceFlags struct {
 	host, name, pwFile string
 	uiPort             int
 	yes                bool
+	fingerprint        string
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -40,7 +43,8 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.name, "name", "", "the device's name, whose password and pinned certificate to use (default: from --host)")
 	fs.StringVar(&d.pwFile, "password-file", "", "device password file (default: the device's, see images/README.md)")
 	fs.IntVar(&d.uiPort, "ui-port", 8443, "port of the device's HTTPS API when --host has none (8080 with http://)")
-	fs.BoolVar(&d.yes, "yes", false, "at the first HTTPS connection to a device, pin its key without asking (off a terminal it is pinned without asking anyway; the fingerprint is printed)")
+	fs.BoolVar(&d.yes, "yes", false, "at the first HTTPS connection to a device, pin whatever key answers without asking (trust on first use; the fingerprint is printed)")
+	fs.StringVar(&d.fingerprint, "fingerprint", "", "at the first HTTPS connection to a device, pin its key only if it is this one (SHA256:HEX, as the device logs it at boot: \"device key SHA256 …\"); off a terminal an unpinned device needs this or --yes")
 }
 
 // device is a resolved --host: where its API is, with which password and
@@ -105,10 +109,8 @@ func (d *deviceFlags) device() (*device, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !d.yes && term.IsTerminal(int(os.Stdin.Fd())) {
-		if err := confirmFirstUse(d.host, hostport, pinFile, os.Stdin, os.Stderr); err != nil {
-			return nil, err
-		}
+	if err := d.firstUse(hostport, pinFile); err != nil {
+		return nil, err
 	}
 	dev.http = devices.PinnedClient(pinKey, pinFile, func(fp string) {
 		fmt.Fprintf(os.Stderr, "First HTTPS connection to %s: its key SHA256:%s is now pinned in %s\n", d.host, fp, pinFile)
@@ -137,6 +139,45 @@ func lanName(host string, lookup func(context.Context, string) ([]string, error)
 // requestTimeout bounds each request of deploy and password but site
 // uploads (0: deploy.DefaultTimeout); tests shorten it.
 var requestTimeout time.Duration
+
+// firstUse decides, before the password can travel, how a device whose
+// key is not pinned yet gets pinned: with --fingerprint, only if the key
+// it presents is that one; with --yes, whatever answers (PinnedClient
+// pins it and prints it); on a terminal, by asking (confirmFirstUse).
+// Off a terminal it refuses, like SSH in batch mode: nothing is sent to a
+// device nobody vouched for (QA A13).
+func (d *deviceFlags) firstUse(hostport, pinFile string) error {
+	if _, err := os.Stat(pinFile); !errors.Is(err, fs.ErrNotExist) {
+		return nil // pinned (or unreadable: the pinned client says so)
+	}
+	if d.yes && d.fingerprint == "" {
+		return nil
+	}
+	if d.fingerprint == "" && term.IsTerminal(int(os.Stdin.Fd())) {
+		return confirmFirstUse(d.host, hostport, pinFile, os.Stdin, os.Stderr)
+	}
+	want := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(d.fingerprint, "SHA256:"), "sha256:"))
+	if b, err := hex.DecodeString(want); d.fingerprint != "" && (err != nil || len(b) != sha256.Size) {
+		return fmt.Errorf("--fingerprint %q: want SHA256: and 64 hex digits, as the device logs it at boot (\"device key SHA256 …\")", d.fingerprint)
+	}
+	got, err := devices.ProbeFingerprint(hostport, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %v", hostport, err)
+	}
+	if d.fingerprint == "" {
+		return fmt.Errorf("no key is pinned for %s on this machine (%s) and there is no terminal to confirm one on: nothing was sent.\n"+
+			"  It presents the key SHA256:%s. If the device logs that key at boot (\"device key SHA256 …\"), pin it with --fingerprint SHA256:%s\n"+
+			"  (or run once on a terminal to confirm it; --yes trusts whichever key answers first)", d.host, pinFile, got, got)
+	}
+	if got != want {
+		return fmt.Errorf("%s presents the key SHA256:%s, not the --fingerprint SHA256:%s: nothing was sent and nothing pinned (is this the device? something may be answering in its place)", d.host, got, want)
+	}
+	if err := devices.WriteFile(pinFile, []byte(got+"\n")); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "The key of %s is SHA256:%s as given: pinned in %s\n", d.host, got, pinFile)
+	return nil
+}
 
 // confirmFirstUse asks, like SSH, before the first connection to a device
 // pins its key: it shows the key's fingerprint (read without sending

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/arkaweb/arka/appliance/devices"
@@ -63,5 +64,76 @@ func TestLANName(t *testing.T) {
 		if got := lanName(in, lookup); got != want {
 			t.Errorf("lanName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestFirstUseOffTerminal (QA A13): off a terminal, a device whose key is
+// not pinned is refused before anything is sent, with the way to pin it;
+// --fingerprint pins it only when the device presents that key; --yes
+// still trusts the first key explicitly.
+func TestFirstUseOffTerminal(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests.Add(1) }))
+	defer srv.Close()
+	want := devices.Fingerprint(srv.Certificate())
+	hostport := strings.TrimPrefix(srv.URL, "https://")
+	dir := t.TempDir()
+	t.Setenv("ARKA_DEVICES", dir)
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pin := filepath.Join(dir, "garden", "device-cert.sha256")
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	stdin := os.Stdin
+	os.Stdin = null // not a terminal
+	defer func() { os.Stdin = stdin }()
+
+	try := func(d deviceFlags) error {
+		d.host, d.name, d.pwFile = hostport, "garden", pwFile
+		dev, err := d.device()
+		if err != nil {
+			return err
+		}
+		resp, err := dev.http.Get(dev.base + "/arka/update")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	err = try(deviceFlags{})
+	if err == nil || !strings.Contains(err.Error(), "--fingerprint SHA256:") || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Errorf("unpinned device off a terminal: err = %v, want a refusal naming --fingerprint", err)
+	}
+	other := strings.Repeat("ab", 32)
+	if err := try(deviceFlags{fingerprint: "SHA256:" + other}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("wrong --fingerprint: err = %v, want a refusal showing the key presented", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached an unpinned device", n)
+	}
+	if _, err := os.Stat(pin); !os.IsNotExist(err) {
+		t.Fatalf("pinned without a confirmation: %v", err)
+	}
+	if err := try(deviceFlags{fingerprint: "SHA256:" + strings.ToUpper(want)}); err != nil {
+		t.Fatalf("matching --fingerprint: %v", err)
+	}
+	if b, _ := os.ReadFile(pin); strings.TrimSpace(string(b)) != want {
+		t.Errorf("pin file %q, want %s", b, want)
+	}
+	if err := try(deviceFlags{}); err != nil {
+		t.Errorf("pinned device: %v", err)
+	}
+	os.Remove(pin)
+	if err := try(deviceFlags{yes: true}); err != nil {
+		t.Errorf("--yes: %v", err)
+	}
+	if n := requests.Load(); n != 3 {
+		t.Errorf("%d requests, want 3", n)
 	}
 }

@@ -28,7 +28,8 @@ func cmdUpdate(args []string) error {
 	startTimeout := fs.Duration("start-timeout", 0, "how long the trial boot waits for Arka to be ready and healthy (0: the device's default, 2m)")
 	probation := fs.Duration("probation", ota.DefaultProbation, "after the verdict, how long the device still returns to the old build by itself if Arka crash-loops (0: no probation)")
 	name := fs.String("name", "", "the device's name, whose password to use (default: from --host)")
-	yes := fs.Bool("yes", false, "at the first HTTPS connection to a device, pin its key without asking")
+	yes := fs.Bool("yes", false, "at the first HTTPS connection to a device, pin whatever key answers without asking (trust on first use)")
+	fingerprint := fs.String("fingerprint", "", "at the first HTTPS connection to a device, pin its key only if it is this one (SHA256:HEX, as the device logs it at boot); off a terminal an unpinned device needs this or --yes")
 	var b buildFlags
 	b.register(fs)
 	fs.Parse(args)
@@ -53,7 +54,7 @@ func cmdUpdate(args []string) error {
 	// picks the password that authenticates this update, and a build for
 	// it carries that same password and, unless --hostname says
 	// otherwise, that same hostname (the device keeps its settings).
-	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: b.pwFile, uiPort: *uiPort, yes: *yes}).device()
+	dev, err := (&deviceFlags{host: *host, name: *name, pwFile: b.pwFile, uiPort: *uiPort, yes: *yes, fingerprint: *fingerprint}).device()
 	if err != nil {
 		return fmt.Errorf("update: %v", err)
 	}

@@ -27,7 +27,9 @@ func TestUpdateBuildsForTheDevice(t *testing.T) {
 	defer func() { buildImage = image.Build }()
 	for _, host := range []string{"garden", "garden.local", "https://garden.local:8443"} {
 		got = image.Config{}
-		err := cmdUpdate([]string{"--host", host, "--board", "amd64", "-o", filepath.Join(t.TempDir(), "a.img")})
+		// --yes: no device answers here, and off a terminal an unpinned
+		// one is otherwise probed (and refused) before the build.
+		err := cmdUpdate([]string{"--yes", "--host", host, "--board", "amd64", "-o", filepath.Join(t.TempDir(), "a.img")})
 		if !errors.Is(err, stop) {
 			t.Fatalf("update --host %s: %v", host, err)
 		}
@@ -42,7 +44,7 @@ func TestUpdateBuildsForTheDevice(t *testing.T) {
 	// --name names the device behind an address; --hostname renames it
 	// (the image still carries the password the device has now).
 	got = image.Config{}
-	if err := cmdUpdate([]string{"--host", "192.168.1.20", "--name", "garden", "--board", "amd64", "--hostname", "orchard"}); !errors.Is(err, stop) {
+	if err := cmdUpdate([]string{"--yes", "--host", "192.168.1.20", "--name", "garden", "--board", "amd64", "--hostname", "orchard"}); !errors.Is(err, stop) {
 		t.Fatal(err)
 	}
 	if got.Hostname != "orchard" || got.PasswordFile != gardenPw {

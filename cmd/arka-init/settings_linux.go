@@ -91,12 +91,25 @@ func loadSettings(netif string) *settingsState {
 		log.Printf("settings: no %s on the boot partition; using the defaults", settings.FileName)
 		return st
 	}
-	s, errs := settings.Parse(settings.FileName, data)
+	s, errs, from := settings.ParseOrKept(settings.FileName, data, kept)
 	for _, e := range errs {
-		log.Printf("settings: %v (that setting keeps its default)", e)
+		switch from {
+		case settings.FromFile:
+			log.Printf("settings: %v (that setting keeps its default)", e)
+		case settings.FromKept:
+			log.Printf("settings: %v (the file does not load: using the last settings that did, kept in %s)", e, keptSettings)
+		default:
+			log.Printf("settings: %v (the file does not load: using the defaults)", e)
+		}
 		st.Errors = append(st.Errors, e.Error())
 	}
-	if len(errs) == 0 && !restore && !sameBytes(kept, data) {
+	if from == settings.FromKept {
+		st.Errors = append(st.Errors, fmt.Sprintf("%s does not load: using the last settings that did (kept in %s)", settings.FileName, keptSettings))
+	}
+	// The kept copy is the file the device used, mistakes and all (those
+	// settings kept their defaults): an update that brings the build's
+	// file back restores it (settings.Choose), not an older one.
+	if from == settings.FromFile && !restore && !sameBytes(kept, data) {
 		if err := os.MkdirAll(filepath.Dir(keptSettings), 0o700); err == nil {
 			if err := writeAtomic(keptSettings, data, 0o600); err != nil {
 				log.Printf("settings: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/appliance/devices"
+	"github.com/gokrazy/gokrazy"
 )
 
 // deviceTLSDir holds the device's own certificate for the web UI and the
@@ -26,7 +27,9 @@ const deviceTLSDir = "/perm/arka/device-tls"
 // front that passes each request, with its password, to gokrazy's Unix
 // socket, where gokrazy checks the password and serves it. (gokrazy's own
 // TLS listener would need the certificate in the read-only root file
-// system, the same on every device built from one image.)
+// system, the same on every device built from one image.) Like gokrazy's
+// own listeners it serves only connections to the device's private
+// addresses (localOnly), with the limits of httpsAPILimits.
 func serveHTTPS() {
 	port := strconv.Itoa(devicePort(portDirs, "https-port.txt", 8443))
 	dir := deviceTLSDir
@@ -56,18 +59,16 @@ func serveHTTPS() {
 		}},
 		FlushInterval: -1, // logs stream as server-sent events
 	}
-	srv := &http.Server{
-		Addr:              ":" + port,
-		Handler:           proxy,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 30 * time.Second,
-	}
+	srv := newAPIServer(proxy, httpsAPILimits)
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	log.Printf("https: web UI, update and deploy API on :%s, device key SHA256 %s", port, fp)
 	go func() {
 		for {
-			if err := srv.ListenAndServeTLS("", ""); err != nil {
-				log.Printf("https: %v; retrying in 10 s", err)
+			ln, err := net.Listen("tcp", ":"+port)
+			if err == nil {
+				err = srv.ServeTLS(limitConns(localOnly(ln, gokrazy.IsInPrivateNet), httpsAPILimits.MaxConns), "", "")
 			}
+			log.Printf("https: %v; retrying in 10 s", err)
 			time.Sleep(10 * time.Second)
 		}
 	}()

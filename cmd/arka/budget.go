@@ -78,9 +78,10 @@ func applyRuntime(b board.Budget, log *slog.Logger) {
 }
 
 // maxConns bounds open connections per listen address from the memory
-// limit: an open connection costs up to about 64 KiB (goroutine stack,
-// buffers, TLS state), so a Pi Zero 2 W (125 MiB limit) keeps 2000.
+// limit: an open connection costs up to about board.ConnBytes (64 KiB:
+// goroutine stack, buffers, TLS state), so a Pi Zero 2 W (125 MiB limit)
+// keeps 2000.
 func maxConns(b board.Budget) int {
-	n := b.MemoryLimitBytes / (64 << 10)
+	n := b.MemoryLimitBytes / board.ConnBytes
 	return int(max(256, min(n, 65536)))
 }

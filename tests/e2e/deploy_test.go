@@ -184,14 +184,26 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 		return body
 	}
 	mine := site("mine", map[string]string{"sites/main.toml": siteToml, "www/index.html": "deployed v1\n", "www/big.txt": strings.Repeat("arka ", 50000)})
-	r := deploy(mine)
+	// Off a terminal, a device whose key nobody vouched for is refused
+	// (QA A13); --fingerprint with the key the console shows pins it.
+	pinFile := filepath.Join(devices, "garden", "device-cert.sha256")
+	if r := deploy(mine); r.code == 0 || !strings.Contains(r.stderr, "--fingerprint SHA256:") {
+		t.Errorf("first deploy off a terminal without --fingerprint: exit %d, want a refusal", r.code)
+	}
+	if _, err := os.Stat(pinFile); !os.IsNotExist(err) {
+		t.Errorf("pinned without a confirmation: %v", err)
+	}
+	fp := regexp.MustCompile(`device key SHA256 ([0-9a-f]{64})`).FindStringSubmatch(v.SerialTail(1 << 20))
+	if fp == nil {
+		t.Fatalf("the console does not show the device key")
+	}
+	r := deploy("--fingerprint", "SHA256:"+fp[1], mine)
 	if r.code != 0 || !strings.Contains(r.stdout, "Generation 1 is live") {
 		t.Fatalf("first deploy failed")
 	}
-	pinFile := filepath.Join(devices, "garden", "device-cert.sha256")
 	pin, err := os.ReadFile(pinFile)
-	if err != nil || !strings.Contains(r.stderr, "First HTTPS connection") {
-		t.Fatalf("the first HTTPS connection did not pin the device's key: %v", err)
+	if err != nil || strings.TrimSpace(string(pin)) != fp[1] {
+		t.Fatalf("the first HTTPS connection did not pin the device's key: %v %q", err, pin)
 	}
 	if got := page(); got != "deployed v1\n" {
 		t.Fatalf("after the deploy GET / = %q", got)

@@ -55,6 +55,10 @@ type Config struct {
 	Dir     string // generated configuration (created, 0755)
 	RunDir  string // sockets and pid file; default Dir/run, or a short /tmp directory
 	DataDir string // sessions, uploads, tmp, slow.log; default Dir/data
+	// Owned is Arka's state directory (default Dir's parent): as root,
+	// only it and the directories below it get search permission for the
+	// workers; those above it are never changed (see traversable).
+	Owned string
 
 	// User and Group are the workers' numeric ids when Arka runs as root;
 	// ignored otherwise. Root (0) needs AllowRoot.
@@ -93,6 +97,7 @@ func FromSettings(p *config.PHP, b board.Budget, stateDir string) (Config, error
 		FPM:         p.FPMPath,
 		Dir:         filepath.Join(stateDir, "php"),
 		DataDir:     p.DataDir,
+		Owned:       stateDir,
 		PM:          b.PHPPM,
 		MaxChildren: b.PHPMaxChildren,
 		MaxRequests: p.MaxRequestsOr(),
@@ -209,6 +214,14 @@ func (c *Config) pidFile() string    { return filepath.Join(c.RunDir, "php-fpm.p
 
 // asRoot reports whether php-fpm's master runs as root, where user/group
 // and listen.owner apply.
+// owned is Owned or its default.
+func (c *Config) owned() string {
+	if c.Owned != "" {
+		return c.Owned
+	}
+	return filepath.Dir(c.Dir)
+}
+
 func asRoot() bool { return os.Geteuid() == 0 }
 
 // mib formats bytes for php.ini: whole MiB as "96M", else bytes.

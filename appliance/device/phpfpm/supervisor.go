@@ -144,7 +144,7 @@ func (s *Supervisor) prepare() error {
 		}
 	}
 	if asRoot() && c.UID != 0 {
-		if err := traversable(c.DataDir); err != nil {
+		if err := traversable(c.DataDir, c.owned(), c.UID, c.GID, s.log); err != nil {
 			return fmt.Errorf("phpfpm: data directory: %v", err)
 		}
 	}
@@ -155,25 +155,64 @@ func (s *Supervisor) prepare() error {
 	return writeIfChanged(c.iniFile(), s.ini)
 }
 
-// traversable adds search permission for others (o+x, never read) to the
-// directories above dir that lack it, so the workers' user can reach its
-// data directory: Arka's state directory is 0700 (it holds TLS keys), and
-// 0701 still lets nobody list or read it.
-func traversable(dir string) error {
+// traversable lets the workers' user (uid, gid) reach the data directory
+// dir. Directories of Arka's own (owned and below: Arka's state directory
+// is 0700, it holds TLS keys) get search permission for others (o+x,
+// never read: 0701 still lets nobody list or read them), each change
+// logged. Directories above owned are not Arka's (with the default state
+// directory of root, /root is one): their permissions are never changed;
+// one that the workers cannot search is an error naming it and what to do
+// (QA A14).
+func traversable(dir, owned string, uid, gid int, log *slog.Logger) error {
+	owned = filepath.Clean(owned)
+	var open []string // Arka's directories lacking o+x, changed once all above are known to be searchable
 	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
 			return err
 		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
-				return err
+		perm := fi.Mode().Perm()
+		if d == owned || strings.HasPrefix(d, owned+string(filepath.Separator)) {
+			if perm&0o001 == 0 {
+				open = append(open, d)
 			}
+		} else if !searchable(fi, uid, gid) {
+			return fmt.Errorf("the workers' user (uid %d) cannot reach %s: %s is %04o, and Arka changes no permissions outside its state directory %s. "+
+				"Set php's data_dir to a directory it can reach (php = { data_dir = \"/var/lib/arka/php-data\", ... }), run Arka with a state directory outside %s (-state /var/lib/arka), "+
+				"or allow the search yourself (chmod o+x %s)", uid, dir, d, perm, owned, d, d)
 		}
 		if d == "/" || d == "." {
-			return nil
+			break
 		}
 	}
+	for _, d := range open {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		perm := fi.Mode().Perm()
+		if err := os.Chmod(d, perm|0o001); err != nil {
+			return err
+		}
+		log.Info("php: search permission for others added (o+x) so the workers reach their data directory", "dir", d, "was", fmt.Sprintf("%04o", perm), "now", fmt.Sprintf("%04o", perm|0o001))
+	}
+	return nil
+}
+
+// searchable reports whether uid, gid (no supplementary groups) may
+// search the directory fi by its mode bits.
+func searchable(fi os.FileInfo, uid, gid int) bool {
+	perm := fi.Mode().Perm()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return perm&0o001 != 0
+	case int(st.Uid) == uid:
+		return perm&0o100 != 0
+	case int(st.Gid) == gid:
+		return perm&0o010 != 0
+	}
+	return perm&0o001 != 0
 }
 
 // writeIfChanged writes data to path unless it already holds it (no

@@ -60,12 +60,15 @@ type conn struct {
 	guard      frameGuard // bounds header blocks (CONTINUATION)
 	ctrl       ctrlGuard  // bounds control-frame floods (flood.go)
 
-	smu       sync.Mutex
-	streams   map[uint32]*stream
-	active    int       // streams whose handler runs
-	lingering int       // streams kept after their handler (stream.linger)
-	idleSince time.Time // when active last became 0
-	rdeadline time.Time // the read deadline in force (under smu)
+	smu     sync.Mutex
+	streams map[uint32]*stream
+	active  int // streams whose handler runs
+	// headerHeld is the header list bytes of those streams' requests
+	// (maxHeldHeaderBytes).
+	headerHeld int64
+	lingering  int       // streams kept after their handler (stream.linger)
+	idleSince  time.Time // when active last became 0
+	rdeadline  time.Time // the read deadline in force (under smu)
 	// idleRetries counts idle deadlines met in a row while the connection
 	// was not idle (idleRetry); the reader's.
 	idleRetries int
@@ -74,6 +77,9 @@ type conn struct {
 	// a DATA frame was last queued (the connection's progress).
 	stalled      int
 	lastProgress time.Time
+	// fileWaits counts streams waiting for window while they keep their
+	// file open (at most one, see sendFile), under wmu.
+	fileWaits int
 
 	// Output, guarded by wmu. out and spare come from outPool (bufs)
 	// when frames are queued and go back once the writer has sent them.
@@ -89,6 +95,11 @@ type conn struct {
 	consumed int64 // received bytes handed to handlers, not yet credited
 	dead     bool  // the connection failed: writes fail
 	writing  bool  // the writer goroutine is sending
+	// dataID and dataAt: the stream and offset in out of the last DATA
+	// frame queued (0: none since out was last emptied), so that a
+	// response's end can be marked on it (endLastData).
+	dataID uint32
+	dataAt int
 
 	// hencSized: henc may hold a dynamic table size update for the next
 	// header block (RFC 7541 section 4.2), so :status goes through it.
@@ -184,6 +195,7 @@ func (c *conn) releaseOutLocked() {
 	}
 	outPool.Put(b)
 	c.bufs, c.out, c.spare = nil, nil, nil
+	c.dataID = 0
 }
 
 // waitFrame waits for the client's next byte without holding a read
@@ -929,6 +941,7 @@ func (c *conn) drain(yield bool) {
 			}
 			buf := c.out
 			c.out, c.spare = c.spare[:0], nil
+			c.dataID = 0
 			c.writing = true
 			c.wcond.Broadcast() // writers waiting for room in the output
 			c.wmu.Unlock()
@@ -951,6 +964,7 @@ func (c *conn) drain(yield bool) {
 			if err != nil {
 				c.dead = true
 				c.out = c.out[:0]
+				c.dataID = 0
 				c.wcond.Broadcast()
 				c.wmu.Unlock()
 				c.rwc.Close()

@@ -44,6 +44,14 @@ func fileOf(src io.Reader) (*os.File, *io.LimitedReader) {
 func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 	st, c := w.st, w.st.c
 	f, lr := fileOf(src)
+	// own is the file opened again after the stream gave f back while
+	// it waited for window (copyParked); closed here.
+	var own *os.File
+	defer func() {
+		if own != nil {
+			own.Close()
+		}
+	}()
 	var total int64
 	for {
 		want := int64(maxQueued)
@@ -81,7 +89,39 @@ func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 			continue
 		}
 		n := min(want, st.sendWindow, c.sendConn)
-		if !alone || n <= 0 {
+		if n <= 0 {
+			// The windows are closed: the stream waits, and gives its
+			// file back meanwhile, unless it is the connection's one
+			// waiting stream that keeps it.
+			keep := c.fileWaits == 0
+			if keep {
+				c.fileWaits++
+			}
+			c.wmu.Unlock()
+			k, nf, err := w.copyParked(f, src, min(want, 16<<10), !keep)
+			if keep {
+				c.wmu.Lock()
+				c.fileWaits--
+				c.wmu.Unlock()
+			}
+			if nf != f {
+				if f == own {
+					own = nil // closed by copyParked
+				}
+				f, own = nf, nf
+				if lr != nil {
+					lr.R = f
+				} else {
+					src = f
+				}
+			}
+			total += k
+			if err != nil || k == 0 {
+				return total, err
+			}
+			continue
+		}
+		if !alone {
 			c.wmu.Unlock()
 			k, err := w.copySlow(src, min(want, 16<<10))
 			total += k
@@ -122,6 +162,7 @@ func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 			pos = off
 			for i, got := 0, k; i < nf && got > 0; i++ {
 				d := min(sizes[i], got)
+				c.dataID, c.dataAt = st.id, pos
 				c.out = append(c.out[:pos], byte(d>>16), byte(d>>8), byte(d), byte(http2.FrameData), 0,
 					byte(st.id>>24), byte(st.id>>16), byte(st.id>>8), byte(st.id))
 				pos += 9 + d
@@ -153,6 +194,65 @@ func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 func regular(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// copyParked is copySlow for a stream whose windows are closed: it reads
+// what it will send, then, with park set, gives the file's descriptor
+// back (closing f, which may be the handler's: package static opens a
+// multipart response's file again when it finds it closed) for as long
+// as Write waits for window, and opens the file again when Write has
+// queued the bytes. A file opened again must be the same one (device,
+// inode, size and modification time) or the stream is reset
+// (RST_STREAM INTERNAL_ERROR): its length and ETag were promised.
+// Files that cannot be opened again by their path (deleted ones, as
+// spooled responses are, or on systems without /proc/self/fd) are kept.
+// So streams that wait for window hold at most one descriptor of a file
+// per connection (the one waiting stream that keeps its file, see
+// sendFile), whatever their number, and a client cannot take the
+// process's descriptors with stalled downloads (QA H1). It returns the
+// file to read on with: f, or the one opened again.
+func (w *responseWriter) copyParked(f *os.File, src io.Reader, max int64, park bool) (int64, *os.File, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	b := *bp
+	if int64(len(b)) > max {
+		b = b[:max]
+	}
+	k, rerr := src.Read(b)
+	if rerr == io.EOF {
+		rerr = nil
+	}
+	if k == 0 {
+		return 0, f, rerr
+	}
+	var p parkedFile
+	parked := park && rerr == nil && p.park(f)
+	if _, err := (*plainWriter)(w).Write(b[:k]); err != nil {
+		if parked {
+			return 0, nil, err
+		}
+		return 0, f, err
+	}
+	if !parked {
+		return int64(k), f, rerr
+	}
+	nf, err := p.reopen()
+	if err != nil {
+		w.giveUp()
+		return int64(k), nil, err
+	}
+	return int64(k), nf, nil
+}
+
+// giveUp resets the stream (RST_STREAM INTERNAL_ERROR): its response
+// cannot be completed; the handler's writes fail from now on.
+func (w *responseWriter) giveUp() {
+	c := w.st.c
+	c.wmu.Lock()
+	w.aborted = true
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	w.st.resetLocal(http2.ErrCodeInternal)
 }
 
 // copySlow copies at most max bytes of src with one read into a pooled

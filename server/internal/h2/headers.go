@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/arkaweb/arka/board"
 	"github.com/arkaweb/arka/server/internal/wire"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -35,7 +36,8 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if c.goAwaySent {
 		return nil // section 6.8: streams after GOAWAY are ignored
 	}
-	if f.Truncated || headerListSize(f.Fields) > c.srv.maxHeaderBytes() {
+	size := headerListSize(f.Fields)
+	if f.Truncated || size > c.srv.maxHeaderBytes() {
 		// Header list over our limit (RFC 9113 section 10.5.1, counted as
 		// SETTINGS_MAX_HEADER_LIST_SIZE is): answer 431 without running a
 		// handler.
@@ -49,10 +51,16 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	c.smu.Lock()
-	n := c.active
+	n, held := c.active, c.headerHeld
 	c.smu.Unlock()
 	if n >= int(c.srv.maxStreams()) {
 		return streamErr(id, http2.ErrCodeRefusedStream) // section 5.1.2
+	}
+	if n > 0 && held+int64(size) > maxHeldHeaderBytes {
+		// The heads of the streams in flight take what a connection is
+		// budgeted: refused until some end (section 8.7: REFUSED_STREAM
+		// may be retried). The connection's first stream always runs.
+		return streamErr(id, http2.ErrCodeRefusedStream)
 	}
 	c.wmu.Lock()
 	stalled := c.stalled
@@ -86,9 +94,11 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.wmu.Unlock()
 	st.req = req
 	st.w = responseWriter{st: st, header: headerMaps.Get().(http.Header), head: req.Method == http.MethodHead}
+	st.headerBytes = size
 	c.smu.Lock()
 	c.streams[id] = st
 	c.active++
+	c.headerHeld += int64(size)
 	c.smu.Unlock()
 	st.running.Store(true)
 	if n == 0 && c.inlineOK(st) {
@@ -98,6 +108,18 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.srv.pool.run(st)
 	return nil
 }
+
+// maxHeldHeaderBytes bounds the request heads of one connection's
+// streams whose handler runs, in bytes of header list as
+// SETTINGS_MAX_HEADER_LIST_SIZE counts them (RFC 9113 section 6.5.2):
+// the memory a connection is budgeted (board.ConnBytes, from which the
+// connection limit is derived). A head is held while its handler runs
+// (parsed into the request, and again as a proxy's request to its
+// upstream): 128 streams of 28 KB heads made a connection cost about
+// 6 MB (QA H2); now a connection runs 64 KiB of heads at once, two such
+// streams or about forty of 1.5 KB (a browser's), and refuses more
+// until some end.
+const maxHeldHeaderBytes = board.ConnBytes
 
 // maxStalled bounds the streams of a connection waiting for stream window
 // at once (see onHeaders).
@@ -210,8 +232,14 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	h := make(http.Header, len(regular))
 	// The fields' values share one backing array, each a full slice of
 	// one (a handler's append copies it): one allocation for the header
-	// rather than one per field (a browser sends ten or more).
-	vals := make([]string, len(regular))
+	// rather than one per field (a browser sends ten or more), none when
+	// the stream's own array holds them.
+	var vals []string
+	if len(regular) <= len(st.vals) {
+		vals = st.vals[:len(regular)]
+	} else {
+		vals = make([]string, len(regular))
+	}
 	var cookies []string
 	var hostField string
 	hosts := 0

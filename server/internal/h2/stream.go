@@ -39,6 +39,7 @@ type stream struct {
 	lingering   bool        // kept after the handler for a draining body (under c.smu)
 	inline      bool        // the handler runs on the reader goroutine (inline.go)
 	sendWindow  int64       // under c.wmu
+	headerBytes uint32      // the request's header list size, counted in c.headerHeld while the handler runs
 
 	ctx    *streamCtx
 	ctxVal streamCtx // ctx points here: one allocation with the stream
@@ -47,6 +48,11 @@ type stream struct {
 	req    *http.Request
 	reqVal http.Request // req points here (newRequest)
 	url    url.URL
+	// vals backs the request's header values when it has at most two
+	// fields besides the pseudo-header ones (h2load, curl, API clients):
+	// no allocation for them, and the stream stays in its size class
+	// (1024 bytes).
+	vals [2]string
 }
 
 func (st *stream) handlerRunning() bool { return st.running.Load() }
@@ -94,6 +100,7 @@ func (st *stream) run() {
 		st.running.Store(false)
 		c.smu.Lock()
 		c.active--
+		c.headerHeld -= int64(st.headerBytes)
 		if c.active == 0 {
 			c.idleSince = time.Now()
 			c.armIdleLocked()
@@ -226,8 +233,8 @@ type body struct {
 	buf     []byte  // received, not yet read; from bodyBufs (bp) while not empty
 	bp      *[]byte // the pool's box of buf
 	off     int
-	eof     bool
 	err     error
+	eof     bool
 	closed  bool // the handler is done; pushes are discarded
 	unacked int32
 
@@ -238,8 +245,8 @@ type body struct {
 	last     time.Time
 	total    int64
 	deadline time.Time
-	fixed    bool
 	timer    *time.Timer
+	fixed    bool
 	waiting  bool // the handler waits for the client's next bytes
 }
 
@@ -486,12 +493,12 @@ type responseWriter struct {
 	headerSent  bool
 	bodyOK      bool
 	head        bool
+	aborted     bool // under c.wmu
+	flushLater  bool // the caller has the output sent: no kickWriter (see stream.run)
 	cl          int64
 	written     int64
 	pending     []byte
 	trailers    []string
-	aborted     bool      // under c.wmu
-	flushLater  bool      // the caller has the output sent: no kickWriter (see stream.run)
 	deadline    time.Time // write deadline (http.ResponseController)
 	waitFrom    time.Time // when a wait for window began, since the last DATA sent (under c.wmu)
 }
@@ -640,6 +647,10 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 	for len(p) > 0 || end {
 		if w.aborted || c.dead {
 			return errAborted
+		}
+		if len(p) == 0 && c.endLastData(st.id) {
+			st.localClosed.Store(true)
+			break
 		}
 		if len(c.out) >= maxQueued && len(p) > 0 {
 			if alone && c.wstate.CompareAndSwap(writerIdle, writerRunning) {
@@ -852,9 +863,32 @@ func (c *conn) appendDataLocked(id uint32, end bool, p []byte) {
 		copy(out, c.out)
 		c.out = out
 	}
+	c.dataID, c.dataAt = id, len(c.out)
 	c.out = append(c.out, byte(n>>16), byte(n>>8), byte(n), byte(http2.FrameData), flags,
 		byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
 	c.out = append(c.out, p...)
+}
+
+// endLastData sets END_STREAM on stream id's DATA frame when it is the
+// last frame of the output still queued (c.wmu held), and reports
+// whether it did: a response whose length is known ends with its last
+// DATA frame (as nginx sends it) rather than with an empty one after it,
+// one frame less for the client to process.
+func (c *conn) endLastData(id uint32) bool {
+	if c.dataID != id || id == 0 {
+		return false
+	}
+	at := c.dataAt
+	if at+9 > len(c.out) || c.out[at+3] != byte(http2.FrameData) {
+		return false
+	}
+	n := int(c.out[at])<<16 | int(c.out[at+1])<<8 | int(c.out[at+2])
+	if at+9+n != len(c.out) {
+		return false // frames were queued after it
+	}
+	c.out[at+4] |= byte(http2.FlagDataEndStream)
+	c.dataID = 0
+	return true
 }
 
 // plainWriter is a responseWriter without ReadFrom, which io.CopyBuffer

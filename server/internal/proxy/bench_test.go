@@ -22,11 +22,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/arkaweb/arka/config"
+	"github.com/arkaweb/arka/server/internal/monotime"
 )
 
 var page1K = strings.Repeat("x", 1024)
@@ -277,7 +279,7 @@ func BenchmarkHandlerMem(b *testing.B) {
 			u := h.ups[0]
 			mc := &memConn{resp: resp}
 			c := u.newConn(mc, mc)
-			c.idleSince = time.Now()
+			c.idleSince = monotime.Now()
 			u.idle = append(u.idle, c)
 			runHandler(b, h)
 			if u.dials.Load() != 0 {
@@ -286,3 +288,36 @@ func BenchmarkHandlerMem(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadResponse: reading and parsing the head of tests/bench's
+// small answer, and copying its fields into the engine's header map, with
+// the upstream's head memo (the same head as last time) and without.
+func BenchmarkReadResponse(b *testing.B) {
+	head := "HTTP/1.1 200 OK\r\nContent-Length: 119\r\nContent-Type: text/html; charset=utf-8\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n"
+	for _, memo := range []bool{false, true} {
+		b.Run(fmt.Sprintf("memo=%v", memo), func(b *testing.B) {
+			src := &repeatReader{b: []byte(head)}
+			br := bufio.NewReaderSize(src, readBufSize)
+			var last atomic.Pointer[string]
+			var m atomic.Pointer[headMemo]
+			p := response{last: &last}
+			if memo {
+				p.memo = &m
+			}
+			hdr := http.Header{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.readResponse(br, http.MethodGet); err != nil {
+					b.Fatal(err)
+				}
+				clear(hdr)
+				p.copyHeader(hdr)
+			}
+		})
+	}
+}
+
+// repeatReader returns b in every read.
+type repeatReader struct{ b []byte }
+
+func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.b), nil }

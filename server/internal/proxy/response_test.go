@@ -394,3 +394,99 @@ func TestBytesAfterResponseNotReused(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadMemo: a head taken from the upstream's memo (the same bytes as
+// the last head) reads as the parser reads it; a head that differs in one
+// byte, comes in two reads, ends lines with LF alone or answers HEAD is
+// parsed, and a hostile head after a memoised good one is still refused.
+func TestHeadMemo(t *testing.T) {
+	good := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-type: text/x\r\nConnection: x-hop\r\nX-Hop: 1\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\nok"
+	steps := []struct {
+		name, method string
+		reads        []string // what each read of the upstream returns
+		wantErr      bool
+		memoHit      bool
+	}{
+		{"first", "GET", []string{good}, false, false},
+		{"same", "GET", []string{good}, false, true},
+		{"same-again", "GET", []string{good}, false, true},
+		{"date-differs", "GET", []string{strings.Replace(good, "05 GMT", "06 GMT", 1)}, false, false},
+		{"back", "GET", []string{good}, false, false},
+		{"head", "HEAD", []string{strings.TrimSuffix(good, "ok")}, false, false},
+		{"split", "GET", []string{good[:20], good[20:]}, false, false},
+		{"lf-only", "GET", []string{strings.ReplaceAll(good, "\r\n", "\n")}, false, false},
+		{"after-lf-only", "GET", []string{good}, false, true},
+		{"same-length-cl-te", "GET", []string{strings.Replace(good, "Date: Mon, 02 Jan 2006 15:04:05 GMT", "Transfer-Encoding: chunked\r\nDate: x", 1)}, true, false},
+		{"same-length-fold", "GET", []string{strings.Replace(good, "X-Hop: 1", " X-Hop:1", 1)}, true, false},
+		{"chunked", "GET", []string{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n\r\n"}, false, false},
+		{"chunked-again", "GET", []string{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n\r\n"}, false, false},
+		{"interim", "GET", []string{"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"}, false, false},
+		{"interim-again", "GET", []string{"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"}, false, false},
+	}
+	var last atomic.Pointer[string]
+	var memo atomic.Pointer[headMemo]
+	mp := response{last: &last, memo: &memo}
+	for _, s := range steps {
+		// The same head through the parser alone, for comparison.
+		want := response{}
+		wantErr := want.readResponse(bufio.NewReader(&chunkReader{reads: append([]string(nil), s.reads...)}), s.method)
+		before := memo.Load()
+		br := bufio.NewReaderSize(&chunkReader{reads: append([]string(nil), s.reads...)}, readBufSize)
+		err := mp.readResponse(br, s.method)
+		if (err != nil) != s.wantErr || (wantErr != nil) != s.wantErr {
+			t.Fatalf("%s: error %v (parser alone: %v), want error %v", s.name, err, wantErr, s.wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		hit := mp.txt != "" && before != nil && mp.txt == before.text && memo.Load() == before
+		if hit != s.memoHit {
+			t.Errorf("%s: memo used %v, want %v", s.name, hit, s.memoHit)
+		}
+		if mp.StatusCode != want.StatusCode || mp.ContentLength != want.ContentLength || mp.Close != want.Close ||
+			mp.framing != want.framing || mp.remain != want.remain || mp.state != want.state || mp.cl != want.cl ||
+			fmt.Sprint(mp.Header()) != fmt.Sprint(want.Header()) || fmt.Sprint(mp.announced) != fmt.Sprint(want.announced) {
+			t.Errorf("%s: read %+v\nparser alone %+v", s.name, mp, want)
+		}
+		gotH, wantH := http.Header{}, http.Header{}
+		gc, wc := mp.copyHeader(gotH), want.copyHeader(wantH)
+		if fmt.Sprint(gotH) != fmt.Sprint(wantH) || fmt.Sprint(gc) != fmt.Sprint(wc) {
+			t.Errorf("%s: fields %v %q, parser alone %v %q", s.name, gotH, gc, wantH, wc)
+		}
+		// The engine's map may be changed as any other: appending to a
+		// field's values leaves the memo's (shared) slices as they were.
+		for k := range gotH {
+			gotH.Add(k, "changed")
+		}
+		again := http.Header{}
+		mp.copyHeader(again)
+		if fmt.Sprint(again) != fmt.Sprint(wantH) {
+			t.Errorf("%s: after the engine's map changed: %v, want %v", s.name, again, wantH)
+		}
+		if body, _ := io.ReadAll(&mp); s.method != "HEAD" && mp.StatusCode == 200 && string(body) != "ok" {
+			t.Errorf("%s: body %q", s.name, body)
+		}
+	}
+	// The memo is the upstream's, never changed by a response read after it.
+	m := memo.Load()
+	wire, raw := string(m.wire), string(m.raw)
+	mp.readResponse(bufio.NewReader(&chunkReader{reads: []string{strings.Replace(good, "X-Hop: 1", "X-Hop: 2", 1)}}), "GET")
+	mp.readResponse(bufio.NewReader(&chunkReader{reads: []string{good}}), "GET")
+	if string(m.wire) != wire || string(m.raw) != raw {
+		t.Errorf("a stored memo changed: %q %q", m.wire, m.raw)
+	}
+}
+
+// chunkReader returns one of reads per read, then io.EOF.
+type chunkReader struct{ reads []string }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.reads) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.reads[0])
+	if r.reads[0] = r.reads[0][n:]; r.reads[0] == "" {
+		r.reads = r.reads[1:]
+	}
+	return n, nil
+}

@@ -109,6 +109,9 @@ type upstream struct {
 	// head is the text of the last response head read from the upstream
 	// (response.text).
 	head atomic.Pointer[string]
+	// memo is the last response head read from the upstream, parsed
+	// (headMemo).
+	memo atomic.Pointer[headMemo]
 }
 
 // UpstreamStats are one upstream's figures for the status page.
@@ -192,7 +195,7 @@ type conn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	up        *upstream
-	idleSince time.Time
+	idleSince int64    // monotime.Now() when it was pooled
 	reused    bool     // served a request before
 	abort     func()   // unblocks every read and write: the client left
 	resp      response // the response being read, its storage reused
@@ -202,12 +205,16 @@ type conn struct {
 	// killed: every read and write is made to fail (kill); the connection
 	// is not used again.
 	killed atomic.Bool
-	rdl    time.Time // the response-header deadline send set last
+	rdl    int64 // the response-header deadline send set last (monotime)
 	// headBy is when the response-header timeout of the request send
-	// sent ends (the deadline in force may be earlier, see send); zero
-	// for a request whose body is streamed (writeBody sets the deadline
-	// exactly).
-	headBy time.Time
+	// sent ends (monotime; the deadline in force may be earlier, see
+	// send); zero for a request whose body is streamed (writeBody sets
+	// the deadline exactly).
+	headBy int64
+	// clock is the monotime reading get took when it handed the
+	// connection out, for send to use in place of another (zero: none,
+	// a connection just dialed).
+	clock int64
 	// send flushes bw (a request without a body to stream) and waits for
 	// the answer without a failing read first (wire.Sender).
 	send wire.Sender
@@ -264,11 +271,15 @@ func (l *limitReader) Read(p []byte) (int, error) {
 // whether that was the deadline send kept firing before the
 // response-header timeout ended, and then sets the deadline to that end.
 func (c *conn) headEarly(err error) bool {
-	if c.headBy.IsZero() || !os.IsTimeout(err) || c.killed.Load() || !time.Now().Before(c.headBy) {
+	if c.headBy == 0 || !os.IsTimeout(err) || c.killed.Load() {
+		return false
+	}
+	left := time.Duration(c.headBy - monotime.Now())
+	if left <= 0 {
 		return false
 	}
 	c.rdl = c.headBy
-	c.nc.SetReadDeadline(c.rdl)
+	c.nc.SetReadDeadline(time.Now().Add(left))
 	if c.killed.Load() {
 		// A kill after the check is seen after the deadline's change,
 		// and wins.
@@ -288,20 +299,21 @@ func (c *conn) kill() {
 // check, every connection is peeked at first (for requests that cannot be
 // replayed on another connection if this one turns out closed).
 func (u *upstream) get(check bool) *conn {
+	now := monotime.Now()
 	u.mu.Lock()
 	for n := len(u.idle); n > 0; n = len(u.idle) {
 		c := u.idle[n-1]
 		u.idle[n-1] = nil
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		age := time.Since(c.idleSince)
+		age := time.Duration(now - c.idleSince)
 		if c.readDeadline && (check || age >= checkAfter) {
 			// A passed deadline would fail the check below.
 			c.nc.SetReadDeadline(time.Time{})
 			c.readDeadline = false
 		}
 		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.raw)) {
-			c.reused = true
+			c.reused, c.clock = true, now
 			return c
 		}
 		c.nc.Close()
@@ -320,7 +332,7 @@ func (u *upstream) put(c *conn) {
 		return
 	}
 	c.detach()
-	c.idleSince = time.Now()
+	c.idleSince = monotime.Now()
 	u.mu.Lock()
 	if len(u.idle) < u.h.keepalive && !u.h.closed.Load() {
 		u.idle = append(u.idle, c)
@@ -362,7 +374,7 @@ func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.lr.c = c
 	c.abort = c.kill
-	c.resp.last = &u.head
+	c.resp.last, c.resp.memo = &u.head, &u.memo
 	c.send.Init(raw, c.bw.Flush)
 	return c
 }
@@ -375,12 +387,12 @@ func (e *tlsError) Error() string { return "TLS handshake: " + e.err.Error() }
 func (e *tlsError) Unwrap() error { return e.err }
 
 // prune closes pooled connections idle for longer than the idle timeout.
-func (u *upstream) prune(now time.Time) {
+func (u *upstream) prune(now int64) {
 	u.mu.Lock()
 	keep := u.idle[:0]
 	var stale []*conn
 	for _, c := range u.idle {
-		if now.Sub(c.idleSince) >= u.h.idleTimeout {
+		if time.Duration(now-c.idleSince) >= u.h.idleTimeout {
 			stale = append(stale, c)
 		} else {
 			keep = append(keep, c)

@@ -430,21 +430,29 @@ func (h *Handler) sendMultipart(w http.ResponseWriter, r *http.Request, rp *rep,
 	if r.Method == http.MethodHead {
 		return
 	}
-	// One open file for all the parts (not one per range), and a part
-	// that cannot be sent cuts the response: the parts after it would
-	// no longer be where the multipart framing says.
-	var f *os.File
-	if rp.body == nil {
-		if f = h.open(rp); f == nil {
-			panic(http.ErrAbortHandler)
-		}
-		defer f.Close()
-	}
+	// A part that cannot be sent cuts the response: the parts after it
+	// would no longer be where the multipart framing says. The file is
+	// opened for each part's bytes alone (at most maxRanges opens, each
+	// checked to be the version described), after the part's head is
+	// sent: the HTTP/2 engine gives a file back while its stream waits
+	// for flow-control window (package h2, copyParked), but a head that
+	// waited for window with the file open would hold it meanwhile.
 	for i, rg := range ranges {
 		io.WriteString(w, heads[i])
-		if f == nil {
+		if rp.body != nil {
 			w.Write(rp.body[rg.Start:rg.End])
-		} else if !h.copyRange(w, f, rg.Start, rg.length()) {
+			continue
+		}
+		if fl, ok := w.(http.Flusher); ok && i == 0 {
+			fl.Flush() // the response's head and the first part's, held until now
+		}
+		f := h.open(rp)
+		if f == nil {
+			panic(http.ErrAbortHandler)
+		}
+		ok := h.copyRange(w, f, rg.Start, rg.length())
+		f.Close()
+		if !ok {
 			panic(http.ErrAbortHandler)
 		}
 	}
