@@ -159,7 +159,7 @@ func inTableHeader(src []byte, line int) bool {
 		return false
 	}
 	var m map[string]any
-	_, err := toml.Decode(string(src[:start]), &m)
+	_, err := DecodeTOML("", src[:start], &m)
 	return err == nil
 }
 
@@ -173,6 +173,9 @@ var secretKeyRE = regexp.MustCompile(`(?i)(pass|secret|token|psk|private|credent
 // already (idx.plain not nil), so that locating many errors of a file
 // does not index it again for each.
 func decodeErrorIn(name string, idx *posIndex, err error) *Error {
+	if e, ok := err.(*Error); ok {
+		return e // CheckTOML's: positioned already
+	}
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
@@ -343,12 +346,12 @@ type decodedRoute struct {
 // for validate to report in file order.
 func (v *validator) decode(data []byte) (*Site, error) {
 	var raw rawSite
-	md, err := toml.Decode(string(data), &raw)
+	md, err := DecodeTOML(v.file, data, &raw)
 	if err != nil {
 		// A syntax error ends decoding; a value that does not fit its key
 		// is found again with every other one (lenient.go).
 		var top map[string]toml.Primitive
-		md, err = toml.Decode(string(data), &top)
+		md, err = DecodeTOML(v.file, data, &top)
 		if err != nil {
 			return nil, Errors{decodeError(v.file, data, err)}
 		}

@@ -132,6 +132,9 @@ func Parse(name string, data []byte) (*Site, error) {
 	if err != nil {
 		dir = filepath.Dir(name)
 	}
+	if e := CheckTOML(name, data); e != nil {
+		return nil, Errors{e} // before indexing: the index is as quadratic in nesting as the decoder
+	}
 	v := &validator{file: name, pos: newPosIndex(data), dir: dir}
 	site, err := v.decode(data)
 	if err != nil {

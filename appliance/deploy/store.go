@@ -133,19 +133,7 @@ func (s *Store) generation(id int, withManifest bool) *Generation {
 // State returns the deployed generations and the last error.
 func (s *Store) State() State {
 	r := s.readRecord()
-	cur := s.current()
-	st := State{Current: s.generation(cur, true), LastError: r.LastError, LastErrorAt: r.LastErrorAt}
-	if st.Current != nil {
-		// Offer only the files the device still has intact: the client
-		// sends the others (a re-deploy repairs a damaged generation).
-		var ok []File
-		for _, f := range st.Current.Manifest {
-			if s.intact(cur, f) {
-				ok = append(ok, f)
-			}
-		}
-		st.Current.Manifest = ok
-	}
+	st := State{Current: s.generation(s.current(), true), LastError: r.LastError, LastErrorAt: r.LastErrorAt}
 	if n := s.receiving.Load(); n != 0 {
 		st.Receiving = time.Unix(0, n).UTC()
 	}
@@ -155,9 +143,26 @@ func (s *Store) State() State {
 	return st
 }
 
+// offered is State for a client planning a deploy: the current manifest
+// lists only the files the device still has intact (Store.intact), so the
+// client sends the others and a re-deploy repairs a damaged generation.
+func (s *Store) offered() State {
+	st := s.State()
+	if g := st.Current; g != nil {
+		var ok []File
+		for _, f := range g.Manifest {
+			if s.intact(g.ID, f) {
+				ok = append(ok, f)
+			}
+		}
+		g.Manifest = ok
+	}
+	return st
+}
+
 // Register serves the API on mux.
 func (s *Store) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+PathState, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, s.State()) })
+	mux.HandleFunc("GET "+PathState, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, s.offered()) })
 	mux.HandleFunc("POST "+PathDeploy, s.serveDeploy)
 	mux.HandleFunc("POST "+PathRollback, s.serveRollback)
 }

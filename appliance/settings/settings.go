@@ -20,8 +20,6 @@ import (
 	"time"
 	_ "time/tzdata" // time zone names are checked the same way on every machine
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/arkaweb/arka/config"
 )
 
@@ -136,7 +134,7 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 	var s Settings
 	data = trimBOM(data) // Windows' Notepad may write one
 	var r raw
-	md, err := toml.Decode(string(data), &r)
+	md, err := config.DecodeTOML(name, data, &r) // bounded: QA A9
 	if err != nil {
 		return s, config.Errors{config.TOMLDecodeError(name, data, err)}, false
 	}
@@ -283,6 +281,15 @@ func static(bad func(string, string, ...any), table string, r rawStatic, family 
 		bad(table+".address", "%s address %q: want an %s address with its prefix length, for example %q", table, r.Address, fam, ex)
 		return s, false
 	}
+	for _, k := range []struct {
+		is   bool
+		what string
+	}{{p.Addr().IsLoopback(), "a loopback address"}, {p.Addr().IsMulticast(), "a multicast address"}, {p.Addr().IsUnspecified(), "the unspecified address"}} {
+		if k.is {
+			bad(table+".address", "%s address %q is %s: the device would be unreachable on the network; give it an address of its network", table, r.Address, k.what)
+			return s, false
+		}
+	}
 	if p.Addr() == p.Masked().Addr() && p.Bits() < p.Addr().BitLen()-1 {
 		bad(table+".address", "%s address %q is the network's own address, not one for the device", table, r.Address)
 		return s, false
@@ -292,6 +299,10 @@ func static(bad func(string, string, ...any), table string, r rawStatic, family 
 		g, err := netip.ParseAddr(r.Gateway)
 		if err != nil || !family(g) {
 			bad(table+".gateway", "%s gateway %q is not an %s address", table, r.Gateway, fam)
+			return s, false
+		}
+		if g == p.Addr() {
+			bad(table+".gateway", "%s gateway %s is the device's own address: give the router's address, or remove gateway", table, g)
 			return s, false
 		}
 		if !g.IsLinkLocalUnicast() && !p.Masked().Contains(g) {

@@ -265,7 +265,9 @@ func cmdSettings(args []string, out io.Writer) error {
 		s    settings.Static
 		def  string
 	}{{"ipv4", st.IPv4, "DHCP"}, {"ipv6", st.IPv6, "router advertisements"}} {
-		if a.s.Enabled() {
+		if a.s.Enabled() && !a.s.Gateway.IsValid() {
+			fmt.Fprintf(out, "  %s      %s, no gateway\n", a.name, a.s.Address)
+		} else if a.s.Enabled() {
 			fmt.Fprintf(out, "  %s      %s gateway %v\n", a.name, a.s.Address, a.s.Gateway)
 		} else {
 			fmt.Fprintf(out, "  %s      %s\n", a.name, a.def)

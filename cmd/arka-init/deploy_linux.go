@@ -382,7 +382,11 @@ func runningArka(st *supervise.State, bin string) (int, error) {
 		return 0, fmt.Errorf("%w: it has not started", deploy.ErrNotRunning)
 	}
 	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(st.PID), "exe"))
-	if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if real, rerr := filepath.EvalSymlinks(bin); rerr == nil && exe == real {
+		exe = bin // the kernel names the binary with symbolic links resolved
+	}
+	if err != nil || exe != bin {
 		return 0, fmt.Errorf("%w: its process %d is gone", deploy.ErrNotRunning, st.PID)
 	}
 	return st.PID, nil

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,6 +280,75 @@ func TestAmd64DeployAndSettings(t *testing.T) {
 	}
 	if ap := appliance(); ap.Deploy.Generation != 1 {
 		t.Errorf("status page after the rollback: generation %d, want 1", ap.Deploy.Generation)
+	}
+
+	// A site on the device's own update/deploy port is refused by the
+	// check, at its listen entry (it would pass `arka -t` elsewhere).
+	clash := site("clash", map[string]string{"sites/main.toml": siteToml, "www/index.html": "clash\n",
+		"sites/second.toml": "server_names = [\"app.example\"]\nlisten = [\":8443\"]\n\n[[routes]]\npath = \"/\"\nhandler = { type = \"respond\", body = \"second\" }\n"})
+	if r := deploy(clash); r.code == 0 || !strings.Contains(r.stderr, filepath.Join(clash, "sites", "second.toml")+":2:11: port 8443 is the device's update/deploy API") {
+		t.Errorf("a site on port 8443: want it refused at second.toml:2:11")
+	}
+	if got := page(); got != "deployed v1\n" {
+		t.Errorf("after the refused deploy GET / = %q, want v1", got)
+	}
+
+	// Arka stopped (through gokrazy's UI, as in its restart backoff): a
+	// deploy that passes the check is made current and served when Arka
+	// starts again.
+	gokrazyForm := func(path string) {
+		t.Helper()
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Timeout: 10 * time.Second, Jar: jar}
+		req, _ := http.NewRequest("GET", "http://"+ui+"/status?path=/user/arka", nil)
+		req.SetBasicAuth("gokrazy", pw)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		u, _ := url.Parse("http://" + ui + "/")
+		var token string
+		for _, ck := range jar.Cookies(u) {
+			if ck.Name == "gokrazy_xsrf" {
+				token = ck.Value
+			}
+		}
+		req, _ = http.NewRequest("POST", "http://"+ui+path, strings.NewReader(url.Values{"path": {"/user/arka"}, "xsrftoken": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("gokrazy", pw)
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err = c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			t.Fatalf("gokrazy %s: %s", path, resp.Status)
+		}
+	}
+	gokrazyForm("/stop")
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := plain.Get("http://" + arka + "/"); err != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fixed := site("fixed", map[string]string{"sites/main.toml": siteToml, "www/index.html": "deployed v4\n"})
+	if r := deploy(fixed); r.code != 0 || !strings.Contains(r.stdout, "Generation 3 is current") || !strings.Contains(r.stdout, "not served yet") {
+		t.Errorf("deploy while Arka is stopped: want generation 3 current, not served yet")
+	}
+	gokrazyForm("/restart")
+	waitHTTP(t, v, "http://"+arka+"/")
+	if got := page(); got != "deployed v4\n" {
+		t.Errorf("after Arka started again GET / = %q, want v4", got)
+	}
+	if r := deploy("--rollback"); r.code != 0 || !strings.Contains(r.stdout, "rolled back from generation 3 to generation 1") {
+		t.Errorf("rollback to generation 1 failed")
+	}
+	if got := page(); got != "deployed v1\n" {
+		t.Errorf("after the second rollback GET / = %q, want v1", got)
 	}
 
 	// The update client (and deploy) refuse a device whose key changed,

@@ -751,6 +751,36 @@ func TestRepeatedFields(t *testing.T) {
 	}
 }
 
+// TestRepeatedDate: a handler that sets Date itself, with the same
+// string each time, gets its Date once on every response, also when the
+// engine copies the fields from the last response (fieldMemo); one that
+// stops setting it gets the engine's.
+func TestRepeatedDate(t *testing.T) {
+	date := []string{"Tue, 01 Dec 2026 20:00:00 GMT"}
+	step := 0
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if step < 3 {
+			w.Header()["Date"] = date
+		}
+		step++
+		io.WriteString(w, "ok")
+	}))
+	out := exchange(t, addr, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 3)+"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	rs := responses(t, out, "GET")
+	if len(rs) != 4 {
+		t.Fatalf("%d responses:\n%s", len(rs), out)
+	}
+	if n := strings.Count(out, "\r\nDate: "); n != 4 {
+		t.Fatalf("%d Date lines in 4 responses:\n%s", n, out)
+	}
+	for i, r := range rs {
+		got := r.Header.Get("Date")
+		if i < 3 && got != date[0] || i == 3 && (got == date[0] || got == "") {
+			t.Errorf("response %d: Date %q", i, got)
+		}
+	}
+}
+
 // TestIdleLongerThanHeaderTimeout: a kept-alive connection may stay idle
 // for the idle timeout, though its wait is first armed with the shorter
 // header timeout, and is closed once the idle timeout has passed; a new

@@ -190,16 +190,26 @@ func (w *response) sendHeader(final bool) {
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.header
-	delete(h, "Transfer-Encoding")
-	if wire.HasToken(h["Connection"], "close") {
+	// Length, Content-Type and trailers as both engines decide them; the
+	// framing of a body of unknown length is HTTP/1.1's own.
+	length, trailers := core.PrepareHead(h, w.coreHead(final), w.trailers)
+	// A header that repeats the last one's strings (fieldMemo) is known
+	// without looking its fields up again: no Transfer-Encoding (the
+	// memo is kept after it was deleted), and whether Connection says
+	// close and Date is set, as the memo recorded them.
+	m := &w.c.memo
+	memo := len(trailers) == 0 && m.matches(h)
+	connClose := m.connClose
+	if !memo {
+		delete(h, "Transfer-Encoding")
+		connClose = wire.HasToken(h["Connection"], "close")
+	}
+	if connClose {
 		w.closeAfter = true
 	}
 	if w.c.srv.closing.Load() {
 		w.closeAfter = true
 	}
-	// Length, Content-Type and trailers as both engines decide them; the
-	// framing of a body of unknown length is HTTP/1.1's own.
-	length, trailers := core.PrepareHead(h, w.coreHead(final), w.trailers)
 	// A client that sends its whole request before reading the response
 	// would deadlock against a response that fills its window while the
 	// body is unread: read the rest of the body first (up to 256 KiB), or
@@ -233,8 +243,14 @@ func (w *response) sendHeader(final bool) {
 	}
 	bw := w.c.bw
 	bw.WriteString(statusLine(w.status))
-	writeFields(bw, h, w.trailers, &w.c.memo)
-	if _, ok := h["Date"]; !ok {
+	hasDate := m.hasDate
+	if memo {
+		bw.Write(m.buf)
+	} else {
+		writeFields(bw, h, w.trailers, m)
+		_, hasDate = h["Date"]
+	}
+	if !hasDate {
 		bw.WriteString("Date: ")
 		bw.Write(wire.Date())
 		bw.WriteString("\r\n")
@@ -243,7 +259,7 @@ func (w *response) sendHeader(final bool) {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	if w.closeAfter {
-		if !wire.HasToken(h["Connection"], "close") {
+		if !connClose {
 			bw.WriteString("Connection: close\r\n")
 		}
 	} else if w.req.ProtoMinor == 0 {
@@ -265,13 +281,10 @@ func (w *response) coreHead(final bool) core.Head {
 // writeFields writes header fields in name order (stable output from one
 // response to the next), skipping declared trailers and keys with
 // http.TrailerPrefix, and names that are not tokens; control characters
-// in values become spaces (core.CleanValue). With memo, a header whose
-// fields are the same strings as the last one it wrote is copied from it.
+// in values become spaces (core.CleanValue). With memo, the fields are
+// remembered there (the caller copies them from it when its next header
+// matches: sendHeader).
 func writeFields(bw *bufio.Writer, h http.Header, trailers []string, memo *fieldMemo) {
-	if memo != nil && len(trailers) == 0 && memo.matches(h) {
-		bw.Write(memo.buf)
-		return
-	}
 	var arr [24]string
 	keys := arr[:0]
 	for k := range h {
@@ -335,6 +348,9 @@ type fieldMemo struct {
 	nv   []int    // how many values each key has
 	buf  []byte   // the serialised fields when ok, else storage for them
 	ok   bool
+	// What sendHeader would otherwise look up in a matching header.
+	connClose bool // Connection has "close"
+	hasDate   bool // Date is set
 }
 
 // maxMemo bounds the header section kept (bytes): larger ones, rare and
@@ -381,6 +397,8 @@ func (m *fieldMemo) keep(keys []string, h http.Header, trailers []string, out []
 		m.vals = append(m.vals, h[k]...)
 		m.nv = append(m.nv, len(h[k]))
 	}
+	m.connClose = wire.HasToken(h["Connection"], "close")
+	_, m.hasDate = h["Date"]
 	m.ok = true
 }
 

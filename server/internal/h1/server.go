@@ -60,6 +60,47 @@
 // alternated runs each, on a machine whose other load took 1.4-1.9 of
 // its 2 cores): 17.0-18.3 -> 15.0-19.0 µs, a change within that noise.
 //
+// Profiled again at 1c456ed (wrk -t1 -c64 over TLS, small page, shared
+// 2-core machine at a load of 11-20; perf record -g of arka, then of
+// nginx's two workers, 10 s each), shares of each server's own CPU: Arka
+// kernel 49 % (the response's write 30 %, the two reads 10 %, epoll_pwait
+// 4 %, futex 1.5 %), crypto/tls with AES-GCM 12 %, this package 8.8 %,
+// the scheduler, netpoller and system call glue 8 %, maps, copies and
+// hashing 5.9 %, wire 2.9 %, the server's dispatch 2.2 %, the static
+// handler 1.5 %, allocation and collection 1.5 %; nginx kernel 54 %
+// (write 26 %, reads 7 %), OpenSSL 21 %, nginx 17 %, libc 7 %. System
+// calls per request (perf stat): Arka 2.0 reads, 1.0 write, 0.13-0.14
+// epoll_pwait, 0.02-0.03 futex; nginx 2.0 reads, 1.0 write, 0.04
+// epoll_wait. Allocations per request: two, the request (above) and 24
+// bytes in crypto/tls (readFromUntil's atLeastReader, escaping into
+// bytes.Buffer.ReadFrom; BenchmarkStaticSmall/https with -memprofile).
+// So the bench's 0.85x of nginx's CPU per request cannot reach the
+// seed's 0.68x in this engine: that is a fifth of Arka's CPU, more than
+// this package, wire, the dispatch and the static handler spend together
+// (15 %); the rest is the kernel's work for the same system calls as
+// nginx's, Go's TLS record layer and AES-GCM (12 %, against OpenSSL's
+// 21 % of nginx's larger total) and the runtime's park and wake of the
+// connection's goroutine per request (gopark 0.7 per request, uprobes).
+// Wall CPU per request cannot show a change of a few per cent on this
+// machine (three alternated 5 s runs each, same load: 17.9-22.7 µs before,
+// 17.0-24.2 µs after, nginx 20.1-23.5 µs), so the changes since were
+// measured in instructions (callgrind, deterministic; GOGC=off
+// GOMAXPROCS=1 for the benchmark): the head's field positions in a slice
+// of the connection instead of a zeroed 1.5 KB array, the request copied
+// from its own zeroed memory instead of a template in the connection, a
+// repeated response head matched once and its Transfer-Encoding,
+// Connection and Date taken from the memo, Host's name recognised
+// without a map lookup, and ValidHost by table (package wire):
+// BenchmarkRequestWrk 9940 -> 8820 instructions per request (-11 %),
+// BenchmarkRequestBrowser 29293 -> 28553; in the whole server under
+// callgrind (wrk -c8 over TLS) readRequest 4313 -> 3913 and the dispatch
+// with the static handler and the response head 7968 -> 7704
+// instructions per request, of about 24,000 in user space (AES-GCM's
+// seal alone 3,900). Tried and left out, as no better: matching the
+// memo by ranging over the header map (+130 instructions: iterating
+// costs more than seven lookups of a one-group map), and BatchConn
+// writing outside a batch without its mutex (15 instructions a record).
+//
 // System calls per request, perf stat on arka under wrk (16 connections,
 // small page): one write, and two reads over plain TCP and over TLS (as
 // nginx with OpenSSL does over TLS, measured the same way): the

@@ -92,9 +92,13 @@ type conn struct {
 	henc     *hpack.Encoder
 	hbuf     bytes.Buffer
 	sendConn int64 // connection send window
-	consumed int64 // received bytes handed to handlers, not yet credited
-	dead     bool  // the connection failed: writes fail
-	writing  bool  // the writer goroutine is sending
+	sendHigh int64 // the highest sendConn the peer granted (givesBack)
+	// streamCredit is the DATA the streams sent that the peer has not given
+	// back with stream WINDOW_UPDATEs (givesBack), under wmu.
+	streamCredit int64
+	consumed     int64 // received bytes handed to handlers, not yet credited
+	dead         bool  // the connection failed: writes fail
+	writing      bool  // the writer goroutine is sending
 	// dataID and dataAt: the stream and offset in out of the last DATA
 	// frame queued (0: none since out was last emptied), so that a
 	// response's end can be marked on it (endLastData).
@@ -235,7 +239,7 @@ func newConn(s *Server, rw net.Conn, st *tls.ConnectionState) *conn {
 		srv: s, rwc: rw, tls: st, remote: rw.RemoteAddr().String(),
 		streams:      map[uint32]*stream{},
 		peerMaxFrame: 16384, peerWindow: 65535,
-		sendConn: 65535,
+		sendConn: 65535, sendHigh: 65535,
 	}
 	c.wcond = sync.NewCond(&c.wmu)
 	c.recvConn.Store(connWindow)
@@ -634,6 +638,7 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 		if c.sendConn > 1<<31-1 {
 			return connErr(http2.ErrCodeFlowControl)
 		}
+		c.sendHigh = max(c.sendHigh, c.sendConn)
 		c.wcond.Broadcast()
 		return nil
 	}

@@ -172,6 +172,7 @@ func (w *responseWriter) sendFile(src io.Reader) (int64, error) {
 			w.written += int64(k)
 			st.sendWindow -= int64(k)
 			c.sendConn -= int64(k)
+			c.streamCredit += int64(k)
 			w.waitFrom = time.Time{}
 			c.lastProgress = time.Now()
 			total += int64(k)

@@ -12,7 +12,9 @@ import (
 // that leaks ctrlRate a second; past ctrlBurst the connection is closed
 // with GOAWAY ENHANCE_YOUR_CALM. Counted: PING, SETTINGS, PRIORITY,
 // frames of unknown types, WINDOW_UPDATE with an increment below
-// smallFrame or for a stream that is not open, and DATA frames with fewer
+// smallFrame or for a stream that is not open (unless it gives back window
+// the server's DATA used: a client that acknowledges every small DATA
+// frame it reads is no flood), and DATA frames with fewer
 // than smallFrame bytes of data that do not end their stream. A browser
 // or gRPC client (PINGs for keepalive or window probing, a few SETTINGS,
 // PRIORITY per request, WINDOW_UPDATEs of at least 4 KiB) stays far below;
@@ -40,7 +42,7 @@ func (c *conn) ctrlFlood(f http2.Frame) bool {
 			return false
 		}
 	case *http2.WindowUpdateFrame:
-		if f.Increment >= smallFrame && (f.StreamID == 0 || c.isOpen(f.StreamID)) {
+		if f.Increment >= smallFrame && (f.StreamID == 0 || c.isOpen(f.StreamID)) || c.givesBack(f) {
 			return false
 		}
 	default:
@@ -61,4 +63,26 @@ func (c *conn) isOpen(id uint32) bool {
 	defer c.smu.Unlock()
 	_, ok := c.streams[id]
 	return ok
+}
+
+// givesBack reports whether a WINDOW_UPDATE only gives back window the
+// server's DATA used: for the connection, the window it raises stays at or
+// below the highest the peer has granted (conn.sendHigh); for a stream
+// (open, or closed while the peer's updates for its last DATA were on
+// their way), its increment is within what the streams sent and the peer
+// has not given back yet (conn.streamCredit), which it then uses up. So
+// the frames that are not counted never outnumber the bytes of DATA sent.
+func (c *conn) givesBack(f *http2.WindowUpdateFrame) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	inc := int64(f.Increment)
+	if f.StreamID == 0 {
+		return c.sendConn+inc <= c.sendHigh
+	}
+	if inc > c.streamCredit {
+		c.streamCredit = 0
+		return false
+	}
+	c.streamCredit -= inc
+	return true
 }

@@ -1,6 +1,8 @@
 package h2_test
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +109,53 @@ func TestControlBurstAllowed(t *testing.T) {
 				t.Fatalf("status %s after %d of %d PING ACKs", s, acks, n)
 			}
 			return
+		}
+	}
+}
+
+// TestWindowAcksAllowed: a client that returns flow-control window for
+// every DATA frame it reads, at once and for the connection and the
+// stream (small increments: the frames are small), is no flood: its
+// WINDOW_UPDATEs give back window the server's own DATA used. Tens of
+// thousands of them on one connection, far over the bucket's burst, leave
+// it open and every request answered.
+func TestWindowAcksAllowed(t *testing.T) {
+	const chunks, chunk = 100, 10
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range chunks {
+			w.Write([]byte(strings.Repeat("x", chunk)))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	c, fr := rawConn(t, addr)
+	const requests = 200 // 40,000 WINDOW_UPDATEs of 10 bytes
+	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for i := range requests {
+		id := uint32(2*i + 1)
+		writeHeaders(fr, id, true, reqFields("GET", "/x")...)
+		got := 0
+		for done := false; !done; {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			switch f := f.(type) {
+			case *http2.GoAwayFrame:
+				t.Fatalf("request %d: GOAWAY %v", i, f.ErrCode)
+			case *http2.DataFrame:
+				n := len(f.Data())
+				got += n
+				done = f.StreamEnded()
+				if n > 0 {
+					fr.WriteWindowUpdate(0, uint32(n))
+					if !done {
+						fr.WriteWindowUpdate(id, uint32(n))
+					}
+				}
+			}
+		}
+		if got != chunks*chunk {
+			t.Fatalf("request %d: %d bytes, want %d", i, got, chunks*chunk)
 		}
 	}
 }

@@ -729,6 +729,7 @@ func (w *responseWriter) writeData(p []byte, end bool) error {
 		c.appendDataLocked(st.id, last, p[:n])
 		st.sendWindow -= n
 		c.sendConn -= n
+		c.streamCredit += n
 		p = p[n:]
 		if n > 0 {
 			w.waitFrom = time.Time{}

@@ -101,6 +101,13 @@
 // before, 1.45x and 1.56x after (the load of other jobs moves it more
 // than these changes). Peak RSS unchanged, 35-37 MB (nginx 25 MB).
 //
+// Since then (QA, December 2026) every kept connection is peeked at
+// (recvfrom MSG_PEEK) when it is taken from the pool, not only those idle
+// for 200 ms or more: an upstream's unsolicited bytes sent a moment after
+// a complete response were delivered to the next client as its answer.
+// That is one recvfrom per proxied request again (nginx's 2 recvfrom per
+// request below include its own such check).
+//
 // Left, small answer: write system calls 37 % (loopback delivery), reads,
 // the scheduler and sysmon (the runtime's, not this package's); 2 writes
 // and 2.9 reads per request, of which one is the engine's failing read of
@@ -615,7 +622,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request, u *upstream, 
 	u.requests.Add(1)
 	var c *conn
 	if !fresh && upgrade == "" {
-		c = u.get(!replay)
+		c = u.get()
 	}
 	if c == nil {
 		var err error

@@ -395,6 +395,71 @@ func TestBytesAfterResponseNotReused(t *testing.T) {
 	}
 }
 
+// TestLateBytesNotReused: an upstream that sends an unsolicited response
+// a moment after a complete one (a confused or desynchronised backend)
+// must not have it delivered to the next client: a kept connection with
+// bytes nobody asked for is closed however briefly it sat idle, as nginx
+// closes such a connection.
+func TestLateBytesNotReused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	defer func() { // before the front's leak check
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				br := bufio.NewReader(c)
+				for {
+					for {
+						l, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if l == "\r\n" {
+							break
+						}
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nmine")
+					time.Sleep(20 * time.Millisecond)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nSet-Cookie: session=victim\r\n\r\nstray")
+				}
+			}()
+		}
+	}()
+	h, _ := newProxy(t, config.Proxy{Upstreams: []string{ln.Addr().String()}, StripPrefix: true})
+	f := startFront(t, "h1", h)
+	for i := range 4 {
+		resp, body := get(t, f.client, f.url("/proxy/x"))
+		if resp.StatusCode != http.StatusOK || body != "mine" || resp.Header.Get("Set-Cookie") != "" {
+			t.Errorf("request %d: %d %q %q, want 200 and its own answer", i, resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
+		}
+		time.Sleep(60 * time.Millisecond) // the stray answer is there, well within 200 ms
+	}
+}
+
 // TestHeadMemo: a head taken from the upstream's memo (the same bytes as
 // the last head) reads as the parser reads it; a head that differs in one
 // byte, comes in two reads, ends lines with LF alone or answers HEAD is

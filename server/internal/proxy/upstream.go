@@ -25,11 +25,6 @@ import (
 // is a bad response (502). The number is limits.UpstreamHeaderBytes.
 const maxResponseHeaderBytes = limits.UpstreamHeaderBytes
 
-// checkAfter is how long a connection may sit in the idle pool before it is
-// checked, with a non-blocking peek, for a close by the upstream. Busy
-// connections are reused sooner and skip the system call.
-const checkAfter = 200 * time.Millisecond
-
 // readBufSize is the read buffer of a connection reading a response
 // head: the head with a body of up to about 30 KB arrives in one read and
 // is relayed from it without a copy (relay). It is taken when the answer
@@ -295,10 +290,16 @@ func (c *conn) kill() {
 	c.nc.SetDeadline(aLongTimeAgo)
 }
 
-// get returns a pooled connection that still looks open, or nil. With
-// check, every connection is peeked at first (for requests that cannot be
-// replayed on another connection if this one turns out closed).
-func (u *upstream) get(check bool) *conn {
+// get returns a pooled connection that still looks open, or nil. Each is
+// peeked at first (alive), however briefly it sat idle: one system call
+// per reused connection, the price of never handing a client bytes the
+// upstream sent after the last response (an unsolicited response, a
+// desynchronised backend: someone else's answer and cookies), and of
+// finding a connection the upstream closed before a request that cannot
+// be replayed is written to it. nginx watches its idle upstream
+// connections with epoll and closes one that turns readable; Go's
+// net/http keeps a reader goroutine on each.
+func (u *upstream) get() *conn {
 	now := monotime.Now()
 	u.mu.Lock()
 	for n := len(u.idle); n > 0; n = len(u.idle) {
@@ -306,13 +307,7 @@ func (u *upstream) get(check bool) *conn {
 		u.idle[n-1] = nil
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		age := time.Duration(now - c.idleSince)
-		if c.readDeadline && (check || age >= checkAfter) {
-			// A passed deadline would fail the check below.
-			c.nc.SetReadDeadline(time.Time{})
-			c.readDeadline = false
-		}
-		if age < u.h.idleTimeout && (age < checkAfter && !check || alive(c.raw)) {
+		if time.Duration(now-c.idleSince) < u.h.idleTimeout && alive(c.raw) {
 			c.reused, c.clock = true, now
 			return c
 		}

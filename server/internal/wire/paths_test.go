@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -64,6 +65,29 @@ func TestClientGone(t *testing.T) {
 	} {
 		if ClientGone(err) != want {
 			t.Errorf("ClientGone(%v) = %v", err, !want)
+		}
+	}
+}
+
+// TestValidHost: the table agrees with RFC 3986's character classes for
+// every byte, and ports and IPv6 literals are checked.
+func TestValidHost(t *testing.T) {
+	const punct = "-._~!$&'()*+,;=:[]%"
+	for c := 0; c < 256; c++ {
+		if c == ':' {
+			continue // a port separator: "a:b" has a port that is not digits
+		}
+		want := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(punct, byte(c)) >= 0
+		if got := ValidHost(string([]byte{'a', byte(c), 'b'})); got != want {
+			t.Errorf("byte %#x: %v, want %v", c, got, want)
+		}
+	}
+	for h, want := range map[string]bool{
+		"127.0.0.1:8443": true, "bench.local": true, "[::1]:443": true, "::1": false,
+		"x:80a": false, "user@host": false, "a b": false, "": true,
+	} {
+		if got := ValidHost(h); got != want {
+			t.Errorf("ValidHost(%q) = %v, want %v", h, got, want)
 		}
 	}
 }

@@ -1,0 +1,27 @@
+package settings
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStaticUnreachable (QA A7): static addresses that leave the device
+// unreachable (loopback, multicast, unspecified, the device as its own
+// gateway) are mistakes at file:line:col.
+func TestStaticUnreachable(t *testing.T) {
+	for src, want := range map[string]string{
+		"[ipv4]\naddress = \"127.0.0.5/8\"\n":                                 "settings.txt:2:1: ipv4 address \"127.0.0.5/8\" is a loopback address",
+		"[ipv4]\naddress = \"224.0.0.5/8\"\n":                                 "settings.txt:2:1: ipv4 address \"224.0.0.5/8\" is a multicast address",
+		"[ipv6]\naddress = \"::1/128\"\n":                                     "settings.txt:2:1: ipv6 address \"::1/128\" is a loopback address",
+		"[ipv6]\naddress = \"ff02::5/64\"\n":                                  "is a multicast address",
+		"[ipv4]\naddress = \"192.168.1.10/24\"\ngateway = \"192.168.1.10\"\n": "settings.txt:3:1: ipv4 gateway 192.168.1.10 is the device's own address",
+	} {
+		_, errs := Parse("settings.txt", []byte(src))
+		if len(errs) == 0 || !strings.Contains(errs.Error(), want) {
+			t.Errorf("%q: errs = %v, want %q", src, errs, want)
+		}
+	}
+	if _, errs := Parse("settings.txt", []byte("[ipv4]\naddress = \"192.168.1.10/24\"\ngateway = \"192.168.1.1\"\n")); len(errs) != 0 {
+		t.Errorf("a good static address: %v", errs)
+	}
+}
