@@ -54,7 +54,10 @@ func (d *blockDecoder) init(maxListSize uint32) {
 }
 
 func (d *blockDecoder) emit(hf hpack.HeaderField) {
-	if !httpguts.ValidHeaderFieldValue(hf.Value) {
+	// RFC 9113 section 8.2.1: no CR, LF or NUL in a value, and no
+	// whitespace (SP, HTAB) at its start or end.
+	if v := hf.Value; !httpguts.ValidHeaderFieldValue(v) ||
+		v != "" && (v[0] == ' ' || v[0] == '\t' || v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
 		d.invalid = errFieldValue
 	}
 	if strings.HasPrefix(hf.Name, ":") {

@@ -25,6 +25,8 @@ func TestHeaderBlockChecks(t *testing.T) {
 		{"upper-case name", req([2]string{"X-Upper", "1"})},
 		{"name with a space", req([2]string{"x bad", "1"})},
 		{"value with a newline", req([2]string{"x-v", "a\nb"})},
+		{"value with a leading space", req([2]string{"x-v", " b"})},
+		{"value with a trailing tab", req([2]string{"x-v", "b\t"})},
 		{"pseudo after regular", append(req([2]string{"x-a", "1"}), [2]string{":method", "GET"})},
 		{"unknown pseudo", req([2]string{":foo", "1"})},
 		{"repeated pseudo", req([2]string{":path", "/q"})},
