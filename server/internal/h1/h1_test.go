@@ -373,6 +373,12 @@ func TestResponseFraming(t *testing.T) {
 	if !strings.HasPrefix(out, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n") {
 		t.Errorf("early hints: %q", out)
 	}
+	// RFC 9110 section 15.2: no 1xx to an HTTP/1.0 client, which would
+	// take it for the final answer.
+	out = exchange(t, addr, "GET /early HTTP/1.0\r\nHost: x\r\n\r\n")
+	if !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || strings.Contains(out, "103") || !strings.HasSuffix(out, "after hints") {
+		t.Errorf("early hints to HTTP/1.0: %q", out)
+	}
 }
 
 // A body the handler left unread: a small one is discarded and the

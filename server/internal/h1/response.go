@@ -62,7 +62,11 @@ func (w *response) WriteHeader(code int) {
 	}
 	core.CheckStatus("h1", code)
 	if core.Interim(code) {
-		w.writeInformational(code)
+		// RFC 9110 section 15.2: never to an HTTP/1.0 client, which
+		// would take it for the final answer.
+		if w.req.ProtoMinor >= 1 {
+			w.writeInformational(code)
+		}
 		return
 	}
 	w.wroteHeader = true
