@@ -73,12 +73,12 @@ type Budget struct {
 	PHPMaxChildren     int   // php-fpm pm.max_children
 	PHPPM              PHPPM // php-fpm pm
 	OpcacheMiB         int   // opcache.memory_consumption, MiB
-	SpoolFiles         int   // request bodies spooled to files at once (each holds a file descriptor)
+	SpoolFiles         int   // request bodies and buffered responses spooled to files at once (each holds a file descriptor)
 	SpoolBytes         int64 // bytes of those files together (disk: on the appliance /perm)
 }
 
-// DefaultSpoolBytes is the disk all spooled request bodies may take
-// together: as nginx's largest temporary file, and a small part of the
+// DefaultSpoolBytes is the disk all spooled request bodies and buffered
+// responses may take together: as nginx's largest temporary file, and a small part of the
 // smallest SD card gokrazy fits on.
 const DefaultSpoolBytes = 1 * GiB
 

@@ -310,8 +310,8 @@ type BudgetConfig struct {
 	PHPMaxChildren  AutoInt  `toml:"php_max_children"`  // php-fpm pm.max_children when Arka runs php-fpm
 	PHPPM           string   `toml:"php_pm"`            // "auto", "static" or "ondemand"
 	Opcache         AutoSize `toml:"opcache"`           // opcache.memory_consumption
-	SpoolFiles      AutoInt  `toml:"spool_files"`       // request bodies spooled to files at once
-	SpoolSize       AutoSize `toml:"spool_size"`        // bytes of spooled request bodies together
+	SpoolFiles      AutoInt  `toml:"spool_files"`       // request bodies and responses spooled to files at once
+	SpoolSize       AutoSize `toml:"spool_size"`        // bytes of spooled request bodies and responses together
 }
 
 // ThermalConfig sets when Arka sheds optional CPU work (brotli, high

@@ -2,10 +2,13 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -80,5 +83,110 @@ func TestBasicAuthComparisons(t *testing.T) {
 	}
 	if got := try("192.0.2.1", "alice", "correct horse"); got != 200 {
 		t.Errorf("remembered credentials from another client: %d, want 200", got)
+	}
+}
+
+// While a comparison runs it counts against its client: the client's
+// attempts with other credentials get 429 with Retry-After: 1 at once,
+// requests with the same credentials wait for its answer (a browser's
+// parallel requests cost one comparison), another client finding every
+// slot busy gets 503 with Retry-After: 1 at once, and a waiting request
+// whose client has gone stops waiting. Nothing is timed: the comparison
+// is held open by the test.
+func TestBasicAuthInFlight(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("correct horse"), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newBasicAuth(&config.BasicAuth{Realm: "family", Users: map[string]string{"alice": string(hash)}},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a.slots = make(chan struct{}, 1)
+	started, release := make(chan struct{}, 10), make(chan struct{})
+	var compared atomic.Int32
+	a.compare = func(hash, password []byte) error {
+		compared.Add(1)
+		started <- struct{}{}
+		<-release
+		return bcrypt.CompareHashAndPassword(hash, password)
+	}
+	type answer struct {
+		status     int
+		retryAfter string
+	}
+	try := func(ctx context.Context, from, user, pass string) answer {
+		r := httptest.NewRequestWithContext(ctx, "GET", "/", nil)
+		r.RemoteAddr = from + ":1234"
+		r.SetBasicAuth(user, pass)
+		w := httptest.NewRecorder()
+		if a.check(w, r, nil) {
+			return answer{status: http.StatusOK}
+		}
+		return answer{w.Code, w.Header().Get("Retry-After")}
+	}
+	async := func(ctx context.Context, from, user, pass string) chan answer {
+		c := make(chan answer, 1)
+		go func() { c <- try(ctx, from, user, pass) }()
+		return c
+	}
+	bg := context.Background()
+
+	first := async(bg, "192.0.2.1", "alice", "correct horse")
+	<-started
+	same := async(bg, "192.0.2.1", "alice", "correct horse") // waits for first
+	gone, leave := context.WithCancel(bg)
+	left := async(gone, "192.0.2.9", "alice", "correct horse")
+	for _, tc := range []struct {
+		from, pass string
+		want       answer
+	}{
+		{"192.0.2.1", "guess", answer{http.StatusTooManyRequests, "1"}},       // the client's slot is taken
+		{"198.51.100.7", "guess", answer{http.StatusServiceUnavailable, "1"}}, // every slot is taken
+	} {
+		if got := try(bg, tc.from, "alice", tc.pass); got != tc.want {
+			t.Errorf("%s while a comparison runs: %v, want %v", tc.from, got, tc.want)
+		}
+	}
+	leave()
+	if got := <-left; got.status != http.StatusServiceUnavailable {
+		t.Errorf("waiting request whose client left: %v, want 503", got)
+	}
+	close(release)
+	for name, c := range map[string]chan answer{"first": first, "same credentials": same} {
+		if got := <-c; got.status != http.StatusOK {
+			t.Errorf("%s: %v, want 200", name, got)
+		}
+	}
+	if n := compared.Load(); n != 1 {
+		t.Errorf("%d comparisons, want 1", n)
+	}
+
+	// Failures in flight count toward the limit: with 9 failures counted,
+	// a 10th guess being compared leaves no room for another.
+	for i := range authMaxFailures - 1 {
+		if got := try(bg, "203.0.113.5", "alice", "guess"+strconv.Itoa(i)); got.status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %v", i+1, got)
+		}
+	}
+	for len(started) > 0 {
+		<-started
+	}
+	release = make(chan struct{})
+	tenth := async(bg, "203.0.113.5", "alice", "tenth")
+	<-started
+	a.mu.Lock()
+	f := *a.fails["203.0.113.5"]
+	a.mu.Unlock()
+	if f.n != authMaxFailures-1 || f.inflight != 1 {
+		t.Errorf("client state while its 10th guess is compared: %+v", f)
+	}
+	close(release)
+	if got := <-tenth; got.status != http.StatusUnauthorized {
+		t.Errorf("10th guess: %v", got)
+	}
+	if got := try(bg, "203.0.113.5", "alice", "correct horse"); got != (answer{http.StatusTooManyRequests, "60"}) {
+		t.Errorf("after 10 failures: %v, want 429 for the window", got)
+	}
+	if len(a.slots) != 0 || len(a.flights) != 0 {
+		t.Errorf("after every answer: %d slots taken, %d comparisons in flight", len(a.slots), len(a.flights))
 	}
 }

@@ -6,8 +6,10 @@ import (
 )
 
 // spoolBudget bounds the request bodies that request_buffering spools to
-// files in SpoolDir, for all FastCGI and proxy routes together and across
-// reloads: at most b.SpoolFiles open files and b.SpoolBytes bytes (board
+// files in SpoolDir, and the responses response_buffering spools there
+// (at most half of it, see spool.ResponseShare; past it a response is
+// passed on at the client's pace), for all FastCGI and proxy routes
+// together and across reloads: at most b.SpoolFiles open files and b.SpoolBytes bytes (board
 // budget; a zero Budget takes the smallest board's), of which one client
 // (clientNet, as for the connection limit) holds at most its maxPerAddr
 // share. Past it a request gets 503 with Retry-After instead of a file

@@ -569,7 +569,7 @@ func (x *exchange) emit(final, flush bool) {
 		// Body bytes must go out before the script has ended: from here
 		// on through the response buffer, so that a client slower than
 		// the script does not hold the worker.
-		x.resp = spool.NewResponse(x.w, x.h.tempDir)
+		x.resp = spool.NewResponse(x.w, x.h.tempDir, x.h.spool, x.r.RemoteAddr)
 	}
 	if x.resp != nil {
 		_, err := x.resp.Write(x.out)

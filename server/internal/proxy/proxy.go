@@ -1309,7 +1309,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 		w.WriteHeader(resp.StatusCode)
 	}
 	if buffered && !gathering {
-		rest.out = spool.NewResponse(w, h.tempDir)
+		rest.out = spool.NewResponse(w, h.tempDir, h.spool, r.RemoteAddr)
 		if held {
 			rest.out.HoldStatus(resp.StatusCode)
 		}
@@ -1338,7 +1338,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 			if rerr == nil && c.br.Buffered() == 0 && !c.lr.full {
 				// The next read would wait for the upstream.
 				gathering = false
-				rest.out = spool.NewResponse(w, h.tempDir)
+				rest.out = spool.NewResponse(w, h.tempDir, h.spool, r.RemoteAddr)
 				rest.out.HoldStatus(resp.StatusCode)
 				dst = rest.out
 				rest.out.Write(buf[:written]) // no error: nothing is passed on yet

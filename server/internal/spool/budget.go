@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
+	"syscall"
 )
 
 // ErrBusy is a body that would take the spool past its Budget: too many
@@ -13,11 +15,23 @@ import (
 // 15.6.4): the server has room again once other uploads end.
 var ErrBusy = errors.New("request body spool full")
 
-// Budget bounds what request bodies spooled to files hold at once: open
-// files (each a file descriptor, from the same per-process limit as the
-// connections) and bytes (disk, on the appliance the SD card), in all and
-// per client. Only bodies past the in-memory part count, and only once
+// Budget bounds what the spool files hold at once: open files (each a
+// file descriptor, from the same per-process limit as the connections)
+// and bytes (disk, on the appliance the SD card), in all and per client.
+// Request bodies (Read) and buffered responses (Response) count against
+// the same limits; responses together hold at most half of the files and
+// of the bytes (see ResponseShare), so that downloads, which only lose
+// their buffering past the budget, cannot make uploads, which are refused
+// past it, fail. Only bodies past the in-memory part count, and only once
 // their bytes have come: a declared Content-Length alone opens no file.
+//
+// Whenever a spool file is opened the file system of its directory is
+// asked (statfs(2)) for its free space: from then until the next file is
+// opened the spool holds at most what it held then plus a DiskShare of
+// that free space, so it never fills the disk that certificates, deploys
+// and the last good configuration need, and a disk that is nearly full
+// of other files still leaves the spool some room.
+//
 // Its limits are set when it is made and never change; all methods are
 // safe for concurrent use. A nil *Budget bounds nothing.
 type Budget struct {
@@ -27,8 +41,20 @@ type Budget struct {
 
 	mu    sync.Mutex
 	inUse usage
+	resp  usage // the responses' part of inUse
+	disk  int64 // bytes the spool may hold by the last statfs (when known)
+	known bool  // whether a statfs has set disk
 	by    map[netip.Prefix]*usage
 }
+
+// ResponseShare is the part of a Budget's files and bytes that buffered
+// responses may hold together: a half.
+const ResponseShare = 2 // the divisor
+
+// DiskShare is the part of the free space of the spool directory's file
+// system, as statfs(2) reports it when a spool file is opened, that the
+// spool may take: a half (the divisor).
+const DiskShare = 2 // the divisor
 
 type usage struct{ files, bytes int64 }
 
@@ -64,9 +90,27 @@ func (b *Budget) clientOf(remoteAddr string) netip.Prefix {
 	return b.key(a.Unmap())
 }
 
-// take reserves files and bytes for client, or reports false when either
-// would pass a limit.
-func (b *Budget) take(client netip.Prefix, files, bytes int64) bool {
+// checkDisk reads the free space of dir's file system ("" for
+// os.TempDir()) before a spool file is made there, and bounds the bytes
+// the spool holds by it (see Budget). When statfs fails the last bound
+// stays.
+func (b *Budget) checkDisk(dir string) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	b.mu.Lock()
+	b.disk, b.known = b.inUse.bytes+free/DiskShare, true
+	b.mu.Unlock()
+}
+
+// take reserves files and bytes for client (resp: for a response), or
+// reports false when either would pass a limit.
+func (b *Budget) take(client netip.Prefix, files, bytes int64, resp bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u := b.by[client]
@@ -74,11 +118,17 @@ func (b *Budget) take(client netip.Prefix, files, bytes int64) bool {
 		u = &usage{}
 	}
 	if b.inUse.files+files > b.files || b.inUse.bytes+bytes > b.bytes ||
-		u.files+files > b.clientFiles || u.bytes+bytes > b.clientBytes {
+		u.files+files > b.clientFiles || u.bytes+bytes > b.clientBytes ||
+		bytes > 0 && b.known && b.inUse.bytes+bytes > b.disk ||
+		resp && (b.resp.files+files > b.files/ResponseShare || b.resp.bytes+bytes > b.bytes/ResponseShare) {
 		return false
 	}
 	b.inUse.files += files
 	b.inUse.bytes += bytes
+	if resp {
+		b.resp.files += files
+		b.resp.bytes += bytes
+	}
 	u.files += files
 	u.bytes += bytes
 	b.by[client] = u
@@ -86,11 +136,15 @@ func (b *Budget) take(client netip.Prefix, files, bytes int64) bool {
 }
 
 // give returns what take reserved.
-func (b *Budget) give(client netip.Prefix, files, bytes int64) {
+func (b *Budget) give(client netip.Prefix, files, bytes int64, resp bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.inUse.files -= files
 	b.inUse.bytes -= bytes
+	if resp {
+		b.resp.files -= files
+		b.resp.bytes -= bytes
+	}
 	if u := b.by[client]; u != nil {
 		u.files -= files
 		u.bytes -= bytes
@@ -100,12 +154,13 @@ func (b *Budget) give(client netip.Prefix, files, bytes int64) {
 	}
 }
 
-// lease is one body's part of a Budget.
+// lease is one body's or response's part of a Budget.
 type lease struct {
 	b      *Budget
 	client netip.Prefix
 	files  int64
 	bytes  int64
+	resp   bool // a response's
 }
 
 // grow reserves n more bytes.
@@ -113,7 +168,7 @@ func (l *lease) grow(n int64) bool {
 	if l.b == nil {
 		return true
 	}
-	if !l.b.take(l.client, 0, n) {
+	if !l.b.take(l.client, 0, n, l.resp) {
 		return false
 	}
 	l.bytes += n
@@ -122,7 +177,7 @@ func (l *lease) grow(n int64) bool {
 
 func (l *lease) release() {
 	if l.b != nil && (l.files != 0 || l.bytes != 0) {
-		l.b.give(l.client, l.files, l.bytes)
+		l.b.give(l.client, l.files, l.bytes, l.resp)
 	}
 	l.files, l.bytes = 0, 0
 }

@@ -18,8 +18,10 @@ import (
 // as the backend has finished, while the client is still being served
 // from the buffer. What the client has not taken is held in memory up to
 // ResponseMem bytes, beyond that in an unlinked temporary file up to
-// ResponseFileMax bytes; past both, Write waits for the client (the
-// backend is then held, as without buffering). All responses together
+// ResponseFileMax bytes and within the spool's Budget (the same as the
+// request bodies', in all and per client; responses at most its
+// ResponseShare); past them, Write waits for the client (the backend is
+// then held, as without buffering). All responses together
 // hold at most ResponseMemTotal bytes in memory (so many stalled clients
 // cost disk, not the board's memory): past it, bytes go to the file
 // sooner.
@@ -52,6 +54,9 @@ type Response struct {
 	dir string
 	mem int   // bound of the memory held
 	max int64 // bound of the file's unsent bytes
+	bud *Budget
+	rem string // the client's address, for bud
+	l   lease  // the file's part of bud
 
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -71,12 +76,17 @@ type Response struct {
 }
 
 // NewResponse returns a Response writing to w, with its file in dir (""
-// for os.TempDir()). When w is an http.ResponseWriter, what was written
-// is flushed whenever the client has caught up. After Finish the Response
-// is reused: the caller drops it.
-func NewResponse(w io.Writer, dir string) *Response {
+// for os.TempDir()). The file counts against bud (nil: only
+// ResponseFileMax bounds it) as a response to the client at remoteAddr
+// (an http.Request's RemoteAddr, "ip:port"): one file and its size;
+// where it would pass the budget, the file takes no more bytes and Write
+// waits for the client instead. When w is an http.ResponseWriter, what
+// was written is flushed whenever the client has caught up. After Finish
+// the Response is reused: the caller drops it.
+func NewResponse(w io.Writer, dir string, bud *Budget, remoteAddr string) *Response {
 	b := responses.Get().(*Response)
 	b.w, b.dir, b.mem, b.max = w, dir, ResponseMem, ResponseFileMax
+	b.bud, b.rem = bud, remoteAddr
 	return b
 }
 
@@ -132,7 +142,7 @@ func (b *Response) Write(p []byte) (int, error) {
 		case !b.noFile && b.fw-b.fr < b.max && (b.running || b.fw > b.fr):
 			k := min(int64(len(p)), b.max-(b.fw-b.fr))
 			if err := b.toFile(p[:k]); err != nil {
-				b.noFile = true // the disk failed: wait for the client instead
+				b.noFile = true // the disk failed or the budget is spent: wait for the client instead
 				continue
 			}
 			p = p[k:]
@@ -178,16 +188,30 @@ func (b *Response) toMem(p []byte) int {
 	return n
 }
 
-// toFile appends p to the file (b.mu held), making it first.
+// toFile appends p to the file (b.mu held), making it first. Past the
+// budget it returns ErrBusy.
 func (b *Response) toFile(p []byte) error {
 	if b.file == nil {
+		if b.bud != nil {
+			b.l = lease{b: b.bud, client: b.bud.clientOf(b.rem), resp: true}
+			b.bud.checkDisk(b.dir)
+			if !b.bud.take(b.l.client, 1, 0, true) {
+				return ErrBusy
+			}
+			b.l.files = 1
+		}
 		f, err := os.CreateTemp(b.dir, "arka-response-*")
 		if err != nil {
+			b.l.release()
 			return err
 		}
 		os.Remove(f.Name()) // unlinked: the file goes away with the descriptor
 		b.file = f
 		b.spilled = true
+	}
+	// The file's size, not its unsent bytes, is what the disk holds.
+	if more := b.fw + int64(len(p)) - b.l.bytes; b.bud != nil && more > 0 && !b.l.grow(more) {
+		return ErrBusy
 	}
 	if _, err := b.file.WriteAt(p, b.fw); err != nil {
 		return err
@@ -235,6 +259,7 @@ func (b *Response) Finish() error {
 	if b.file != nil {
 		b.file.Close()
 	}
+	b.l.release()
 	err := b.err
 	b.mu.Unlock()
 	chunks := b.chunks[:0]

@@ -97,7 +97,8 @@ func Read(src io.Reader, n int64, mem []byte, max int64, dir string, buf []byte,
 		if n >= 0 {
 			l.bytes = n
 		}
-		if !bud.take(l.client, l.files, l.bytes) {
+		bud.checkDisk(dir)
+		if !bud.take(l.client, l.files, l.bytes, false) {
 			return Body{}, ErrBusy
 		}
 		b.lease = l
