@@ -90,6 +90,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -864,7 +865,9 @@ func (l *listener) handshake(c net.Conn) {
 		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader[:]) {
 			const body = "Client sent an HTTP request to an HTTPS server.\n"
 			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"+body)
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nDate: "+time.Now().UTC().Format(http.TimeFormat)+
+				"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "+strconv.Itoa(len(body))+
+				"\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"+body)
 			re.Conn.Close()
 			method, _, _ := strings.Cut(string(re.RecordHeader[:]), " ")
 			l.rejected(&http.Request{Method: method, RemoteAddr: c.RemoteAddr().String(), Header: http.Header{}}, http.StatusBadRequest, int64(len(body)))
