@@ -319,6 +319,9 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		}
 	}
 	st.body.init(st, st.remoteClosed)
+	if e := h["Expect"]; !st.remoteClosed && len(e) == 1 && strings.EqualFold(e[0], "100-continue") {
+		st.body.expect100 = true
+	}
 	if st.remoteClosed {
 		r.ContentLength = 0
 		r.Body = http.NoBody

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -270,5 +271,62 @@ func TestEarlyAnswerDuringUpload(t *testing.T) {
 			t.Errorf("size %d: resets %v", tc.size, rst)
 		}
 		c.Close()
+	}
+}
+
+// TestExpectContinue: a request with "Expect: 100-continue" gets a 100
+// (a HEADERS frame with :status 100 and no field but Date) when the handler first reads
+// its body, before the client has sent any of it (RFC 9110 section
+// 10.1.1; curl, .NET and Go's client otherwise wait a second or more); a
+// handler that answers without reading gets no 100.
+func TestExpectContinue(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/refuse" {
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	for _, path := range []string{"/echo", "/refuse"} {
+		c, fr := rawConn(t, addr)
+		writeHeaders(fr, 1, false, append(reqFields("POST", path), [2]string{"expect", "100-continue"}, [2]string{"content-length", "5"})...)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var statuses []string
+		var got []byte
+		for done := false; !done; {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("%s: after %v: %v", path, statuses, err)
+			}
+			switch f := f.(type) {
+			case *http2.MetaHeadersFrame:
+				s := f.PseudoValue("status")
+				statuses = append(statuses, s)
+				if s == "100" {
+					extra := 0
+					for _, hf := range f.RegularFields() {
+						if hf.Name != "date" { // RFC 9110 section 6.6.1 lets a 1xx have one
+							extra++
+						}
+					}
+					if extra != 0 || f.StreamEnded() {
+						t.Errorf("%s: the 100 carries %v, END_STREAM %v", path, f.RegularFields(), f.StreamEnded())
+					}
+					fr.WriteData(1, true, []byte("hello"))
+				}
+				done = f.StreamEnded()
+			case *http2.DataFrame:
+				got = append(got, f.Data()...)
+				done = f.StreamEnded()
+			}
+		}
+		want, wantBody := "100 200", "hello"
+		if path == "/refuse" {
+			want, wantBody = "413", ""
+		}
+		if s := strings.Join(statuses, " "); s != want || string(got) != wantBody {
+			t.Errorf("%s: statuses %q body %q, want %q %q", path, s, got, want, wantBody)
+		}
 	}
 }

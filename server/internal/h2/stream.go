@@ -248,6 +248,11 @@ type body struct {
 	timer    *time.Timer
 	fixed    bool
 	waiting  bool // the handler waits for the client's next bytes
+
+	// expect100: the request has "Expect: 100-continue"; the first Read
+	// sends the 100 (send100) unless the response has begun. Read's alone.
+	expect100 bool
+	finalSent bool // the final response's HEADERS are out (under c.wmu)
 }
 
 func (b *body) init(st *stream, eof bool) {
@@ -328,6 +333,10 @@ func (b *body) releaseLocked() {
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	if b.expect100 {
+		b.expect100 = false
+		b.st.send100()
+	}
 	b.mu.Lock()
 	for b.off == len(b.buf) && !b.eof && b.err == nil && !b.closed {
 		if err := b.waitLocked(); err != nil {
@@ -524,6 +533,21 @@ func (w *responseWriter) WriteHeader(code int) {
 	w.bodyOK, w.cl = core.Final(code, w.header)
 }
 
+// send100 answers "Expect: 100-continue" (RFC 9110 section 10.1.1) as the
+// handler starts reading the body: a HEADERS frame with :status 100 (and
+// Date), unless the final response's HEADERS are out already (a 1xx after
+// them would be malformed, RFC 9113 section 8.1). The body may be read on
+// another goroutine than the handler's: what it checks is under c.wmu.
+func (st *stream) send100() {
+	c := st.c
+	c.wmu.Lock()
+	if !st.w.aborted && !c.dead && !st.body.finalSent {
+		c.writeHeaderBlock(st.id, false, http.StatusContinue, nil, nil)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
 func (w *responseWriter) writeInformational(code int) {
 	c := w.st.c
 	c.wmu.Lock()
@@ -605,6 +629,7 @@ func (w *responseWriter) sendHeader(final, kick bool) error {
 		return errAborted
 	}
 	c.writeHeaderBlock(w.st.id, end, w.status, h, w.trailers)
+	w.st.body.finalSent = true
 	if end {
 		w.st.localClosed.Store(true)
 	}
