@@ -119,7 +119,9 @@ func parseStatus(v []byte) (int, bool) {
 		code = code*10 + int(c-'0')
 	}
 	// 1xx cannot end a response: a FastCGI response has one header block.
-	return code, code >= 200
+	// Above 599 is no HTTP status (RFC 9110 section 15): a malformed
+	// answer, 502, as the proxy answers an upstream's.
+	return code, code >= 200 && code <= 599
 }
 
 func trimBlanks(b []byte) []byte {
