@@ -29,7 +29,8 @@ const (
 // into the boot partition (package appliance/settings, its Build as JSON). arka-init compares it
 // with the boot partition's file after an over-the-air update (which
 // rewrites the boot partition): a file the update brought that nobody gave
-// on purpose is replaced by the device's own settings from before.
+// on purpose is replaced by the device's own settings from before, and
+// settings given one by one (flags) are merged into them (settings.Choose).
 const SettingsBuildPath = "/etc/arka/settings-build.json"
 
 // ZoneinfoPath is the time zone database in the root file system (Go's

@@ -187,14 +187,14 @@ func TestChoose(t *testing.T) {
 		want        []byte
 		wantRestore bool
 	}{
-		{"first boot of a fresh card", mine, NewBuild(mine, true), nil, mine, false},
-		{"normal boot", mine, NewBuild(mine, true), mine, mine, false},
-		{"card edited on a computer", edited, NewBuild(mine, true), mine, edited, false},
-		{"update with the build's defaults", def, NewBuild(def, false), mine, mine, true},
-		{"update that gives settings on purpose", edited, NewBuild(edited, true), mine, edited, false},
-		{"file deleted after an update without settings", nil, NewBuild(def, false), mine, mine, true},
-		{"defaults edited after an update", edited, NewBuild(def, false), mine, edited, false},
-		{"defaults, nothing kept", def, NewBuild(def, false), nil, def, false},
+		{"first boot of a fresh card", mine, NewBuild(mine, true, nil), nil, mine, false},
+		{"normal boot", mine, NewBuild(mine, true, nil), mine, mine, false},
+		{"card edited on a computer", edited, NewBuild(mine, true, nil), mine, edited, false},
+		{"update with the build's defaults", def, NewBuild(def, false, nil), mine, mine, true},
+		{"update that gives settings on purpose", edited, NewBuild(edited, true, nil), mine, edited, false},
+		{"file deleted after an update without settings", nil, NewBuild(def, false, nil), mine, mine, true},
+		{"defaults edited after an update", edited, NewBuild(def, false, nil), mine, edited, false},
+		{"defaults, nothing kept", def, NewBuild(def, false, nil), nil, def, false},
 	} {
 		got, restore := Choose(c.boot, c.build, c.kept)
 		if string(got) != string(c.want) || restore != c.wantRestore {

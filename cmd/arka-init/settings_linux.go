@@ -38,7 +38,7 @@ const (
 type settingsState struct {
 	File     string   `json:"file"`               // where it was read
 	Found    bool     `json:"found"`              // the boot partition has one
-	Restored bool     `json:"restored,omitempty"` // the device's own file replaced the one an update brought
+	Restored bool     `json:"restored,omitempty"` // the device's own file (with the settings the update gave one by one) replaced the one an update brought
 	Errors   []string `json:"errors,omitempty"`   // file:line:col: message; those settings keep their defaults
 	Applied  []string `json:"applied,omitempty"`  // what was set, in words (no passphrases)
 	WiFi     string   `json:"wifi,omitempty"`     // Wi-Fi state in words
@@ -53,7 +53,8 @@ type settingsState struct {
 }
 
 // loadSettings reads settings.txt from the boot partition (restoring the
-// device's own after an update, see settings.Choose), parses it, and
+// device's own after an update, or merging the settings the update gave
+// into it, see settings.Choose), parses it, and
 // applies what must be in place before the services start: hostname,
 // time zone, static addresses, the Wi-Fi supplicant's configuration. A
 // mistake is logged (console) and recorded for the status page; the
@@ -82,7 +83,11 @@ func loadSettings(netif string) *settingsState {
 	data, restore := settings.Choose(boot, build, kept)
 	if restore {
 		st.Restored = true
-		log.Printf("settings: the boot partition's %s came with an update and nobody set it; using this device's own from before the update (%s)", settings.FileName, keptSettings)
+		if sameBytes(data, kept) {
+			log.Printf("settings: the boot partition's %s came with an update and nobody set it; using this device's own from before the update (%s)", settings.FileName, keptSettings)
+		} else {
+			log.Printf("settings: the update set %s; this device keeps its other settings from before the update (%s), written back to the boot partition's %s without that file's comments", strings.Join(build.Keys, ", "), keptSettings, settings.FileName)
+		}
 		if err := writeBootFile(dev, settings.FileName, data); err != nil {
 			log.Printf("settings: writing it back to the boot partition: %v", err)
 		}
@@ -108,8 +113,9 @@ func loadSettings(netif string) *settingsState {
 	}
 	// The kept copy is the file the device used, mistakes and all (those
 	// settings kept their defaults): an update that brings the build's
-	// file back restores it (settings.Choose), not an older one.
-	if from == settings.FromFile && !restore && !sameBytes(kept, data) {
+	// file back restores it (settings.Choose), not an older one. A merged
+	// file is kept at once, so that a failed write-back merges the same.
+	if from == settings.FromFile && !sameBytes(kept, data) {
 		if err := os.MkdirAll(filepath.Dir(keptSettings), 0o700); err == nil {
 			if err := writeAtomic(keptSettings, data, 0o600); err != nil {
 				log.Printf("settings: %v", err)

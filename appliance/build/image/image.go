@@ -74,11 +74,14 @@ type Config struct {
 
 	// Settings is settings.txt in the boot partition (appliance/settings);
 	// default: the file with every setting commented out. SettingsGiven
-	// says it was given at build time (flags): arka-init then applies it
-	// even after an over-the-air update, instead of keeping the device's
-	// own settings.
+	// says it was given at build time (flags or a file): after an
+	// over-the-air update arka-init applies it instead of the device's own
+	// settings, or, when SettingsKeys name the settings given one by one
+	// (flags, settings.Key constants), applies those and keeps the rest of
+	// the device's own (settings.Choose).
 	Settings      []byte
 	SettingsGiven bool
+	SettingsKeys  []string
 
 	ExtraFiles    []File            // more root files (php-fpm, …)
 	ExtraServices []initcfg.Service // more programs for arka-init to supervise

@@ -18,7 +18,7 @@ func (c *Config) settingsFile() []byte {
 }
 
 func (c *Config) settingsBuild() []byte {
-	b, _ := json.Marshal(settings.NewBuild(c.settingsFile(), c.SettingsGiven))
+	b, _ := json.Marshal(settings.NewBuild(c.settingsFile(), c.SettingsGiven, c.SettingsKeys))
 	return append(b, '\n')
 }
 
