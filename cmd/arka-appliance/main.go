@@ -154,7 +154,7 @@ func (b *buildFlags) build() (*image.Summary, error) {
 	if b.fs != nil {
 		b.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	}
-	settingsTxt, settingsGiven, err := b.settings.settings(b.hostname, b.tz, set)
+	settingsTxt, settingsGiven, settingsKeys, err := b.settings.settings(b.hostname, b.tz, set)
 	if err != nil {
 		return nil, fmt.Errorf("settings: %v", err)
 	}
@@ -205,6 +205,7 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		PasswordFile:    pwFile,
 		Settings:        settingsTxt,
 		SettingsGiven:   settingsGiven,
+		SettingsKeys:    settingsKeys,
 		Site:            site,
 		HTTPPort:        b.httpPort,
 		HTTPSPort:       b.httpsPort,

@@ -33,84 +33,97 @@ func (s *settingsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.wifiPassFile, "wifi-passphrase-file", "", "file holding the Wi-Fi passphrase (\"-\": standard input); without it the passphrase is asked for")
 	fs.BoolVar(&s.wifiOpen, "wifi-open", false, "the Wi-Fi network has no password (no encryption: anyone nearby can read the traffic); no passphrase is asked for")
 	fs.BoolVar(&s.wifiHidden, "wifi-hidden", false, "the Wi-Fi network does not broadcast its name")
-	fs.StringVar(&s.ipv4, "ipv4", "", `static IPv4 address with prefix length, e.g. 192.168.1.20/24 (default DHCP)`)
+	fs.StringVar(&s.ipv4, "ipv4", "", `static IPv4 address with prefix length, e.g. 192.168.1.20/24 (default DHCP; "dhcp": back to it)`)
 	fs.StringVar(&s.ipv4gw, "ipv4-gateway", "", "IPv4 default gateway (with --ipv4)")
 	fs.StringVar(&s.ipv6, "ipv6", "", `static IPv6 address with prefix length (default: router advertisements)`)
 	fs.StringVar(&s.ipv6gw, "ipv6-gateway", "", "IPv6 default gateway (with --ipv6)")
 	fs.StringVar(&s.dns, "dns", "", "name servers for static addresses, comma-separated")
 }
 
-// settings returns settings.txt for the image, and whether any setting was
-// given. hostname and timezone come from the build flags of the same name
-// (when set on the command line).
-func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool) ([]byte, bool, error) {
+// settings returns settings.txt for the image, whether any setting was
+// given, and which were given one by one by flag (settings.Build.Keys:
+// after an update the device changes those and keeps the rest of its own
+// settings), nil with --settings FILE, a whole file that replaces the
+// device's. hostname and timezone come from the build flags of the same
+// name (when set on the command line).
+func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool) (file []byte, given bool, keys []string, err error) {
+	file, keys, err = s.build(hostname, timezone, set)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	given = s.file != "" || len(keys) > 0
+	if s.file != "" {
+		keys = nil
+	}
+	return file, given, keys, nil
+}
+
+func (s *settingsFlags) build(hostname, timezone string, set map[string]bool) ([]byte, []string, error) {
 	var st settings.Settings
-	given := false
+	var keys []string
 	if s.file != "" {
 		b, err := os.ReadFile(s.file)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		var errs error
 		st, errs = parseSettings(s.file, b)
 		if errs != nil {
-			return nil, false, errs
+			return nil, nil, errs
 		}
-		given = true
 	}
 	// Each flag is checked by the file's own rules (settings.Parse) and a
 	// mistake names the flag.
 	if set["hostname"] {
 		if err := checkFlag("--hostname", fmt.Sprintf("hostname = %s\n", tomlString(hostname))); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		st.Hostname = hostname
-		given = true
+		keys = append(keys, settings.KeyHostname)
 	}
 	if set["timezone"] { // given on purpose: written even if it is the image's default (UTC)
 		if err := checkFlag("--timezone", fmt.Sprintf("timezone = %s\n", tomlString(timezone))); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		st.Timezone = timezone
-		given = true
+		keys = append(keys, settings.KeyTimezone)
 	}
 	if s.wifiCountry != "" {
 		if err := checkFlag("--wifi-country", fmt.Sprintf("[wifi]\ncountry = %s\n", tomlString(s.wifiCountry))); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		st.WiFi.Country = s.wifiCountry
+		keys = append(keys, settings.KeyWiFiCountry)
 	}
 	if s.wifiSSID != "" {
 		if err := checkFlag("--wifi-ssid", fmt.Sprintf("[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = %s\nopen = true\n", tomlString(s.wifiSSID))); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 	}
 	if s.wifiOpen && s.wifiSSID == "" {
-		return nil, false, errors.New("--wifi-open: give the network's name with --wifi-ssid")
+		return nil, nil, errors.New("--wifi-open: give the network's name with --wifi-ssid")
 	}
 	if s.wifiSSID != "" {
 		n := settings.Network{SSID: s.wifiSSID, Open: s.wifiOpen, Hidden: s.wifiHidden}
 		if s.wifiOpen {
 			if s.wifiPassFile != "" {
-				return nil, false, errors.New("--wifi-open and --wifi-passphrase-file: an open network has no passphrase; give one of them")
+				return nil, nil, errors.New("--wifi-open and --wifi-passphrase-file: an open network has no passphrase; give one of them")
 			}
 		} else {
 			pass, err := s.passphrase()
 			if err != nil {
-				return nil, false, err
+				return nil, nil, err
 			}
 			if pass == "" {
-				return nil, false, fmt.Errorf("%s: the Wi-Fi passphrase is empty; WPA2 needs 8 to 63 characters (or 64 hex digits). For a network without a password, give --wifi-open instead", s.passphraseSource())
+				return nil, nil, fmt.Errorf("%s: the Wi-Fi passphrase is empty; WPA2 needs 8 to 63 characters (or 64 hex digits). For a network without a password, give --wifi-open instead", s.passphraseSource())
 			}
 			if msg := settings.CheckPassphrase(pass); msg != "" {
-				return nil, false, fmt.Errorf("%s: the Wi-Fi passphrase %s", s.passphraseSource(), msg)
+				return nil, nil, fmt.Errorf("%s: the Wi-Fi passphrase %s", s.passphraseSource(), msg)
 			}
 			n.Passphrase = pass
 		}
 		st.WiFi.Networks = append([]settings.Network{n}, st.WiFi.Networks...)
-	}
-	if s.ipv4 != "" || s.ipv6 != "" || s.dns != "" || s.wifiCountry != "" || s.wifiSSID != "" {
-		given = true
+		keys = append(keys, settings.KeyWiFiNetworks)
 	}
 	// The address flags go through the same checks as the file: they are
 	// written as a small settings file, parsed, and merged.
@@ -138,16 +151,19 @@ func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool)
 				}
 				msgs = append(msgs, flag+": "+e.Msg)
 			}
-			return nil, false, errors.New(strings.Join(msgs, "\n"))
+			return nil, nil, errors.New(strings.Join(msgs, "\n"))
 		}
 		if s.dns != "" {
 			st.DNS = fl.DNS
+			keys = append(keys, settings.KeyDNS)
 		}
 		if s.ipv4 != "" {
 			st.IPv4 = fl.IPv4
+			keys = append(keys, settings.KeyIPv4)
 		}
 		if s.ipv6 != "" {
 			st.IPv6 = fl.IPv6
+			keys = append(keys, settings.KeyIPv6)
 		}
 	}
 	b := settings.Marshal(st)
@@ -162,9 +178,9 @@ func (s *settingsFlags) settings(hostname, timezone string, set map[string]bool)
 		if s.file != "" {
 			from = "the settings flags with " + s.file
 		}
-		return nil, false, fmt.Errorf("%s: %s", from, strings.Join(msgs, "\n"))
+		return nil, nil, fmt.Errorf("%s: %s", from, strings.Join(msgs, "\n"))
 	}
-	return b, given, nil
+	return b, keys, nil
 }
 
 // checkFlag parses snippet, one flag's setting written as a settings

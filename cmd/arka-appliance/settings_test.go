@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -19,9 +20,20 @@ func TestSettingsFlags(t *testing.T) {
 	short := filepath.Join(t.TempDir(), "short")
 	os.WriteFile(short, []byte("short\n"), 0o600)
 	f := settingsFlags{wifiCountry: "DE", wifiSSID: "Home", wifiPassFile: pass, ipv4: "192.168.1.20/24", ipv4gw: "192.168.1.1", dns: "192.168.1.1, 9.9.9.9"}
-	b, given, err := f.settings("garden", "Europe/Berlin", map[string]bool{"hostname": true, "timezone": true})
+	b, given, keys, err := f.settings("garden", "Europe/Berlin", map[string]bool{"hostname": true, "timezone": true})
 	if err != nil || !given {
 		t.Fatalf("%v %v", given, err)
+	}
+	// Each flag names its setting: after an update the device changes
+	// those and keeps the rest of its own (settings.Choose).
+	if want := []string{settings.KeyHostname, settings.KeyTimezone, settings.KeyWiFiCountry, settings.KeyWiFiNetworks, settings.KeyDNS, settings.KeyIPv4}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
+	}
+	// --settings FILE is a whole file: no keys, it replaces the device's.
+	file := filepath.Join(t.TempDir(), "settings.txt")
+	os.WriteFile(file, []byte("timezone = \"UTC\"\n"), 0o600)
+	if _, given, keys, err := (&settingsFlags{file: file, ipv6: "2001:db8::20/64"}).settings("garden", "UTC", map[string]bool{"hostname": true}); err != nil || !given || keys != nil {
+		t.Errorf("--settings FILE --hostname --ipv6: given %v, keys %q, %v", given, keys, err)
 	}
 	s, errs := settings.Parse("settings.txt", b)
 	if len(errs) > 0 {
@@ -31,14 +43,18 @@ func TestSettingsFlags(t *testing.T) {
 		s.IPv4.Address.String() != "192.168.1.20/24" || s.IPv4.Gateway.String() != "192.168.1.1" || len(s.DNS) != 2 {
 		t.Errorf("settings from flags: %+v\n%s", s, b)
 	}
+	// --ipv4 dhcp: back to DHCP, on a device that had a static address.
+	if b, _, keys, err := (&settingsFlags{ipv4: "dhcp"}).settings("arka", "UTC", map[string]bool{}); err != nil || !reflect.DeepEqual(keys, []string{settings.KeyIPv4}) || strings.Contains("\n"+string(b), "\n[ipv4]") {
+		t.Errorf("--ipv4 dhcp: keys %q, %v\n%s", keys, err, b)
+	}
 	// An open network only on purpose.
-	b, _, err = (&settingsFlags{wifiCountry: "DE", wifiSSID: "Cafe", wifiOpen: true}).settings("arka", "UTC", map[string]bool{})
+	b, _, _, err = (&settingsFlags{wifiCountry: "DE", wifiSSID: "Cafe", wifiOpen: true}).settings("arka", "UTC", map[string]bool{})
 	if s, errs := settings.Parse("settings.txt", b); err != nil || len(errs) > 0 || len(s.WiFi.Networks) != 1 || !s.WiFi.Networks[0].Open {
 		t.Errorf("--wifi-open: %+v %v %v", s, err, errs)
 	}
 	// Defaults: not "given", every setting commented out.
-	b, given, err = (&settingsFlags{}).settings("arka", "UTC", map[string]bool{})
-	if err != nil || given {
+	b, given, keys, err = (&settingsFlags{}).settings("arka", "UTC", map[string]bool{})
+	if err != nil || given || keys != nil {
 		t.Fatalf("%v %v", given, err)
 	}
 	if s, errs := settings.Parse("settings.txt", b); len(errs) > 0 || s.Hostname != "" {
@@ -56,7 +72,7 @@ func TestSettingsFlags(t *testing.T) {
 		{settingsFlags{wifiCountry: "DE", wifiSSID: "net", wifiPassFile: pass, wifiOpen: true}, "--wifi-open and --wifi-passphrase-file"},
 		{settingsFlags{wifiCountry: "DE", wifiOpen: true}, "--wifi-open: give the network's name with --wifi-ssid"},
 	} {
-		_, _, err := c.f.settings("arka", "UTC", map[string]bool{})
+		_, _, _, err := c.f.settings("arka", "UTC", map[string]bool{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.f, err, c.want)
 		}
@@ -66,7 +82,7 @@ func TestSettingsFlags(t *testing.T) {
 // TestSettingsFlagsNamed: an explicit --timezone UTC is written; a flag's
 // mistake names the flag, not a line of a generated file.
 func TestSettingsFlagsNamed(t *testing.T) {
-	b, given, err := (&settingsFlags{}).settings("arka", "UTC", map[string]bool{"timezone": true})
+	b, given, _, err := (&settingsFlags{}).settings("arka", "UTC", map[string]bool{"timezone": true})
 	if s, errs := settings.Parse("settings.txt", b); err != nil || !given || len(errs) > 0 || s.Timezone != "UTC" {
 		t.Errorf("--timezone UTC: given %v, %+v %v %v", given, s, err, errs)
 	}
@@ -85,7 +101,7 @@ func TestSettingsFlagsNamed(t *testing.T) {
 		{settingsFlags{ipv4: "192.168.1.2/24", ipv4gw: "10.0.0.1"}, "arka", "UTC", nil, "--ipv4-gateway: ipv4 gateway 10.0.0.1 is not in"},
 		{settingsFlags{dns: "9.9.9.9"}, "arka", "UTC", nil, "--dns: dns is used only with a static address"},
 	} {
-		_, _, err := c.f.settings(c.host, c.tz, c.set)
+		_, _, _, err := c.f.settings(c.host, c.tz, c.set)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q…", c.f, err, c.want)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/arkaweb/arka/appliance/build/updater"
 	"github.com/arkaweb/arka/appliance/device/ota"
+	"github.com/arkaweb/arka/appliance/settings"
 )
 
 // cmdUpdate sends an image to a running appliance (appliance/build/updater).
@@ -32,6 +33,10 @@ func cmdUpdate(args []string) error {
 	fingerprint := fs.String("fingerprint", "", "at the first HTTPS connection to a device, pin its key only if it is this one (SHA256:HEX, as the device logs it at boot); off a terminal an unpinned device needs this or --yes")
 	var b buildFlags
 	b.register(fs)
+	// On a running device the settings flags change only their own
+	// settings (settings.Choose merges them into the device's file at
+	// boot); --settings replaces the whole file.
+	fs.Lookup("settings").Usage = "settings file that replaces the device's whole " + settings.FileName + " (its Wi-Fi networks and addresses too; the settings flags change it). Without it, each settings flag (--hostname, --timezone, --wifi-*, --ipv4, --ipv6, --dns) changes only its own setting and the device keeps its others"
 	fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("update: unexpected argument %q", fs.Arg(0))

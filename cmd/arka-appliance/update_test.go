@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/arkaweb/arka/appliance/build/image"
 	"github.com/arkaweb/arka/appliance/devices"
+	"github.com/arkaweb/arka/appliance/settings"
 )
 
 // TestUpdateBuildsForTheDevice: README's `update --host garden --board
@@ -33,7 +35,7 @@ func TestUpdateBuildsForTheDevice(t *testing.T) {
 		if !errors.Is(err, stop) {
 			t.Fatalf("update --host %s: %v", host, err)
 		}
-		if got.Hostname != "garden" || got.PasswordFile != gardenPw || strings.Contains("\n"+string(got.Settings), "\nhostname =") {
+		if got.Hostname != "garden" || got.PasswordFile != gardenPw || strings.Contains("\n"+string(got.Settings), "\nhostname =") || got.SettingsGiven {
 			t.Errorf("update --host %s builds hostname %q with password %s, settings:\n%s", host, got.Hostname, got.PasswordFile, got.Settings)
 		}
 	}
@@ -49,5 +51,10 @@ func TestUpdateBuildsForTheDevice(t *testing.T) {
 	}
 	if got.Hostname != "orchard" || got.PasswordFile != gardenPw {
 		t.Errorf("--hostname orchard builds hostname %q with password %s", got.Hostname, got.PasswordFile)
+	}
+	// ... and only the hostname: the device keeps its Wi-Fi networks,
+	// addresses and the rest of its settings (settings.Choose merges).
+	if !got.SettingsGiven || !reflect.DeepEqual(got.SettingsKeys, []string{settings.KeyHostname}) {
+		t.Errorf("--hostname orchard: settings given %v, keys %q", got.SettingsGiven, got.SettingsKeys)
 	}
 }
