@@ -145,10 +145,13 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 	}
 
 	if h := r.Hostname; h != "" {
-		if hostnameRE.MatchString(h) {
-			s.Hostname = h
-		} else {
+		switch {
+		case !hostnameRE.MatchString(h):
 			bad("hostname", "hostname %q: use 1-63 lower-case letters, digits and hyphens, not starting or ending with a hyphen (it is also the name on the LAN, %s.local)", h, h)
+		case h == "localhost": // RFC 6761 section 6.3
+			bad("hostname", "hostname %q is reserved for the loopback address (RFC 6761 section 6.3): on every computer it names that computer itself, so the device could not be reached by it; choose another name, for example \"arka\"", h)
+		default:
+			s.Hostname = h
 		}
 	}
 	if tz := r.Timezone; tz != "" {

@@ -25,3 +25,23 @@ func TestStaticUnreachable(t *testing.T) {
 		t.Errorf("a good static address: %v", errs)
 	}
 }
+
+// TestHostnameReserved: "localhost" is reserved for the loopback address
+// (RFC 6761 section 6.3); names with dots ("localhost.", "x.local") are no
+// single label. Each is a mistake at file:line:col.
+func TestHostnameReserved(t *testing.T) {
+	for src, want := range map[string]string{
+		"hostname = \"localhost\"\n":        `settings.txt:1:1: hostname "localhost" is reserved for the loopback address`,
+		"\nhostname = \"localhost.\"\n":     `settings.txt:2:1: hostname "localhost.": use 1-63 lower-case letters`,
+		"hostname = \"arka.local.local\"\n": `settings.txt:1:1: hostname "arka.local.local": use 1-63 lower-case letters`,
+		"hostname = \"arka.local\"\n":       `settings.txt:1:1: hostname "arka.local": use 1-63 lower-case letters`,
+	} {
+		s, errs := Parse("settings.txt", []byte(src))
+		if len(errs) != 1 || !strings.Contains(errs.Error(), want) || s.Hostname != "" {
+			t.Errorf("%q: hostname %q, errs = %v, want %q", src, s.Hostname, errs, want)
+		}
+	}
+	if s, errs := Parse("settings.txt", []byte("hostname = \"localhost2\"\n")); len(errs) != 0 || s.Hostname != "localhost2" {
+		t.Errorf("localhost2: %q %v", s.Hostname, errs)
+	}
+}
