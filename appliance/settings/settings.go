@@ -167,6 +167,10 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 			bad(fmt.Sprintf("dns[%d]", i), "dns: %q is not an IPv4 or IPv6 address", d)
 			continue
 		}
+		if what := unusable(a); what != "" {
+			bad(fmt.Sprintf("dns[%d]", i), "dns %s is %s: no name server answers there for the device, so every name lookup (ACME, NTP, proxy upstreams) would fail; give the network's name server, for example the router's address", a, what)
+			continue
+		}
 		s.DNS = append(s.DNS, a)
 	}
 
@@ -284,14 +288,9 @@ func static(bad func(string, string, ...any), table string, r rawStatic, family 
 		bad(table+".address", "%s address %q: want an %s address with its prefix length, for example %q", table, r.Address, fam, ex)
 		return s, false
 	}
-	for _, k := range []struct {
-		is   bool
-		what string
-	}{{p.Addr().IsLoopback(), "a loopback address"}, {p.Addr().IsMulticast(), "a multicast address"}, {p.Addr().IsUnspecified(), "the unspecified address"}} {
-		if k.is {
-			bad(table+".address", "%s address %q is %s: the device would be unreachable on the network; give it an address of its network", table, r.Address, k.what)
-			return s, false
-		}
+	if what := unusable(p.Addr()); what != "" {
+		bad(table+".address", "%s address %q is %s: the device would be unreachable on the network; give it an address of its network", table, r.Address, what)
+		return s, false
 	}
 	if p.Addr() == p.Masked().Addr() && p.Bits() < p.Addr().BitLen()-1 {
 		bad(table+".address", "%s address %q is the network's own address, not one for the device", table, r.Address)
@@ -315,6 +314,21 @@ func static(bad func(string, string, ...any), table string, r rawStatic, family 
 		s.Gateway = g
 	}
 	return s, true
+}
+
+// unusable says why a is no address on the network, for the device or
+// for its name servers ("a loopback address", "a multicast address", "the
+// unspecified address"), or "".
+func unusable(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	}
+	return ""
 }
 
 func trimBOM(b []byte) []byte {

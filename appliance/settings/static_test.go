@@ -45,3 +45,25 @@ func TestHostnameReserved(t *testing.T) {
 		t.Errorf("localhost2: %q %v", s.Hostname, errs)
 	}
 }
+
+// TestStaticDNSUnusable: a name server at a loopback, unspecified or
+// multicast address answers nothing on the device (nothing listens on its
+// port 53), so every lookup (ACME, NTP, proxy upstreams) would fail. Each
+// is a mistake at file:line:col and leaves it out; the others stay.
+func TestStaticDNSUnusable(t *testing.T) {
+	for dns, want := range map[string]string{
+		"127.0.0.1":   "settings.txt:1:8: dns 127.0.0.1 is a loopback address",
+		"127.0.0.53":  "settings.txt:1:8: dns 127.0.0.53 is a loopback address",
+		"::1":         "settings.txt:1:8: dns ::1 is a loopback address",
+		"0.0.0.0":     "settings.txt:1:8: dns 0.0.0.0 is the unspecified address",
+		"::":          "settings.txt:1:8: dns :: is the unspecified address",
+		"224.0.0.251": "settings.txt:1:8: dns 224.0.0.251 is a multicast address",
+		"ff02::fb":    "settings.txt:1:8: dns ff02::fb is a multicast address",
+	} {
+		src := "dns = [\"" + dns + "\", \"192.168.1.1\"]\n[ipv4]\naddress = \"192.168.1.20/24\"\n"
+		s, errs := Parse("settings.txt", []byte(src))
+		if len(errs) != 1 || !strings.Contains(errs.Error(), want) || len(s.DNS) != 1 || s.DNS[0].String() != "192.168.1.1" {
+			t.Errorf("dns %s: DNS %v, errs = %v, want %q", dns, s.DNS, errs, want)
+		}
+	}
+}
