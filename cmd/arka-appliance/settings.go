@@ -145,7 +145,7 @@ func (s *settingsFlags) build(hostname, timezone string, set map[string]bool) ([
 		if len(errs) > 0 {
 			var msgs []string
 			for _, e := range errs {
-				flag := "--" + strings.Fields(e.Msg)[0] // ipv4, ipv6, dns: the key the message starts with
+				flag := "--" + strings.TrimSuffix(strings.Fields(e.Msg)[0], ":") // ipv4, ipv6, dns: the key the message starts with
 				if strings.HasPrefix(e.Msg, "ipv4 gateway") || strings.HasPrefix(e.Msg, "ipv6 gateway") {
 					flag += "-gateway"
 				}

@@ -100,6 +100,7 @@ func TestSettingsFlagsNamed(t *testing.T) {
 		{settingsFlags{ipv4: "300.1.1.1/24"}, "arka", "UTC", nil, `--ipv4: ipv4 address "300.1.1.1/24"`},
 		{settingsFlags{ipv4: "192.168.1.2/24", ipv4gw: "10.0.0.1"}, "arka", "UTC", nil, "--ipv4-gateway: ipv4 gateway 10.0.0.1 is not in"},
 		{settingsFlags{dns: "9.9.9.9"}, "arka", "UTC", nil, "--dns: dns is used only with a static address"},
+		{settingsFlags{ipv4: "192.168.1.2/24", dns: "one"}, "arka", "UTC", nil, `--dns: dns: "one" is not an IPv4 or IPv6 address`},
 	} {
 		_, _, _, err := c.f.settings(c.host, c.tz, c.set)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
