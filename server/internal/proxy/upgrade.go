@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,10 +82,20 @@ const websocketGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 // serveExtendedConnect carries a WebSocket over an HTTP/2 stream (RFC 8441):
 // the CONNECT with :protocol = websocket becomes an HTTP/1.1 upgrade to the
 // upstream, a 101 becomes 200, and the stream's DATA frames carry the
-// WebSocket bytes both ways. Go's HTTP/2 server accepts extended CONNECT
-// only when the process runs with GODEBUG=http2xconnect=1 (Go 1.26; off by
-// default, golang.org/issue/71128); without it, browsers use WebSockets
-// over HTTP/1.1 and never reach this.
+// WebSocket bytes both ways.
+//
+// An upstream that does not switch opens no tunnel. Its refusal (3xx, 4xx,
+// 5xx) is relayed as an ordinary response that ends the stream, as nginx
+// relays a refused HTTP/1.1 upgrade; a body it cuts short before any of
+// it was passed on is a 502. A 2xx is a 502, logged: to a CONNECT it would
+// tell the client the tunnel is open (RFC 9110 section 9.3.6, RFC 8441
+// section 5) while the upstream, which did not switch, speaks HTTP on; a
+// 101 whose Sec-WebSocket-Accept does not match is a 502 as well.
+//
+// Go's HTTP/2 server accepts extended CONNECT only when the process runs
+// with GODEBUG=http2xconnect=1 (Go 1.26; off by default,
+// golang.org/issue/71128); without it, browsers use WebSockets over
+// HTTP/1.1 and never reach this.
 func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 	if !strings.EqualFold(r.Header.Get(":protocol"), "websocket") {
 		errpage.Write(w, r, http.StatusNotImplemented)
@@ -128,10 +139,25 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.nc.SetReadDeadline(time.Time{})
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		// Refused (403, 404, 426...): relay the answer as it is.
+	switch {
+	case resp.StatusCode == http.StatusSwitchingProtocols:
+	case resp.StatusCode < 300:
+		// A 2xx to the client's CONNECT would say the tunnel is open
+		// (RFC 9110 section 9.3.6, RFC 8441 section 5) while the upstream
+		// did not switch and speaks HTTP on: a bad gateway.
+		h.fail(w, r, u, &failure{status: http.StatusBadGateway,
+			cause: "bad WebSocket handshake: the upstream answered " + strconv.Itoa(resp.StatusCode) + " instead of 101 Switching Protocols"})
+		return
+	default:
+		// Refused (403, 404, 426...): relay the answer as it is, an
+		// ordinary response that ends the stream. A body cut short before
+		// any of it was passed on is a 502: the handler must not return
+		// with nothing written, which the engine would answer 200.
 		var rest relayed
-		h.relay(w, r, c, resp, &rest)
+		if _, f := h.relay(w, r, c, resp, &rest); f != nil {
+			h.fail(w, r, u, f)
+			return
+		}
 		rest.finish(w)
 		return
 	}

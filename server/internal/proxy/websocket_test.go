@@ -147,3 +147,67 @@ func readFrame(r io.Reader) (string, error) {
 	_, err := io.ReadFull(r, p)
 	return string(p), err
 }
+
+// TestWebSocketOverHTTP2NotSwitched: an upstream that answers the
+// upgrade without switching protocols opens no tunnel. Its refusal (403)
+// reaches the client as an ordinary response that ends the stream; its
+// 200, which to an extended CONNECT would say the tunnel is open
+// (RFC 9110 section 9.3.6, RFC 8441 section 5) while the upstream speaks
+// HTTP, becomes a 502, logged; so does a refusal cut short before any of
+// it reached the client.
+func TestWebSocketOverHTTP2NotSwitched(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/forbidden"):
+			http.Error(w, "no sockets here", http.StatusForbidden)
+		case strings.HasSuffix(r.URL.Path, "/cut"):
+			// A refusal whose body ends before its Content-Length.
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: 100\r\n\r\nno sock")
+				c.Close()
+			}
+		default:
+			io.WriteString(w, "a page, not a socket")
+		}
+	}))
+	h, lb := newProxy(t, config.Proxy{Upstreams: []string{up.addr}, StripPrefix: true})
+	f := startFront(t, "h2", withCoding(h))
+	tr := &http2.Transport{TLSClientConfig: f.client.Transport.(*http.Transport).TLSClientConfig.Clone()}
+	defer tr.CloseIdleConnections()
+
+	for _, tc := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/proxy/forbidden", http.StatusForbidden, "no sockets here\n"},
+		{"/proxy/page", http.StatusBadGateway, "502 Bad Gateway"},
+		{"/proxy/cut", http.StatusBadGateway, "502 Bad Gateway"},
+	} {
+		pr, pw := io.Pipe()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodConnect, f.url(tc.path), pr)
+		req.Header.Set(":protocol", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: extended CONNECT: %v", tc.path, err)
+		}
+		// The stream ends with the response: the body is read to its end
+		// although the client never closes its side.
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Errorf("%s: body: %v", tc.path, err)
+		}
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.body) {
+			t.Errorf("%s: %d %q, want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.body)
+		}
+		pw.Close()
+		cancel()
+	}
+	if log := lb.String(); !strings.Contains(log, "status=502") || !strings.Contains(log, "200") {
+		t.Errorf("the upstream's 200 is not logged as a failure:\n%s", log)
+	}
+}
