@@ -83,8 +83,9 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			}
 			trusted := trustedFor(cs, cr)
 			h, hdr := s.routeOptions(cs, cr, h, trusted)
+			tunnels, allow := methodsOf(cr.Handler)
 			st.routes = append(st.routes, &route{prefix: cr.Path, h: h, stats: s.routeStats(cs, cr), hdr: hdr, trusted: trusted,
-				intercept: cs.Errors.InterceptErrors && intercepts(cr.Handler)})
+				intercept: cs.Errors.InterceptErrors && intercepts(cr.Handler), tunnels: tunnels, allow: allow})
 		}
 		sortRoutes(st.routes)
 		add := func(addr string, isTLS bool) {
@@ -198,9 +199,26 @@ func intercepts(h config.Handler) bool {
 	return false
 }
 
+// methodsOf reports whether a route of handler h takes extended CONNECT
+// (RFC 8441: only a proxy carries a WebSocket to its upstream), and the
+// Allow field (RFC 9110 section 10.2.1) of the route's 405 to a CONNECT:
+// the methods the handler answers.
+func methodsOf(h config.Handler) (tunnels bool, allow []string) {
+	switch h.(type) {
+	case *config.Proxy:
+		return true, allowMethods
+	case *config.Static:
+		return false, []string{static.Methods}
+	case *config.Status:
+		return false, []string{status.Methods}
+	}
+	return false, allowMethods
+}
+
 // noCodingForTunnels sends CONNECT requests (RFC 8441 WebSocket tunnels
-// over HTTP/2) to h directly: a tunnel carries frames, not a
-// representation, so content coding must not touch it.
+// over HTTP/2, the only CONNECT dispatch lets through, and only to proxy
+// routes) to h directly: a tunnel carries frames, not a representation,
+// so content coding must not touch it.
 func noCodingForTunnels(h, coded http.Handler) http.Handler {
 	if coded == h {
 		return h

@@ -1036,6 +1036,14 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 	if !l.tls && vh.acme != nil && vh.acme.ServeHTTPChallenge(w, r) {
 		return // HTTP-01 (RFC 8555 section 8.3), before any site or route
 	}
+	if r.Method == http.MethodConnect && !extendedConnect(r) {
+		// A plain CONNECT asks for a tunnel to its authority (RFC 9110
+		// section 9.3.6): Arka is no forward proxy, on any site or route.
+		// Without a 2xx an HTTP/1.1 connection stays in HTTP: its next
+		// request is served.
+		refuseConnect(w, r, allowMethods)
+		return
+	}
 	if st == nil {
 		// No site for this host and no default: 421 over TLS, where the
 		// connection was made for another name (RFC 9110 section 15.5.20),
@@ -1076,7 +1084,7 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 	}
 	if !normalizeURL(r.URL) {
 		if r.Method == http.MethodOptions && r.RequestURI == "*" {
-			w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
+			w.Header()["Allow"] = allowMethods
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -1084,6 +1092,20 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		return
 	}
 	route, redirect := st.matchRoute(r.URL.Path)
+	if r.Method == http.MethodConnect {
+		// An extended CONNECT (RFC 8441): a tunnel only a proxy route
+		// opens (see route.tunnels); the route a slash redirect names
+		// decides for it.
+		to := route
+		if redirect != "" {
+			to = st.route(redirect)
+		}
+		if to != nil && !to.tunnels {
+			*rt = to
+			refuseConnect(w, r, to.allow)
+			return
+		}
+	}
 	if redirect != "" {
 		*rt = st.route(redirect)
 		loc := redirect
@@ -1119,6 +1141,29 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 	}
 	w.hdr, w.intercept = route.hdr, route.intercept
 	route.h.ServeHTTP(w, r)
+}
+
+// allowMethods are the methods Arka's routes answer (the Allow field of
+// OPTIONS * and of a 405 to a CONNECT, RFC 9110 section 10.2.1), but for
+// static routes and the status page, which answer fewer (route.allow).
+// CONNECT is not among them: a plain CONNECT is always refused, an
+// extended one (RFC 8441) opens a tunnel on proxy routes only.
+var allowMethods = []string{"GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS"}
+
+// extendedConnect reports whether r, a CONNECT, is an extended CONNECT
+// (RFC 8441 section 4: HTTP/2 with :protocol, as the h2 engine presents
+// it), which names a resource by its path, rather than a plain one
+// (RFC 9112 section 3.2.3, RFC 9113 section 8.5), which names only an
+// authority to tunnel to.
+func extendedConnect(r *http.Request) bool {
+	return r.ProtoMajor >= 2 && len(r.Header[":protocol"]) > 0
+}
+
+// refuseConnect answers a CONNECT 405 with allow as the Allow field
+// (RFC 9110 sections 9.3.6 and 15.5.6).
+func refuseConnect(w http.ResponseWriter, r *http.Request, allow []string) {
+	w.Header()["Allow"] = allow
+	errpage.Write(w, r, http.StatusMethodNotAllowed)
 }
 
 // rejected counts and logs a response an engine wrote itself, for a

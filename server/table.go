@@ -124,6 +124,11 @@ type route struct {
 	// intercept: the site's error pages replace the handler's own error
 	// bodies (intercept_errors, proxy and fastcgi routes).
 	intercept bool
+	// tunnels: the route takes extended CONNECT (RFC 8441, a WebSocket
+	// over an HTTP/2 stream): proxy routes. Others answer it 405 with
+	// allow, the value of the Allow field (see listener.dispatch).
+	tunnels bool
+	allow   []string
 }
 
 // match finds the site for a Host value (or SNI name): exact name, then the

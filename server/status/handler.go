@@ -57,6 +57,10 @@ func New(o Options) (*Handler, error) {
 	return &Handler{allow: allow, trusted: o.Trusted, src: o.Source, hist: o.History, refresh: refresh}, nil
 }
 
+// Methods are the methods the page answers, the value of the Allow field
+// (RFC 9110 section 10.2.1) of its 405.
+const Methods = "GET, HEAD"
+
 // ServeHTTP answers GET and HEAD (RFC 9110 section 9.3.1-9.3.2) with HTML, JSON
 // or Prometheus text, chosen by ?format= (html, json, prometheus) or, without
 // it, by Accept: application/json. Clients outside the allow list get 403,
@@ -74,7 +78,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		hdr.Set("Allow", "GET, HEAD")
+		hdr.Set("Allow", Methods)
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}

@@ -541,15 +541,13 @@ func hasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 }
 
-// ServeHTTP forwards r to an upstream and streams the answer back.
+// ServeHTTP forwards r to an upstream and streams the answer back. A
+// CONNECT is taken for an extended CONNECT (RFC 8441): the server refuses
+// a plain one before any route (Arka is no forward proxy), and this
+// handler answers 501 to one without :protocol = websocket.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
-		if r.ProtoMajor >= 2 && r.Header.Get(":protocol") != "" {
-			h.serveExtendedConnect(w, r)
-			return
-		}
-		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS")
-		errpage.Write(w, r, http.StatusMethodNotAllowed)
+		h.serveExtendedConnect(w, r)
 		return
 	}
 	// Only a WebSocket upgrade (RFC 6455) goes to the upstream. Any other

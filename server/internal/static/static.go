@@ -153,11 +153,15 @@ func (h *Handler) Close() error { return h.root.Close() }
 
 var (
 	missing       = &entry{kind: kMissing}
-	allowGetHead  = []string{"GET, HEAD, OPTIONS"} // the methods answered (RFC 9110 section 10.2.1)
+	allowGetHead  = []string{Methods}
 	acceptRanges  = []string{"bytes"}
 	varyAE        = []string{"Accept-Encoding"}
 	codingHeaders = [encoding.NumCodings][]string{nil, {"zstd"}, {"br"}, {"gzip"}}
 )
+
+// Methods are the methods a static route answers, the value of the Allow
+// field (RFC 9110 section 10.2.1) of its 405 and of its answer to OPTIONS.
+const Methods = "GET, HEAD, OPTIONS"
 
 // ServeHTTP serves GET and HEAD. r.URL.Path must already be normalized by
 // the server (decoded, dot-segments removed, starting with "/").
