@@ -193,6 +193,10 @@ func TestMalformedRequests(t *testing.T) {
 		"GET /a#frag HTTP/1.1\r\nHost: x\r\n\r\n":                                      400,
 		"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n":                                         400,
 		"GET http://user@h/ HTTP/1.1\r\nHost: x\r\n\r\n":                               400,
+		"GET http:///adm/ HTTP/1.1\r\nHost: x\r\n\r\n":                                 400, // RFC 9110 section 4.2.1: empty host
+		"GET http://:80/ HTTP/1.1\r\nHost: x\r\n\r\n":                                  400,
+		"GET https://?q HTTP/1.1\r\nHost: x\r\n\r\n":                                   400,
+		"GET / HTTP/1.1\r\nHost: :80\r\n\r\n":                                          400,
 		"GET * HTTP/1.1\r\nHost: x\r\n\r\n":                                            400,
 		"GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: 1\r\n\r\nx": 417,
 		"GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: x\r\n\r\n":           414,

@@ -118,6 +118,11 @@ func splitTarget(method string, target string) (host, path, rawQuery string, err
 		if strings.Contains(host, "@") {
 			return "", "", "", badRequest("userinfo in request target")
 		}
+		if host == "" {
+			// RFC 9110 section 4.2.1: an http(s) URI with an empty host is
+			// invalid; the Host field must not stand in for it.
+			return "", "", "", badRequest("empty host in request target")
+		}
 	}
 	path = target
 	if i := strings.IndexByte(target, '?'); i >= 0 {

@@ -101,6 +101,7 @@ func TestRequestTarget(t *testing.T) {
 		{"8.3.1 userinfo in :authority", req([2]string{":authority", "user@example.org"}), ""},
 		{"8.3.1 space in :authority", req([2]string{":authority", "exa mple.org"}), ""},
 		{"8.3.1 bad port in :authority", req([2]string{":authority", "example.org:x"}), ""},
+		{"9110 4.2.1 port without host in :authority", req([2]string{":authority", ":443"}), ""},
 		{"8.3.1 userinfo in Host", req([2]string{"host", "user@example.org"}), ""},
 		{"8.3.1 space in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/a b"}}, ""},
 		{"8.3.1 fragment in :path", [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/a#b"}}, ""},

@@ -85,6 +85,7 @@ func TestValidHost(t *testing.T) {
 	for h, want := range map[string]bool{
 		"127.0.0.1:8443": true, "bench.local": true, "[::1]:443": true, "::1": false,
 		"x:80a": false, "user@host": false, "a b": false, "": true,
+		":80": false, ":": false, "[::1]": true, "h:": true,
 	} {
 		if got := ValidHost(h); got != want {
 			t.Errorf("ValidHost(%q) = %v, want %v", h, got, want)

@@ -180,9 +180,14 @@ func StatusText(code int) string {
 // ValidHost checks a Host field value: reg-name, IPv4 or [IP-literal], with
 // an optional port of digits (RFC 9110 section 7.2, RFC 3986 section 3.2.2).
 // It is used for HTTP/1.1's Host and HTTP/2's :authority; userinfo ("@")
-// is refused (RFC 9110 section 4.2.4, RFC 9113 section 8.3.1).
+// is refused (RFC 9110 section 4.2.4, RFC 9113 section 8.3.1), and so is a
+// port without a host (":80": an http URI's host must not be empty, RFC
+// 9110 section 4.2.1). The empty value is valid (RFC 9112 section 3.2).
 func ValidHost(h string) bool {
 	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		if i == 0 {
+			return false
+		}
 		for _, c := range []byte(h[i+1:]) {
 			if c < '0' || c > '9' {
 				return false
