@@ -194,10 +194,14 @@ func (c *conn) serve() {
 	c.br.Reset(c.rwc)
 	c.acquireWriter()
 	defer func() {
-		if p := recover(); p != nil && p != http.ErrAbortHandler {
+		p := recover()
+		if p != nil && p != http.ErrAbortHandler {
 			buf := make([]byte, 16<<10)
 			buf = buf[:runtime.Stack(buf, false)]
 			c.srv.logger().Error("panic serving", "remote", c.remote, "panic", p, "stack", string(buf))
+		}
+		if p == http.ErrAbortHandler && c.state.Load() == stateActive {
+			c.w.sendCut()
 		}
 		c.cancel()
 		c.watchX.Store(nil)

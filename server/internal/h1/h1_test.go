@@ -1058,3 +1058,37 @@ func TestParseErrorHasDate(t *testing.T) {
 		t.Errorf("Date %q: %v", rs[0].Header.Get("Date"), err)
 	}
 }
+
+// TestAbortSendsWhatWasWritten: a handler that gives up with
+// http.ErrAbortHandler after writing part of its response (the proxy and
+// FastCGI handlers, when an upstream breaks off) leaves the client with
+// what it wrote, then the close: a head and a body shorter than its
+// Content-Length, or chunks without the last one, so the client knows the
+// response was cut short (RFC 9112 section 8), where it got nothing at all
+// when the head and body were still held in the engine's buffers. Over
+// HTTP/1.0 a body of unknown length is delimited by the close, so a cut
+// one would read as complete: nothing is sent then.
+func TestAbortSendsWhatWasWritten(t *testing.T) {
+	body := strings.Repeat("x", 100)
+	addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/length" {
+			w.Header().Set("Content-Length", "1000")
+		}
+		io.WriteString(w, body)
+		panic(http.ErrAbortHandler)
+	}))
+	out := exchange(t, addr, "GET /length HTTP/1.1\r\nHost: x\r\n\r\n")
+	if !strings.HasPrefix(out, "HTTP/1.1 200 ") || !strings.Contains(out, "Content-Length: 1000\r\n") || !strings.HasSuffix(out, "\r\n\r\n"+body) {
+		t.Errorf("Content-Length 1000, 100 written, abort: %q", out)
+	}
+	out = exchange(t, addr, "GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n")
+	if !strings.HasPrefix(out, "HTTP/1.1 200 ") || !strings.Contains(out, "Transfer-Encoding: chunked\r\n") || !strings.HasSuffix(out, "\r\n\r\n64\r\n"+body+"\r\n") {
+		t.Errorf("unknown length, 100 written, abort: %q", out)
+	}
+	if out := exchange(t, addr, "GET /chunked HTTP/1.0\r\n\r\n"); out != "" {
+		t.Errorf("HTTP/1.0, unknown length, abort: %q, want nothing (the close would end the body)", out)
+	}
+	if out := exchange(t, addr, "HEAD /length HTTP/1.1\r\nHost: x\r\n\r\n"); out != "" {
+		t.Errorf("HEAD, abort: %q, want nothing (the head would read as complete)", out)
+	}
+}

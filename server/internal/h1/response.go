@@ -420,6 +420,29 @@ func (w *response) FlushError() error {
 	return w.c.bw.Flush()
 }
 
+// sendCut sends what a handler that gave up (panic(http.ErrAbortHandler))
+// wrote of its response, head and body still held in the buffers, before
+// the connection closes: the client then sees a body shorter than its
+// Content-Length, or chunks without the last one, and knows the response
+// was cut short (RFC 9112 section 8), where it got nothing at all. Not
+// when the head alone would read as a whole response (HEAD, 204, 304) or
+// the close itself would end the body (HTTP/1.0, unknown length): a cut
+// response would read as complete.
+func (w *response) sendCut() {
+	if !w.wroteHeader || w.req == nil {
+		return
+	}
+	if !w.headerSent {
+		if w.head || !w.bodyOK || w.cl < 0 && w.req.ProtoMinor == 0 {
+			return
+		}
+		w.closeAfter = true // and the request's unread body is not discarded first
+		w.sendHeader(false)
+	}
+	w.c.armWrite()
+	w.c.bw.Flush()
+}
+
 // finish completes the response after the handler returned.
 func (w *response) finish() {
 	if !w.headerSent {
