@@ -282,7 +282,7 @@ var knownKeys = []string{
 	"max_body_size", "routes", "handler", "type", "root", "index", "allow_dotfiles", "precompressed",
 	"fan", "pin", "on", "off", "led", // [global] fan (config/fan.go) and led
 	"fallback", "cache_control", "headers", "upstreams", "strip_prefix", "forward_headers",
-	"trusted_proxies", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
+	"trusted_proxies", "client_ip_header", "host_header", "lb", "keepalive", "connect_timeout", "response_header_timeout",
 	"idle_timeout", "fail_timeout", "health", "interval", "timeout", "address", "split_path",
 	"max_conns", "queue", "size", "env", "read_timeout", "allow", "global", "budget", "thermal",
 	"gomaxprocs", "memory_limit", "gc_heap_floor", "open_file_cache", "content_cache", "compressed_cache",

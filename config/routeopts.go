@@ -175,10 +175,27 @@ func (v *validator) prefixes(at, key string, list []string) []netip.Prefix {
 // siteOptions validates the site-level keys of issue 19's features.
 func (v *validator) siteOptions(s *Site) {
 	s.TrustedProxies = v.prefixes("", "trusted_proxies", v.written.trusted)
+	if v.has("client_ip_header") && !trustsAny(s) {
+		v.errAt("client_ip_header", "client_ip_header is only read from trusted_proxies, and this site has none: name the proxies in front of Arka (trusted_proxies = [\"10.0.0.1\"]) or leave client_ip_header out")
+	}
 	v.errorPages(&s.Errors)
 	switch s.TLS.MinVersion {
 	case "1.2", "1.3":
 	default:
 		v.errAt("tls.min_version", "min_version %q: use \"1.2\" or \"1.3\"", s.TLS.MinVersion)
 	}
+}
+
+// trustsAny reports whether a site believes any proxy's forwarding fields:
+// it or one of its proxy routes has trusted_proxies.
+func trustsAny(s *Site) bool {
+	if len(s.TrustedProxies) > 0 {
+		return true
+	}
+	for _, r := range s.Routes {
+		if p, ok := r.Handler.(*Proxy); ok && len(p.TrustedProxies) > 0 {
+			return true
+		}
+	}
+	return false
 }

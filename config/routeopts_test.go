@@ -158,3 +158,37 @@ func TestProxyTLSErrors(t *testing.T) {
 func TestTLSMinVersionErrors(t *testing.T) {
 	locatedErr(t, "[tls]\nlisten = [\":8443\"]\nmin_version = \"1.1\"\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n", `:3:1: min_version "1.1": use "1.2" or "1.3"`)
 }
+
+// client_ip_header names the one field a trusted proxy's client is read
+// from (QA M1): X-Forwarded-For by default, X-Real-IP when written, in any
+// case (field names are case-insensitive, RFC 9110 section 5.1).
+func TestClientIPHeader(t *testing.T) {
+	route := "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n"
+	proxy := "[[routes]]\npath = \"/app/\"\nhandler = { type = \"proxy\", upstreams = [\"127.0.0.1:8080\"], trusted_proxies = [\"10.0.0.1\"] }\n"
+	for src, want := range map[string]ClientIPHeader{
+		"trusted_proxies = [\"10.0.0.1\"]\n" + route:                                         ClientIPXForwardedFor,
+		"trusted_proxies = [\"10.0.0.1\"]\nclient_ip_header = \"X-Forwarded-For\"\n" + route: ClientIPXForwardedFor,
+		"trusted_proxies = [\"10.0.0.1\"]\nclient_ip_header = \"X-Real-IP\"\n" + route:       ClientIPXRealIP,
+		"trusted_proxies = [\"10.0.0.1\"]\nclient_ip_header = \"x-real-ip\"\n" + route:       ClientIPXRealIP,
+		"client_ip_header = \"X-Real-IP\"\n" + proxy:                                         ClientIPXRealIP, // a proxy route's trusted_proxies
+		route: ClientIPXForwardedFor,
+	} {
+		if got := loadOK(t, src).ClientIPHeader; got != want {
+			t.Errorf("%s: client_ip_header %v, want %v", src, got, want)
+		}
+	}
+	if got := ClientIPXRealIP.String(); got != "X-Real-IP" {
+		t.Errorf("String() = %q", got)
+	}
+	cases := []struct{ name, src, want string }{
+		{"unknown field", "trusted_proxies = [\"10.0.0.1\"]\nclient_ip_header = \"X-Client-IP\"\n" + route,
+			`:2:21: client_ip_header: "X-Client-IP": expected "X-Forwarded-For" or "X-Real-IP"`},
+		{"not a string", "trusted_proxies = [\"10.0.0.1\"]\nclient_ip_header = [\"X-Real-IP\"]\n" + route,
+			`:2:20: client_ip_header: expected a string, got an array`},
+		{"no trusted proxy", "client_ip_header = \"X-Real-IP\"\n" + route,
+			`:1:1: client_ip_header is only read from trusted_proxies`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { locatedErr(t, c.src, c.want) })
+	}
+}

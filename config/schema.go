@@ -44,10 +44,15 @@ type Site struct {
 	Listen      []ListenAddr `toml:"-"`            // plain HTTP addresses; the key listen, "host:port" or ":port"
 	RequestID   bool         `toml:"request_id"`   // set and forward X-Request-Id
 	// TrustedProxies are client networks (CIDR or addresses) whose
-	// forwarding fields (X-Real-IP, X-Forwarded-For, X-Forwarded-Proto) are
-	// believed: route allow/deny and the access log then name the client
-	// they forwarded for. A proxy route's own trusted_proxies overrides it.
+	// forwarding fields (ClientIPHeader, X-Forwarded-Proto) are believed:
+	// route allow/deny, basic_auth's per-client limit and the access log
+	// then name the client they forwarded for. A proxy route's own
+	// trusted_proxies overrides it.
 	TrustedProxies []netip.Prefix `toml:"-"` // the key trusted_proxies
+	// ClientIPHeader is the one field the client is read from in a
+	// request from a trusted proxy (the site's or a proxy route's):
+	// X-Forwarded-For (the zero value, the default) or X-Real-IP.
+	ClientIPHeader ClientIPHeader `toml:"client_ip_header"`
 	TLS            TLS            `toml:"tls"`
 	Log            Log            `toml:"log"`
 	Compression    Compression    `toml:"compression"`
