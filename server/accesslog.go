@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/realip"
 )
 
@@ -87,6 +88,7 @@ type accessLog struct {
 	// trusted are the proxies whose forwarding fields name the client
 	// (realip.Client): the site's trusted_proxies and its proxy routes'.
 	trusted []netip.Prefix
+	field   config.ClientIPHeader // the site's client_ip_header
 }
 
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -105,7 +107,7 @@ func (l *accessLog) log(r *http.Request, status int, n int64, start time.Time, d
 	// remote is the client, as a proxy route would forward it; peer the
 	// address the connection came from.
 	peer := realip.Peer(r.RemoteAddr)
-	remote := realip.Client(r.RemoteAddr, r.Header, l.trusted)
+	remote := realip.Client(r.RemoteAddr, r.Header, l.trusted, l.field)
 	if l.json {
 		b = append(b, `{"time":"`...)
 		b = start.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")

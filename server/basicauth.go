@@ -129,10 +129,10 @@ const (
 // answered 401 (or 429 for a client over its failure limit or already
 // comparing other credentials, or 503 while every comparison slot is
 // busy).
-func (a *basicAuth) check(w http.ResponseWriter, r *http.Request, trusted []netip.Prefix) bool {
+func (a *basicAuth) check(w http.ResponseWriter, r *http.Request, trusted []netip.Prefix, field config.ClientIPHeader) bool {
 	user, pass, ok := r.BasicAuth()
 	if ok {
-		client := failureKey(realip.Client(r.RemoteAddr, r.Header, trusted))
+		client := failureKey(realip.Client(r.RemoteAddr, r.Header, trusted, field))
 		key := sha256.Sum256([]byte(user + "\x00" + pass))
 		if r.Context().Err() != nil {
 			// The client is gone: compare nothing for it.

@@ -69,7 +69,7 @@ handler = { type = "respond", body = "open" }
 	}
 	good := auth("alice", "correct horse")
 	for _, c := range []*servertest.Client{h1, h2} { // remembered; both connections open
-		if code, _, _, err := get(c, "/", "X-Real-IP", "192.0.2.10", "Authorization", good); code != 200 {
+		if code, _, _, err := get(c, "/", "X-Forwarded-For", "192.0.2.10", "Authorization", good); code != 200 {
 			t.Fatalf("good credentials over %s: %d %v", c.Name, code, err)
 		}
 	}
@@ -87,7 +87,7 @@ handler = { type = "respond", body = "open" }
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, hdr, took, err := get(h2, "/", "X-Real-IP", attacker, "Authorization", auth("alice", "guess "+strconv.Itoa(i)))
+			code, hdr, took, err := get(h2, "/", "X-Forwarded-For", attacker, "Authorization", auth("alice", "guess "+strconv.Itoa(i)))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -106,10 +106,10 @@ handler = { type = "respond", body = "open" }
 	// Meanwhile other clients are served.
 	for i := range 5 {
 		time.Sleep(20 * time.Millisecond)
-		if code, _, took, err := get(h1, "/open/", "X-Real-IP", "203.0.113.7"); code != 200 || took > time.Second {
+		if code, _, took, err := get(h1, "/open/", "X-Forwarded-For", "203.0.113.7"); code != 200 || took > time.Second {
 			t.Errorf("other route during the burst (%d): %d after %v (%v), want 200 within 1 s", i, code, took, err)
 		}
-		if code, _, took, err := get(h1, "/", "X-Real-IP", "192.0.2.10", "Authorization", good); code != 200 || took > time.Second {
+		if code, _, took, err := get(h1, "/", "X-Forwarded-For", "192.0.2.10", "Authorization", good); code != 200 || took > time.Second {
 			t.Errorf("remembered credentials during the burst (%d): %d after %v (%v), want 200 within 1 s", i, code, took, err)
 		}
 	}
@@ -129,7 +129,7 @@ handler = { type = "respond", body = "open" }
 	// the user: bob's cheap hash keeps this part quick).
 	failures := statuses[401]
 	for i := range 20 {
-		code, hdr, _, err := get(h1, "/", "X-Real-IP", attacker, "Authorization", auth("bob", "again "+strconv.Itoa(i)))
+		code, hdr, _, err := get(h1, "/", "X-Forwarded-For", attacker, "Authorization", auth("bob", "again "+strconv.Itoa(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ handler = { type = "respond", body = "open" }
 	}
 	// The lockout is the attacker's alone: remembered credentials from
 	// another client still work.
-	if code, _, _, err := get(h2, "/", "X-Real-IP", "192.0.2.10", "Authorization", good); code != 200 {
+	if code, _, _, err := get(h2, "/", "X-Forwarded-For", "192.0.2.10", "Authorization", good); code != 200 {
 		t.Errorf("remembered credentials after the burst: %d %v", code, err)
 	}
 	e.CloseClients()

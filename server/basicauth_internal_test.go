@@ -45,7 +45,7 @@ func TestBasicAuthComparisons(t *testing.T) {
 		r.RemoteAddr = from + ":1234"
 		r.SetBasicAuth(user, pass)
 		w := httptest.NewRecorder()
-		if a.check(w, r, nil) {
+		if a.check(w, r, nil, config.ClientIPXForwardedFor) {
 			return http.StatusOK
 		}
 		return w.Code
@@ -118,7 +118,7 @@ func TestBasicAuthInFlight(t *testing.T) {
 		r.RemoteAddr = from + ":1234"
 		r.SetBasicAuth(user, pass)
 		w := httptest.NewRecorder()
-		if a.check(w, r, nil) {
+		if a.check(w, r, nil, config.ClientIPXForwardedFor) {
 			return answer{status: http.StatusOK}
 		}
 		return answer{w.Code, w.Header().Get("Retry-After")}

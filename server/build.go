@@ -71,7 +71,7 @@ func (s *Server) build(sites []*config.Site, dryRun bool) (*table, error) {
 			if err != nil {
 				fail(cs, 0, 0, "log: %v", err)
 			} else {
-				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json", trusted: logTrusted(cs)}
+				st.log = &accessLog{sink: sink, json: cs.Log.Format == "json", trusted: logTrusted(cs), field: cs.ClientIPHeader}
 			}
 		}
 		for i := range cs.Routes {
@@ -154,7 +154,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.closers = append(t.closers, h)
 		return h, nil
 	case *config.Status:
-		h, err := status.New(status.Options{Allow: hc.Allow, Source: s, History: s.history, Trusted: trustedFor(cs, cr)})
+		h, err := status.New(status.Options{Allow: hc.Allow, Source: s, History: s.history, Trusted: trustedFor(cs, cr), ClientIPHeader: cs.ClientIPHeader})
 		if err != nil {
 			return nil, err
 		}
@@ -167,12 +167,13 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		return respond.New(hc), nil
 	case *config.Proxy:
 		ph, err := proxy.New(cr.Path, hc, proxy.Options{
-			Logger:    s.log,
-			Site:      cs.File,
-			Keepalive: s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
-			Trusted:   cs.TrustedProxies,
-			TempDir:   s.o.SpoolDir,
-			Spool:     s.spool,
+			Logger:         s.log,
+			Site:           cs.File,
+			Keepalive:      s.o.Budget.ProxyKeepAlive, // "auto"; zero means config.DefaultProxyKeepalive
+			Trusted:        cs.TrustedProxies,
+			ClientIPHeader: cs.ClientIPHeader,
+			TempDir:        s.o.SpoolDir,
+			Spool:          s.spool,
 		})
 		if err != nil {
 			return nil, err

@@ -120,17 +120,18 @@ type guard struct {
 	allow   []netip.Prefix
 	deny    []netip.Prefix
 	trusted []netip.Prefix
+	field   config.ClientIPHeader // the site's client_ip_header
 	auth    *basicAuth
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(g.allow) > 0 || len(g.deny) > 0 {
-		if !g.permits(realip.Client(r.RemoteAddr, r.Header, g.trusted)) {
+		if !g.permits(realip.Client(r.RemoteAddr, r.Header, g.trusted, g.field)) {
 			errpage.Write(w, r, http.StatusForbidden)
 			return
 		}
 	}
-	if g.auth != nil && !g.auth.check(w, r, g.trusted) {
+	if g.auth != nil && !g.auth.check(w, r, g.trusted, g.field) {
 		return
 	}
 	g.next.ServeHTTP(w, r)
@@ -169,7 +170,7 @@ func (s *Server) routeOptions(cs *config.Site, cr *config.Route, h http.Handler,
 	if len(o.Allow) == 0 && len(o.Deny) == 0 && o.BasicAuth == nil {
 		return h, hdr
 	}
-	g := &guard{next: h, allow: o.Allow, deny: o.Deny, trusted: trusted}
+	g := &guard{next: h, allow: o.Allow, deny: o.Deny, trusted: trusted, field: cs.ClientIPHeader}
 	if o.BasicAuth != nil {
 		g.auth = newBasicAuth(o.BasicAuth, s.log.With(slog.String("site", siteName(cs)), slog.String("route", cr.Path)))
 	}

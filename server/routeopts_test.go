@@ -90,13 +90,14 @@ compression = false
 		if resp.StatusCode != 403 {
 			t.Errorf("/lan/ from loopback: %d, want 403", resp.StatusCode)
 		}
-		// 127.0.0.1 is a trusted proxy: the client it names counts.
+		// 127.0.0.1 is a trusted proxy: the client it names in
+		// X-Forwarded-For (the default client_ip_header) counts.
 		for hdr, want := range map[string]int{
-			"X-Real-IP: 192.168.1.5":             200,
-			"X-Real-IP: 192.168.66.5":            403, // denied inside the allowed network
+			"X-Forwarded-For: 192.168.1.5":       200,
+			"X-Forwarded-For: 192.168.66.5":      403, // denied inside the allowed network
 			"X-Forwarded-For: 6.6.6.6, 10.1.2.3": 200,
 			"X-Forwarded-For: 10.1.2.3, 8.8.8.8": 403, // the right-most untrusted entry counts
-			"X-Real-IP: 8.8.8.8":                 403,
+			"X-Real-IP: 192.168.1.5":             403, // not read: the peer, loopback, counts
 			"X-Forwarded-For: garbage":           403, // the peer: loopback
 		} {
 			resp, _ = c.Get(t, "/lan/", hdr)
@@ -155,7 +156,7 @@ headers = { set = { Cache-Control = "private" } }
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
 		n++
 		// Each client poses as its own address, so rate limits do not mix.
-		from := "X-Real-IP: 192.0.2." + string(rune('0'+n))
+		from := "X-Forwarded-For: 192.0.2." + string(rune('0'+n))
 		resp, body := c.Get(t, "/", from)
 		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Basic realm="family", charset="UTF-8"` || strings.Contains(string(body), "photos") {
 			t.Errorf("no credentials: %d %v", resp.StatusCode, resp.Header)
@@ -184,7 +185,7 @@ headers = { set = { Cache-Control = "private" } }
 		// told them apart only on an idle machine). Here: an unknown user
 		// is answered as a wrong password is.
 		for _, user := range []string{"alice", "mallory"} {
-			resp, body := c.Get(t, "/", "X-Real-IP: 198.18.0."+string(rune('0'+n)), basic(user, "wrong"))
+			resp, body := c.Get(t, "/", "X-Forwarded-For: 198.18.0."+string(rune('0'+n)), basic(user, "wrong"))
 			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" || strings.Contains(string(body), "photos") {
 				t.Errorf("%s/wrong: %d %v", user, resp.StatusCode, resp.Header)
 			}
@@ -192,7 +193,7 @@ headers = { set = { Cache-Control = "private" } }
 
 		// Ten failures from one address are answered 401; the next guess
 		// gets 429 without a comparison.
-		burst := "X-Real-IP: 198.19.0." + string(rune('0'+n))
+		burst := "X-Forwarded-For: 198.19.0." + string(rune('0'+n))
 		for i := range 10 {
 			if resp, _ := c.Get(t, "/", burst, basic("alice", "guess")); resp.StatusCode != 401 {
 				t.Fatalf("failure %d: %d, want 401", i+1, resp.StatusCode)
@@ -203,7 +204,7 @@ headers = { set = { Cache-Control = "private" } }
 			t.Errorf("after 10 failures: %d %v", resp.StatusCode, resp.Header)
 		}
 		// Another client is not affected.
-		resp, _ = c.Get(t, "/", "X-Real-IP: 198.51.100."+string(rune('0'+n)), basic("alice", "correct horse"))
+		resp, _ = c.Get(t, "/", "X-Forwarded-For: 198.51.100."+string(rune('0'+n)), basic("alice", "correct horse"))
 		if resp.StatusCode != 200 {
 			t.Errorf("another client: %d", resp.StatusCode)
 		}
@@ -227,11 +228,11 @@ handler = { type = "status" }
 `)
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
 		for hdr, want := range map[string]int{
-			"X-Real-IP: 203.0.113.9":         403,
-			"X-Forwarded-For: 203.0.113.9":   403,
-			"X-Real-IP: 192.168.1.20":        200,
-			"X-Forwarded-For: 10.9.8.7":      200,
-			"User-Agent: direct on loopback": 200,
+			"X-Forwarded-For: 192.168.1.20, 203.0.113.9": 403,
+			"X-Forwarded-For: 203.0.113.9":               403,
+			"X-Forwarded-For: 10.9.8.7":                  200,
+			"X-Real-IP: 203.0.113.9":                     200, // not the site's client_ip_header: the peer, loopback, counts
+			"User-Agent: direct on loopback":             200,
 		} {
 			resp, _ := c.Get(t, "/status?format=json", hdr)
 			if resp.StatusCode != want {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/errpage"
 	"github.com/arkaweb/arka/server/internal/realip"
 )
@@ -30,12 +31,16 @@ type Options struct {
 	// proxy in front of Arka on the same machine does not open the page
 	// to everyone. Without them only the connection's peer counts.
 	Trusted []netip.Prefix
+	// ClientIPHeader is the site's client_ip_header: the field that names
+	// the client in a request from a Trusted proxy.
+	ClientIPHeader config.ClientIPHeader
 }
 
 // Handler serves the status route. It is an http.Handler.
 type Handler struct {
 	allow   []netip.Prefix
 	trusted []netip.Prefix
+	field   config.ClientIPHeader
 	src     Source
 	hist    *History
 	refresh int // seconds
@@ -54,7 +59,7 @@ func New(o Options) (*Handler, error) {
 	if refresh <= 0 {
 		refresh = int(SampleInterval / time.Second)
 	}
-	return &Handler{allow: allow, trusted: o.Trusted, src: o.Source, hist: o.History, refresh: refresh}, nil
+	return &Handler{allow: allow, trusted: o.Trusted, field: o.ClientIPHeader, src: o.Source, hist: o.History, refresh: refresh}, nil
 }
 
 // Methods are the methods the page answers, the value of the Allow field
@@ -69,7 +74,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	client := r.RemoteAddr
 	if len(h.trusted) > 0 {
-		client = realip.Client(r.RemoteAddr, r.Header, h.trusted)
+		client = realip.Client(r.RemoteAddr, r.Header, h.trusted, h.field)
 	}
 	if !allowed(h.allow, client) {
 		// The same small HTML page as every handler's own errors.

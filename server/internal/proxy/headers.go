@@ -171,10 +171,10 @@ type forwarded struct {
 // and the fields agree on the original request:
 //
 //   - X-Forwarded-For: its list, then its address.
-//   - X-Real-IP: the original client (realip.Client): its X-Real-IP if
-//     it sent an address (the client as the front proxy saw it), else the
-//     right-most X-Forwarded-For entry that is not a trusted proxy, else
-//     its address.
+//   - X-Real-IP: the original client (realip.Client), as the one field
+//     the site's client_ip_header names: the right-most X-Forwarded-For
+//     entry that is not a trusted proxy, or its X-Real-IP; else its
+//     address.
 //   - Forwarded: its elements if it sent the field; if it sent only
 //     X-Forwarded-*, those turned into elements (one "for=" per
 //     X-Forwarded-For entry, the first carrying X-Forwarded-Host as host

@@ -259,6 +259,10 @@ type Options struct {
 	// Trusted are the site's trusted_proxies, used when the route names
 	// none of its own.
 	Trusted []netip.Prefix
+	// ClientIPHeader is the site's client_ip_header: the field that names
+	// the client in a request from a trusted proxy, forwarded as
+	// X-Real-IP.
+	ClientIPHeader config.ClientIPHeader
 	// TempDir is where request bodies too large for memory are spooled
 	// when request buffering is on. Empty means os.TempDir().
 	TempDir string
@@ -276,6 +280,7 @@ type Handler struct {
 	hostHeader string
 	self       []authority // names of the upstreams, for Location rewriting
 	trusted    []netip.Prefix
+	clientIP   config.ClientIPHeader // the field that names a trusted proxy's client
 	leastConn  bool
 	ups        []*upstream
 	rr         atomic.Uint64
@@ -336,7 +341,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		respBuffer: cfg.ResponseBufferingEnabled(),
 	}
 	h.bufs.New = func() any { b := make([]byte, copyBufSize); return &b }
-	h.trusted = cfg.TrustedProxies
+	h.trusted, h.clientIP = cfg.TrustedProxies, o.ClientIPHeader
 	if len(h.trusted) == 0 {
 		h.trusted = o.Trusted
 	}
@@ -1199,7 +1204,7 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 		f.trusted = realip.Trusted(h.trusted, f.ip)
 		f.client = f.ip
 		if f.trusted {
-			f.client = realip.Client(r.RemoteAddr, r.Header, h.trusted)
+			f.client = realip.Client(r.RemoteAddr, r.Header, h.trusted, h.clientIP)
 		}
 		writeForwarded(bw, r.Header, host, &f)
 	}

@@ -1,13 +1,16 @@
 // Package realip names the client of a request: the direct peer, or, when
-// the peer is a trusted proxy, the client it forwarded for. The proxy
-// handler's X-Real-IP, route allow/deny and the access log all use it, so
-// they agree on who the client is.
+// the peer is a trusted proxy, the client it forwarded for in the one
+// field the site reads it from (client_ip_header). The proxy handler's
+// X-Real-IP, route allow/deny, basic_auth's per-client limit, the status
+// page and the access log all use it, so they agree on who the client is.
 package realip
 
 import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/arkaweb/arka/config"
 )
 
 // Peer returns the address part of a RemoteAddr ("192.0.2.1:5000",
@@ -43,22 +46,35 @@ func Trusted(nets []netip.Prefix, ip string) bool {
 // remote (a RemoteAddr) with header h:
 //
 //   - from a peer that is not in trusted: the peer;
-//   - from a trusted peer: its X-Real-IP when that is an address (the
-//     original client, as the front proxy saw it); else the right-most
-//     X-Forwarded-For entry that is not itself a trusted proxy (entries
-//     further left were written by whoever sent the request to the first
-//     proxy, and could be forged); else the peer.
+//   - from a trusted peer, field (the site's client_ip_header) says who:
+//     with config.ClientIPXForwardedFor the right-most X-Forwarded-For
+//     entry that is not itself a trusted proxy (the address the last
+//     trusted proxy appended; entries further left were written by
+//     whoever sent the request to the first proxy, and could be forged),
+//     with config.ClientIPXRealIP its X-Real-IP (the address the front
+//     proxy was connected from); when that field names no address, the
+//     peer.
+//
+// Only the one field is read: a proxy that appends to X-Forwarded-For
+// passes a client's own X-Real-IP through, and one that sets X-Real-IP
+// may pass a client's own X-Forwarded-For through, so the other field
+// names whoever the client likes.
 //
 // It does not allocate.
-func Client(remote string, h http.Header, trusted []netip.Prefix) string {
+func Client(remote string, h http.Header, trusted []netip.Prefix, field config.ClientIPHeader) string {
 	peer := Peer(remote)
 	if len(trusted) == 0 || !Trusted(trusted, peer) {
 		return peer
 	}
-	if v := h["X-Real-Ip"]; len(v) > 0 {
-		if ip := strings.TrimSpace(v[0]); validAddr(ip) {
-			return ip
+	if field == config.ClientIPXRealIP {
+		// One field, one address: a second X-Real-IP, or a list, leaves
+		// open which one the proxy wrote.
+		if v := h["X-Real-Ip"]; len(v) == 1 {
+			if ip := strings.TrimSpace(v[0]); validAddr(ip) {
+				return ip
+			}
 		}
+		return peer
 	}
 	xff := h["X-Forwarded-For"]
 	for i := len(xff) - 1; i >= 0; i-- {
