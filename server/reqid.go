@@ -5,14 +5,20 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
+
+	"github.com/arkaweb/arka/server/internal/realip"
 )
 
-// requestID returns the request's X-Request-Id when the client sent a
-// plausible one (1 to 128 characters of letters, digits and -_.:), else a
-// new random one (24 hex digits), which it also sets on the request so
-// that upstreams and FastCGI scripts receive it.
-func requestID(r *http.Request) string {
-	if v := r.Header["X-Request-Id"]; len(v) == 1 && validRequestID(v[0]) {
+// requestID returns the request's X-Request-Id when the connection's peer
+// is one of trusted (the route's trusted proxies) and sent a plausible one
+// (1 to 128 characters of letters, digits and -_.:), else a new random one
+// (24 hex digits), which it also sets on the request, replacing what the
+// client sent, so that upstreams and FastCGI scripts receive it. So a
+// client that is not a trusted proxy cannot choose the id its requests
+// are logged under.
+func requestID(r *http.Request, trusted []netip.Prefix) string {
+	if v := r.Header["X-Request-Id"]; len(v) == 1 && validRequestID(v[0]) && realip.Trusted(trusted, realip.Peer(r.RemoteAddr)) {
 		return v[0]
 	}
 	// 96 random bits: unique in practice, and they reveal nothing about

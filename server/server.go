@@ -1136,7 +1136,7 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		r.Body = http.MaxBytesReader(w, r.Body, st.maxBody)
 	}
 	if st.reqID {
-		*reqID = requestID(r)
+		*reqID = requestID(r, route.trusted)
 		w.Header()["X-Request-Id"] = []string{*reqID}
 	}
 	w.hdr, w.intercept = route.hdr, route.intercept
