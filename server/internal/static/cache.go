@@ -65,6 +65,7 @@ type variantKey struct {
 	size, mtime, ctime int64
 	ino                uint64
 	coding             encoding.Coding
+	level              int8 // the coding's level: other bytes, another ETag
 }
 
 // entryOverhead approximates the bytes an entry costs beyond names and
@@ -207,6 +208,19 @@ func makeETag(id fileID, c encoding.Coding) string {
 	}
 	b = append(b, '"')
 	return string(b)
+}
+
+// variantETag is the entity tag of file id compressed on the fly with
+// coding c at level: makeETag's with the level appended ("...-gzip9"),
+// because another level gives other bytes and a strong validator must
+// change when the bytes do (RFC 9110 sections 8.8.1, 8.8.3): else If-Range
+// would splice two gzip streams made at different levels (one while the
+// board was hot, one after an eviction or a restart). A precompressed
+// sibling's tag has no level: it is made from the sibling's own time and
+// size.
+func variantETag(id fileID, c encoding.Coding, level int) string {
+	e := makeETag(id, c)
+	return e[:len(e)-1] + strconv.Itoa(level) + `"`
 }
 
 // DefaultValid is how long the file cache trusts a stat result by default:
@@ -363,12 +377,27 @@ func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.Fi
 	return newRep(cd, name, id, body, makeETag(id, cd))
 }
 
+func varKey(key fileKey, id fileID, cd encoding.Coding, level int) variantKey {
+	return variantKey{root: key.root, name: key.name, size: id.size, mtime: id.mtime, ctime: id.ctime, ino: id.ino, coding: cd, level: int8(level)}
+}
+
+// cachedVariant returns identity compressed with coding cd at level when
+// the variant cache holds it (and it is smaller than identity), else nil;
+// it never compresses.
+func (c *Cache) cachedVariant(key fileKey, id *rep, cd encoding.Coding, level int) *rep {
+	if v, ok := c.variants.GetIfPresent(varKey(key, id.id, cd, level)); ok && v.body != nil {
+		return v
+	}
+	return nil
+}
+
 // variant returns identity compressed with coding cd at level, compressing
 // it once (concurrent callers wait for the same work) and caching it within
 // the variant budget. It returns nil if the file cannot be read or the
-// result is not smaller.
+// result is not smaller. Variants are cached per level, as their ETags
+// differ per level (variantETag).
 func (c *Cache) variant(root *os.Root, key fileKey, id *rep, cd encoding.Coding, level int, maxSize int64) *rep {
-	vk := variantKey{root: key.root, name: key.name, size: id.id.size, mtime: id.id.mtime, ctime: id.id.ctime, ino: id.id.ino, coding: cd}
+	vk := varKey(key, id.id, cd, level)
 	if v, ok := c.variants.GetIfPresent(vk); ok {
 		return v
 	}
@@ -415,11 +444,15 @@ func compressRep(root *os.Root, id *rep, cd encoding.Coding, level int) (*rep, e
 	}
 	vid := id.id
 	vid.size = int64(len(out))
-	r := newRep(cd, "", vid, out, makeETag(id.id, cd))
+	r := newRep(cd, "", vid, out, variantETag(id.id, cd, level))
 	r.modTime = id.modTime
 	r.lastModH = id.lastModH
 	return r, nil
 }
+
+// maxLevel is the highest level of any coding (brotli's 11): dropVariants
+// looks for variants at every level up to it.
+const maxLevel = 11
 
 // BackgroundCompressMin is the size from which files are compressed in
 // the background rather than while a request waits.
@@ -532,6 +565,8 @@ func (c *Cache) dropVariants(key fileKey, old, now *entry) {
 		return
 	}
 	for cd := encoding.Zstd; cd < encoding.NumCodings; cd++ {
-		c.variants.Invalidate(variantKey{root: key.root, name: key.name, size: id.size, mtime: id.mtime, ctime: id.ctime, ino: id.ino, coding: cd})
+		for level := range maxLevel + 1 {
+			c.variants.Invalidate(varKey(key, id, cd, level))
+		}
 	}
 }

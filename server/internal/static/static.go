@@ -272,10 +272,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 		if cd == encoding.Gzip {
 			level = h.o.GzipLevel
 			if h.o.Constrained != nil && h.o.Constrained() {
-				level = 1
+				// Hot: the normal level's variant if it is made already,
+				// else level 1 (its own ETag and cache entry).
+				if rp = h.o.Cache.cachedVariant(fileKey{h.rootPath, name}, id, cd, level); rp == nil {
+					level = 1
+				}
 			}
 		}
-		rp = h.o.Cache.variant(h.root, fileKey{h.rootPath, name}, id, cd, level, h.o.MaxCompress)
+		if rp == nil {
+			rp = h.o.Cache.variant(h.root, fileKey{h.rootPath, name}, id, cd, level, h.o.MaxCompress)
+		}
 		if rp == nil && cd == encoding.Brotli && a.Acceptable(encoding.Gzip) {
 			rp = h.o.Cache.variant(h.root, fileKey{h.rootPath, name}, id, encoding.Gzip, h.o.GzipLevel, h.o.MaxCompress)
 		}
