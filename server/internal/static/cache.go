@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/internal/encoding"
+	"github.com/arkaweb/arka/server/internal/wire"
 	"github.com/maypok86/otter/v2"
 	"github.com/maypok86/otter/v2/stats"
 )
@@ -167,7 +168,8 @@ type rep struct {
 	coding   encoding.Coding
 	name     string // file under root; "" for variants made on the fly
 	id       fileID
-	modTime  time.Time
+	modTime  time.Time // Last-Modified: the file's, or when first seen if that is later (clamped)
+	clamped  bool
 	etag     string
 	etagH    []string
 	lastModH []string
@@ -175,9 +177,23 @@ type rep struct {
 	body     []byte // the whole representation, when held in memory
 }
 
-func newRep(c encoding.Coding, name string, id fileID, body []byte, etag string) *rep {
+// newRep describes one representation at now (wire.DateUnix: the Date
+// second). A modification time later than now (a board without a
+// real-time clock, before NTP has set it) is replaced by now (RFC 9110
+// section 8.8.2.1: no Last-Modified later than Date). That is the Date of
+// the first response that describes this version, not of each one: a
+// Last-Modified that moved with every response would make every
+// If-Modified-Since look modified and every If-Unmodified-Since fail,
+// while the file has not changed. The cache looks at the file again once
+// Valid has passed and, once the clock has passed the file's time, sends
+// the real one (loadRep).
+func newRep(c encoding.Coding, name string, id fileID, body []byte, etag string, now int64) *rep {
 	mod := time.Unix(0, id.mtime)
-	r := &rep{coding: c, name: name, id: id, modTime: mod, body: body, etag: etag}
+	clamped := future(id, now)
+	if clamped {
+		mod = time.Unix(now, 0)
+	}
+	r := &rep{coding: c, name: name, id: id, modTime: mod, clamped: clamped, body: body, etag: etag}
 	r.etagH = []string{etag}
 	r.lastModH = []string{mod.UTC().Format(http1123)}
 	r.clH = []string{strconv.FormatInt(id.size, 10)}
@@ -185,6 +201,12 @@ func newRep(c encoding.Coding, name string, id fileID, body []byte, etag string)
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// future reports whether id's modification time, in the whole seconds
+// Last-Modified has, is later than now (Unix seconds).
+func future(id fileID, now int64) bool {
+	return time.Unix(0, id.mtime).Unix() > now
+}
 
 // makeETag returns a strong entity tag from modification time and size, as
 // nginx and Caddy do, with the coding appended for non-identity
@@ -259,6 +281,7 @@ func (c *Cache) lookup(root *os.Root, key fileKey, siblings bool, index []string
 // describes the same versions, old is returned.
 func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string, old *entry) *entry {
 	name := key.name
+	now := wire.DateUnix()
 	fi, err := root.Stat(name)
 	e := &entry{weight: uint32(len(key.name)*2 + len(key.root) + entryOverhead)}
 	for i := range e.sizes {
@@ -300,7 +323,7 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 		oldReps = old.reps
 	}
 	same := old != nil && old.kind == kFile
-	if r := c.loadRep(root, encoding.Identity, name, fi, oldReps[encoding.Identity]); r != nil {
+	if r := c.loadRep(root, encoding.Identity, name, fi, oldReps[encoding.Identity], now); r != nil {
 		e.reps[encoding.Identity] = r
 		same = same && r == oldReps[encoding.Identity]
 	} else {
@@ -318,7 +341,7 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 				same = same && oldReps[cd] == nil
 				continue
 			}
-			r := c.loadRep(root, cd, sn, sfi, oldReps[cd])
+			r := c.loadRep(root, cd, sn, sfi, oldReps[cd], now)
 			e.reps[cd] = r
 			same = same && r == oldReps[cd]
 			if r != nil {
@@ -347,12 +370,18 @@ func siblingFresh(sibling, file fs.FileInfo) bool {
 	return !sibling.ModTime().Before(file.ModTime())
 }
 
-// loadRep describes one file, reading it into memory when small. It reuses
-// old when the file is unchanged.
-func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.FileInfo, old *rep) *rep {
+// loadRep describes one file at now (newRep), reading it into memory when
+// small. It reuses old when the file is unchanged and its time is as much
+// in the future as it was (a Last-Modified replaced by the time first
+// seen stays, so that it keeps validating); else it makes a new one,
+// with old's bytes when only that changed.
+func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.FileInfo, old *rep, now int64) *rep {
 	id := idOf(fi)
 	if old != nil && old.id == id {
-		return old
+		if old.clamped == future(id, now) {
+			return old
+		}
+		return newRep(cd, old.name, id, old.body, old.etag, now)
 	}
 	var body []byte
 	if id.size <= c.o.MaxInMemory {
@@ -367,14 +396,14 @@ func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.Fi
 		}
 		id = idOf(ffi)
 		if id.size > c.o.MaxInMemory {
-			return newRep(cd, name, id, nil, makeETag(id, cd))
+			return newRep(cd, name, id, nil, makeETag(id, cd), now)
 		}
 		body = make([]byte, id.size)
 		if _, err := io.ReadFull(f, body); err != nil {
 			return nil // changed under us; the next look will see it
 		}
 	}
-	return newRep(cd, name, id, body, makeETag(id, cd))
+	return newRep(cd, name, id, body, makeETag(id, cd), now)
 }
 
 func varKey(key fileKey, id fileID, cd encoding.Coding, level int) variantKey {
@@ -444,10 +473,10 @@ func compressRep(root *os.Root, id *rep, cd encoding.Coding, level int) (*rep, e
 	}
 	vid := id.id
 	vid.size = int64(len(out))
-	r := newRep(cd, "", vid, out, variantETag(id.id, cd, level))
-	r.modTime = id.modTime
-	r.lastModH = id.lastModH
-	return r, nil
+	// Its Last-Modified is identity's (id.modTime as now makes newRep
+	// take it); serve takes identity's current one, remade once its time
+	// is no longer in the future.
+	return newRep(cd, "", vid, out, variantETag(id.id, cd, level), id.modTime.Unix()), nil
 }
 
 // maxLevel is the highest level of any coding (brotli's 11): dropVariants

@@ -293,9 +293,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 		rp = id
 	}
 
+	// A variant made on the fly was modified when its file was: it has
+	// the file's Last-Modified (which newRep may have set to the time
+	// first seen, and later to the file's).
+	tm := rp
+	if rp.name == "" {
+		tm = id
+	}
 	hd := w.Header()
 	hd["Etag"] = rp.etagH
-	hd["Last-Modified"] = rp.lastModH
+	hd["Last-Modified"] = tm.lastModH
 	if vary {
 		hd["Vary"] = varyAE
 	}
@@ -305,7 +312,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 		}
 	}
 
-	switch evalPreconditions(r, rp.etag, rp.modTime) {
+	switch evalPreconditions(r, rp.etag, tm.modTime) {
 	case notModified:
 		h.setCaching(hd)
 		w.WriteHeader(http.StatusNotModified)
@@ -323,7 +330,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *
 
 	// Range is one field value (RFC 9110 section 14.2): several lines are
 	// no valid Range, and ignored like one that does not parse.
-	if rh := r.Header["Range"]; len(rh) == 1 && r.Method == http.MethodGet && ifRangeAllows(r, rp.etag, rp.modTime) {
+	if rh := r.Header["Range"]; len(rh) == 1 && r.Method == http.MethodGet && ifRangeAllows(r, rp.etag, tm.modTime) {
 		var buf [4]byteRange
 		ranges, err := parseRange(rh[0], size, buf[:0])
 		switch {

@@ -13,10 +13,16 @@ func TestDate(t *testing.T) {
 	check := func() time.Time {
 		t.Helper()
 		before := time.Now().Truncate(time.Second)
-		s0, b, s1 := DateString(), Date(), DateString()
+		s0, u0, b, u1, s1 := DateString(), DateUnix(), Date(), DateUnix(), DateString()
 		after := time.Now()
 		if string(b) != s0 && string(b) != s1 { // a second may end between calls
 			t.Fatalf("Date %q, DateString %q and %q", b, s0, s1)
+		}
+		if u := time.Unix(u0, 0).UTC().Format(http.TimeFormat); u != s0 && u != string(b) {
+			t.Fatalf("DateUnix %d is %s, Date %q", u0, u, b)
+		}
+		if u := time.Unix(u1, 0).UTC().Format(http.TimeFormat); u != string(b) && u != s1 {
+			t.Fatalf("DateUnix %d is %s, Date %q", u1, u, b)
 		}
 		d, err := http.ParseTime(string(b))
 		if err != nil {

@@ -116,6 +116,7 @@ func Lower(name string) string {
 
 type date struct {
 	until int64 // when the next second begins, in monotime units
+	unix  int64 // the second, in Unix seconds
 	b     []byte
 	s     string
 }
@@ -134,7 +135,7 @@ func now() *date {
 	}
 	t := time.Now()
 	b := t.UTC().Truncate(time.Second).AppendFormat(nil, http.TimeFormat)
-	d := &date{until: monotime.Of(t) + int64(time.Second) - int64(t.Nanosecond()), b: b, s: string(b)}
+	d := &date{until: monotime.Of(t) + int64(time.Second) - int64(t.Nanosecond()), unix: t.Unix(), b: b, s: string(b)}
 	cached.Store(d)
 	return d
 }
@@ -145,6 +146,11 @@ func Date() []byte { return now().b }
 
 // DateString is Date as a string.
 func DateString() string { return now().s }
+
+// DateUnix is Date in Unix seconds: no later than the Date of a response
+// whose head is written after the call (unless the wall clock is set
+// back), the bound RFC 9110 section 8.8.2.1 sets on Last-Modified.
+func DateUnix() int64 { return now().unix }
 
 // HasToken reports whether a comma-separated field (all lines) contains
 // token, case-insensitively.
