@@ -36,6 +36,36 @@
 // What is left is the map's and the cache's own work; a per-route front
 // cache without a policy would save part of the lookup, at the price of a
 // second, unbounded index of the files.
+//
+// # Compression levels
+//
+// A file without precompressed siblings is compressed on the fly, once,
+// and the variant cached; below BackgroundCompressMin (256 KiB) its first
+// request waits for that. BenchmarkOnTheFlyLevels, 200 KB of HTML (the Go
+// specification), on this project's development machine (2 cores shared
+// with other jobs, load 7; the fastest of three runs of 20, December
+// 2026), time and size:
+//
+//	brotli  4:   8.6 ms  55,453 B      gzip 1:   2.4 ms  67,051 B
+//	brotli  5:   7.7 ms  51,630 B      gzip 6:   4.5 ms  56,478 B
+//	brotli  6:  15.7 ms  50,854 B      gzip 9:  11.8 ms  53,756 B
+//	brotli  7:  20.6 ms  50,263 B
+//	brotli  9:  47.7 ms  49,701 B
+//	brotli 11: 593   ms  45,186 B
+//
+// Brotli 11 was the level until December 2026: one-time per file, but paid
+// by the request that waits (seconds on a Pi Zero 2 W), and a client
+// asking for 32 distinct files cost 22 s of CPU, a cheap way to load the
+// board. The defaults are now brotli 5 and gzip 6
+// (config.DefaultStaticBrotliLevel, DefaultStaticGzipLevel): about 10 ms
+// for such a page here, 14 % larger than brotli 11 (brotli 6, nginx's
+// brotli module's default, costs twice 5 for 1.5 % less). The best sizes
+// are for files compressed ahead of time: .br, .gz and .zst siblings are
+// served as they are, whatever their level. Raising a cached variant to
+// brotli 11 in the background was left out: the bytes, so the ETag, would
+// change under clients that have the first one, for 12 % of one file.
+// While the board is hot (Options.Constrained) no brotli is made and gzip
+// at level 1. Each level's variant has its own ETag (variantETag).
 package static
 
 import (
