@@ -113,6 +113,9 @@ func run(args []string) int {
 	a.keep = keep
 	conds := a.conds
 	if *check {
+		// A check writes nothing (as nginx -t): no spool directory is made
+		// under the state directory, since no request body is read.
+		a.opts.SpoolDir = os.TempDir()
 		if err := a.check(sites); err != nil {
 			printConfigError(err)
 			fmt.Fprintf(os.Stderr, "arka: configuration %s test failed\n", name)

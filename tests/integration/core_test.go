@@ -5,7 +5,9 @@ package integration
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -93,15 +95,21 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// The seed's site file passes `arka -t` unchanged except for paths.
+// The seed's site file passes `arka -t` unchanged except for paths, and
+// the check writes nothing: the state directory it is given is not made
+// (as nginx -t, a check may run as another user or on a read-only copy).
 func TestSeedSiteChecks(t *testing.T) {
 	e := writeSeed(t)
-	code, out := harness.Run(t, "-t", "-c", e.file, "-state", t.TempDir())
+	state := filepath.Join(t.TempDir(), "state")
+	code, out := harness.Run(t, "-t", "-c", e.file, "-state", state)
 	if code != 0 {
 		t.Fatalf("arka -t: exit %d\n%s", code, out)
 	}
 	if !strings.Contains(out, "test is successful") {
 		t.Errorf("arka -t output: %s", out)
+	}
+	if _, err := os.Stat(state); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("arka -t made its state directory %s (%v)", state, err)
 	}
 }
 
