@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -138,6 +139,35 @@ func requestField(k string) int {
 		}
 	}
 	return fieldCopy
+}
+
+// relayedTrailers returns the names of the client's trailer fields (those
+// its Trailer field declared, r.Trailer's keys) that go to the upstream
+// after a chunked body, sorted. Not relayed:
+//
+//   - those an upstream's trailers may not carry either (trailerAllowed:
+//     RFC 9110 section 6.5.1's framing, routing, authentication and
+//     control fields, and hop-by-hop ones);
+//   - any field the proxy sets, rewrites or drops in the header section
+//     (requestField: Host, the forwarding fields, Proxy, Expect, TE,
+//     Upgrade, framing), the request id (X-Request-Id) and Via, so that
+//     an upstream that merges trailers into the header section (Apache's
+//     MergeTrailers) never takes a client's value for Arka's;
+//   - names the Connection field lists, and names with an underscore or
+//     a colon, as in the header section (writeHead).
+func relayedTrailers(r *http.Request) []string {
+	var tokens connTokens
+	tokens.parse(r.Header["Connection"])
+	var names []string
+	for k := range r.Trailer {
+		if k == "" || k[0] == ':' || strings.IndexByte(k, '_') >= 0 || k == "X-Request-Id" || k == "Via" ||
+			requestField(k) != fieldCopy || !trailerAllowed(k) || tokens.n > 0 && tokens.has(k) {
+			continue
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // responseHopByHop reports whether a response field is hop-by-hop (RFC 9110

@@ -762,29 +762,35 @@ const (
 // comes through and an upload streams.
 const syncBodyMax = 16 << 10
 
-func requestFraming(r *http.Request) (framing, int64) {
+// requestFraming decides the framing of the request body sent upstream,
+// its length (-1 when chunked), and the names of the client's trailer
+// fields that go after a chunked body (relayedTrailers; nil for none).
+func requestFraming(r *http.Request) (mode framing, cl int64, trailers []string) {
 	if !hasBody(r) {
 		switch r.Method {
 		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			return bodyLength, 0
+			return bodyLength, 0, nil
 		}
 		if _, ok := r.Header["Content-Length"]; ok {
-			return bodyLength, 0
+			return bodyLength, 0, nil
 		}
-		return bodyNone, 0
+		return bodyNone, 0, nil
 	}
-	if len(r.Trailer) > 0 || r.ContentLength < 0 {
-		return bodyChunked, -1
+	if len(r.Trailer) > 0 {
+		trailers = relayedTrailers(r)
 	}
-	return bodyLength, r.ContentLength
+	if len(trailers) > 0 || r.ContentLength < 0 {
+		return bodyChunked, -1, trailers
+	}
+	return bodyLength, r.ContentLength, nil
 }
 
 // roundTrip writes the request, reads the response head and relays the
 // response. reusable reports that the connection is clean and may be
 // pooled.
 func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upgrade string, rest *relayed) (reusable bool, f *failure) {
-	mode, cl := requestFraming(r)
-	h.writeHead(c.bw, r, upgrade, mode, cl, "")
+	mode, cl, trailers := requestFraming(r)
+	h.writeHead(c.bw, r, upgrade, mode, cl, trailers, "")
 
 	var bodyDone chan error
 	var st *headState
@@ -835,7 +841,7 @@ func (h *Handler) roundTrip(w http.ResponseWriter, r *http.Request, c *conn, upg
 		_ = http.NewResponseController(w).EnableFullDuplex()
 		st = &headState{}
 		bodyDone = make(chan error, 1)
-		go func() { bodyDone <- h.writeBody(c, r, mode, cl, st) }()
+		go func() { bodyDone <- h.writeBody(c, r, mode, cl, trailers, st) }()
 	}
 
 	resp, err := h.readHead(w, r, c)
@@ -996,8 +1002,9 @@ func (b *clientBody) Read(p []byte) (int, error) {
 }
 
 // writeBody streams the request body to the upstream (on its own
-// goroutine), then starts the response-header timeout.
-func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, st *headState) error {
+// goroutine), with the client's trailer fields named in trailers after a
+// chunked one, then starts the response-header timeout.
+func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, trailers []string, st *headState) error {
 	bp := h.bufs.Get().(*[]byte)
 	defer h.bufs.Put(bp)
 	buf := *bp
@@ -1009,8 +1016,8 @@ func (h *Handler) writeBody(c *conn, r *http.Request, mode framing, cl int64, st
 		err = h.copyOut(c, buf, src, true)
 		if err == nil {
 			c.bw.WriteString("0\r\n")
-			for k, vv := range r.Trailer {
-				for _, v := range vv {
+			for _, k := range trailers {
+				for _, v := range r.Trailer[k] {
 					writeField(c.bw, k, v)
 				}
 			}
@@ -1149,8 +1156,9 @@ func (h *Handler) target(r *http.Request) string {
 
 // writeHead writes the request line and header fields: the client's fields
 // less hop-by-hop ones (RFC 9110 section 7.6.1) and those the proxy
-// rewrites, then Host, the forwarding fields, upgrade and framing.
-func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, mode framing, cl int64, wsKey string) {
+// rewrites, then Host, the forwarding fields, upgrade and framing, with
+// trailers announced in the Trailer field of a chunked body.
+func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, mode framing, cl int64, trailers []string, wsKey string) {
 	method := r.Method
 	if wsKey != "" {
 		method = http.MethodGet // RFC 8441 section 5: CONNECT becomes an HTTP/1.1 upgrade
@@ -1224,15 +1232,13 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 		bw.WriteString("\r\n")
 	case bodyChunked:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
-		if len(r.Trailer) > 0 {
+		if len(trailers) > 0 {
 			bw.WriteString("Trailer: ")
-			i := 0
-			for k := range r.Trailer {
+			for i, k := range trailers {
 				if i > 0 {
 					bw.WriteString(", ")
 				}
 				bw.WriteString(k)
-				i++
 			}
 			bw.WriteString("\r\n")
 		}

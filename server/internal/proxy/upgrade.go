@@ -124,7 +124,7 @@ func (h *Handler) serveExtendedConnect(w http.ResponseWriter, r *http.Request) {
 	stop := wire.AfterFunc(r.Context(), c.abort)
 	defer stop()
 
-	h.writeHead(c.bw, r, "websocket", bodyNone, 0, wsKey)
+	h.writeHead(c.bw, r, "websocket", bodyNone, 0, nil, wsKey)
 	if err := c.bw.Flush(); err != nil {
 		h.fail(w, r, u, h.sendFailure(c, err))
 		return
