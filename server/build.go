@@ -174,6 +174,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			ClientIPHeader: cs.ClientIPHeader,
 			TempDir:        s.o.SpoolDir,
 			Spool:          s.spool,
+			RequestID:      cs.RequestID, // set by dispatch before the handler runs
 		})
 		if err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/servertest"
+	"github.com/arkaweb/arka/tests/fpmtest"
 )
 
 // captured is a request as an upstream received it: the head (request
@@ -240,6 +241,70 @@ routes = [{ path = "/p/", handler = { type = "proxy", upstreams = ["`+up+`"] } }
 		}
 		if v := req.field(req.head, "X-Real-IP"); len(v) != 1 || v[0] != "127.0.0.1" {
 			t.Errorf("X-Real-IP in the header section %q", v)
+		}
+	})
+}
+
+// TestRequestIDNotHopByHop: with request_id, the X-Request-Id Arka sets
+// on a request (a trusted proxy's valid one, or a new one) reaches the
+// upstream and the FastCGI script even when the client's Connection field
+// names it: RFC 9110 section 7.6.1 removes the fields the sender
+// nominated, and this one is Arka's. Without request_id the client's
+// field is its own, and its Connection field removes it. HTTP/1.1 and
+// TLS; HTTP/2 has no Connection field (RFC 9113 section 8.2.2).
+func TestRequestIDNotHopByHop(t *testing.T) {
+	up, got := captureUpstream(t)
+	root := www(t, t.TempDir(), "www", "static page")
+	var php string
+	if _, err := fpmtest.Binary(); err == nil {
+		fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
+		fpmtest.WriteFiles(t, root, map[string]string{"id.php": `<?php echo $_SERVER["HTTP_X_REQUEST_ID"] ?? "none";`})
+		php = `,
+  { path = "/", handler = { type = "fastcgi", address = "` + fpm.Address + `", root = "` + root + `" } }`
+	} else {
+		t.Logf("no PHP route: %v", err)
+	}
+	site := func(name, reqID string) string {
+		return `server_names = ["` + name + `"]
+listen = ["{{HTTP}}"]
+tls = { listen = ["{{HTTPS}}"] }
+request_id = ` + reqID + `
+routes = [{ path = "/p/", handler = { type = "proxy", upstreams = ["` + up + `"] } }` + php + `]
+`
+	}
+	// The client is a trusted proxy on id.test, whose valid id is kept.
+	e := servertest.Start(t, "default = true\ntrusted_proxies = [\"127.0.0.1\"]\n"+site("id.test", "true"), site("noid.test", "false"))
+	e.Each(t, func(t *testing.T, c *servertest.Client) {
+		if c.Name == "h2" {
+			return
+		}
+		for _, sent := range []string{"", "client-id-1"} {
+			hdr := []string{"Host: id.test", "Connection: X-Request-Id"}
+			if sent != "" {
+				hdr = append(hdr, "X-Request-Id: "+sent)
+			}
+			resp, _ := c.Get(t, "/p/e", hdr...)
+			id := resp.Header.Get("X-Request-Id")
+			if id == "" || sent != "" && id != sent {
+				t.Fatalf("response X-Request-Id %q (sent %q)", id, sent)
+			}
+			req := receive(t, got)
+			if v := req.field(req.head, "X-Request-Id"); len(v) != 1 || v[0] != id {
+				t.Errorf("sent %q: upstream got X-Request-Id %q, want %q", sent, v, id)
+			}
+			if php == "" {
+				continue
+			}
+			resp, body := c.Get(t, "/id.php", hdr...)
+			if id := resp.Header.Get("X-Request-Id"); string(body) != id {
+				t.Errorf("sent %q: HTTP_X_REQUEST_ID %q, want %q", sent, body, id)
+			}
+		}
+		// Without request_id the field is the client's own.
+		c.Get(t, "/p/e", "Host: noid.test", "Connection: X-Request-Id", "X-Request-Id: client-id-2")
+		req := receive(t, got)
+		if v := req.field(req.head, "X-Request-Id"); v != nil {
+			t.Errorf("no request_id: upstream got the client's X-Request-Id %q, which its Connection named", v)
 		}
 	})
 }

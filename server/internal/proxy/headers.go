@@ -70,6 +70,7 @@ const (
 	fieldFwd    // forwarding fields: set by the proxy, or dropped
 	fieldTE     // TE: only "trailers" may go on
 	fieldUpgrad // Upgrade: kept for upgrade requests only
+	fieldID     // X-Request-Id: Arka's own with request_id, else the client's
 )
 
 // requestField classifies a request header field name (canonical form, as
@@ -112,6 +113,10 @@ func requestField(k string) int {
 		if k == "Connection" || k == "Keep-Alive" {
 			return fieldDrop
 		}
+	case 12:
+		if k == "X-Request-Id" {
+			return fieldID
+		}
 	case 14:
 		if k == "Content-Length" {
 			return fieldDrop // framing is ours: written from r.ContentLength
@@ -149,8 +154,8 @@ func requestField(k string) int {
 //     RFC 9110 section 6.5.1's framing, routing, authentication and
 //     control fields, and hop-by-hop ones);
 //   - any field the proxy sets, rewrites or drops in the header section
-//     (requestField: Host, the forwarding fields, Proxy, Expect, TE,
-//     Upgrade, framing), the request id (X-Request-Id) and Via, so that
+//     (requestField: Host, the forwarding fields, the request id, Proxy,
+//     Expect, TE, Upgrade, framing) and Via, so that
 //     an upstream that merges trailers into the header section (Apache's
 //     MergeTrailers) never takes a client's value for Arka's;
 //   - names the Connection field lists, and names with an underscore or
@@ -160,7 +165,7 @@ func relayedTrailers(r *http.Request) []string {
 	tokens.parse(r.Header["Connection"])
 	var names []string
 	for k := range r.Trailer {
-		if k == "" || k[0] == ':' || strings.IndexByte(k, '_') >= 0 || k == "X-Request-Id" || k == "Via" ||
+		if k == "" || k[0] == ':' || strings.IndexByte(k, '_') >= 0 || k == "Via" ||
 			requestField(k) != fieldCopy || !trailerAllowed(k) || tokens.n > 0 && tokens.has(k) {
 			continue
 		}

@@ -269,6 +269,10 @@ type Options struct {
 	// Spool bounds the spool files of all handlers together, and per
 	// client; past it a request gets 503 with Retry-After. Nil: unbounded.
 	Spool *spool.Budget
+	// RequestID: the server sets each request's X-Request-Id before the
+	// handler runs (the site's request_id). It is sent upstream whatever
+	// the client's Connection field names.
+	RequestID bool
 }
 
 // Handler proxies one route. Build it with New; it is safe for concurrent
@@ -277,6 +281,7 @@ type Handler struct {
 	route      string
 	strip      bool
 	fwd        bool
+	requestID  bool // Options.RequestID
 	hostHeader string
 	self       []authority // names of the upstreams, for Location rewriting
 	trusted    []netip.Prefix
@@ -323,6 +328,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		route:         route,
 		strip:         cfg.StripPrefix,
 		fwd:           cfg.ForwardHeadersEnabled(),
+		requestID:     o.RequestID,
 		hostHeader:    cfg.HostHeader,
 		leastConn:     cfg.LB == "least_conn",
 		tempDir:       o.TempDir,
@@ -1201,6 +1207,16 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 		case fieldTE:
 			if wire.HasToken(vv, "trailers") {
 				bw.WriteString("Te: trailers\r\n")
+			}
+		case fieldID:
+			// With request_id the server set it (the client's valid id or
+			// a new one): Arka's field, which the client's Connection
+			// field cannot remove (RFC 9110 section 7.6.1 is about the
+			// fields their sender nominated). Else the client's own.
+			if h.requestID || tokens.n == 0 || !tokens.has(k) {
+				for _, v := range vv {
+					writeField(bw, k, v)
+				}
 			}
 		}
 	}
