@@ -1041,7 +1041,7 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		// section 9.3.6): Arka is no forward proxy, on any site or route.
 		// Without a 2xx an HTTP/1.1 connection stays in HTTP: its next
 		// request is served.
-		refuseConnect(w, r, allowMethods)
+		refuseMethod(w, r, allowMethods)
 		return
 	}
 	if st == nil {
@@ -1092,17 +1092,21 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 		return
 	}
 	route, redirect := st.matchRoute(r.URL.Path)
-	if r.Method == http.MethodConnect {
+	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
 		// An extended CONNECT (RFC 8441): a tunnel only a proxy route
-		// opens (see route.tunnels); the route a slash redirect names
-		// decides for it.
+		// opens (see route.tunnels). A TRACE (RFC 9110 section 9.3.8):
+		// no route answers it, as nginx does: an upstream or script that
+		// echoes it reflects the request's cookies and credentials to
+		// whoever made the client send it, and a proxy would have to
+		// honour Max-Forwards (section 7.6.2) on its way. The route a
+		// slash redirect names decides for either.
 		to := route
 		if redirect != "" {
 			to = st.route(redirect)
 		}
-		if to != nil && !to.tunnels {
+		if to != nil && (r.Method == http.MethodTrace || !to.tunnels) {
 			*rt = to
-			refuseConnect(w, r, to.allow)
+			refuseMethod(w, r, to.allow)
 			return
 		}
 	}
@@ -1144,10 +1148,11 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 }
 
 // allowMethods are the methods Arka's routes answer (the Allow field of
-// OPTIONS * and of a 405 to a CONNECT, RFC 9110 section 10.2.1), but for
-// static routes and the status page, which answer fewer (route.allow).
-// CONNECT is not among them: a plain CONNECT is always refused, an
-// extended one (RFC 8441) opens a tunnel on proxy routes only.
+// OPTIONS * and of a 405 to a CONNECT or a TRACE, RFC 9110 section
+// 10.2.1), but for static routes and the status page, which answer fewer
+// (route.allow). CONNECT is not among them: a plain CONNECT is always
+// refused, an extended one (RFC 8441) opens a tunnel on proxy routes
+// only. Nor is TRACE, which every route refuses.
 var allowMethods = []string{"GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS"}
 
 // extendedConnect reports whether r, a CONNECT, is an extended CONNECT
@@ -1159,9 +1164,9 @@ func extendedConnect(r *http.Request) bool {
 	return r.ProtoMajor >= 2 && len(r.Header[":protocol"]) > 0
 }
 
-// refuseConnect answers a CONNECT 405 with allow as the Allow field
-// (RFC 9110 sections 9.3.6 and 15.5.6).
-func refuseConnect(w http.ResponseWriter, r *http.Request, allow []string) {
+// refuseMethod answers a CONNECT or a TRACE 405 with allow as the Allow
+// field (RFC 9110 sections 9.3.6, 9.3.8 and 15.5.6).
+func refuseMethod(w http.ResponseWriter, r *http.Request, allow []string) {
 	w.Header()["Allow"] = allow
 	errpage.Write(w, r, http.StatusMethodNotAllowed)
 }

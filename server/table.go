@@ -126,7 +126,8 @@ type route struct {
 	intercept bool
 	// tunnels: the route takes extended CONNECT (RFC 8441, a WebSocket
 	// over an HTTP/2 stream): proxy routes. Others answer it 405 with
-	// allow, the value of the Allow field (see listener.dispatch).
+	// allow, the value of the Allow field, and so do all to a TRACE (see
+	// listener.dispatch).
 	tunnels bool
 	allow   []string
 }
