@@ -175,6 +175,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			TempDir:        s.o.SpoolDir,
 			Spool:          s.spool,
 			RequestID:      cs.RequestID, // set by dispatch before the handler runs
+			Allow:          allowMethods,
 		})
 		if err != nil {
 			return nil, err

@@ -1148,8 +1148,9 @@ func (l *listener) dispatch(w *recorder, r *http.Request, vh *vhosts, st *site, 
 }
 
 // allowMethods are the methods Arka's routes answer (the Allow field of
-// OPTIONS * and of a 405 to a CONNECT or a TRACE, RFC 9110 section
-// 10.2.1), but for static routes and the status page, which answer fewer
+// OPTIONS *, of a 405 to a CONNECT or a TRACE and of a proxy route's own
+// answer to an OPTIONS with Max-Forwards: 0, RFC 9110 section 10.2.1),
+// but for static routes and the status page, which answer fewer
 // (route.allow). CONNECT is not among them: a plain CONNECT is always
 // refused, an extended one (RFC 8441) opens a tunnel on proxy routes
 // only. Nor is TRACE, which every route refuses.

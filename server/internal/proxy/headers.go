@@ -71,6 +71,7 @@ const (
 	fieldTE     // TE: only "trailers" may go on
 	fieldUpgrad // Upgrade: kept for upgrade requests only
 	fieldID     // X-Request-Id: Arka's own with request_id, else the client's
+	fieldMaxFwd // Max-Forwards: decremented on an OPTIONS
 )
 
 // requestField classifies a request header field name (canonical form, as
@@ -116,6 +117,9 @@ func requestField(k string) int {
 	case 12:
 		if k == "X-Request-Id" {
 			return fieldID
+		}
+		if k == "Max-Forwards" {
+			return fieldMaxFwd
 		}
 	case 14:
 		if k == "Content-Length" {
@@ -173,6 +177,48 @@ func relayedTrailers(r *http.Request) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// maxForwards reads the Max-Forwards field of a request (RFC 9110 section
+// 7.6.2: 1*DIGIT, the number of intermediaries left that may forward it):
+// sent reports whether there is one, valid whether it is a single such
+// value, zero whether that value is 0 (the request ends here).
+func maxForwards(h http.Header) (sent, valid, zero bool) {
+	vv, sent := h["Max-Forwards"]
+	if !sent {
+		return false, false, false
+	}
+	if len(vv) != 1 || vv[0] == "" {
+		return true, false, false
+	}
+	zero = true
+	for i := 0; i < len(vv[0]); i++ {
+		c := vv[0][i]
+		if c < '0' || c > '9' {
+			return true, false, false
+		}
+		zero = zero && c == '0'
+	}
+	return true, true, zero
+}
+
+// writeDecremented writes the Max-Forwards field with v, a valid non-zero
+// value (maxForwards), less one: exact whatever its length.
+func writeDecremented(bw *bufio.Writer, v string) {
+	var arr [20]byte
+	b := append(arr[:0], strings.TrimLeft(v, "0")...)
+	i := len(b) - 1
+	for b[i] == '0' {
+		b[i] = '9'
+		i--
+	}
+	b[i]--
+	if len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	bw.WriteString("Max-Forwards: ")
+	bw.Write(b)
+	bw.WriteString("\r\n")
 }
 
 // responseHopByHop reports whether a response field is hop-by-hop (RFC 9110

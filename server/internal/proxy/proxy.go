@@ -269,6 +269,10 @@ type Options struct {
 	// Spool bounds the spool files of all handlers together, and per
 	// client; past it a request gets 503 with Retry-After. Nil: unbounded.
 	Spool *spool.Budget
+	// Allow is the Allow field (RFC 9110 section 10.2.1) of the handler's
+	// own answer to an OPTIONS with Max-Forwards: 0, the methods the route
+	// answers. Nil sends none.
+	Allow []string
 	// RequestID: the server sets each request's X-Request-Id before the
 	// handler runs (the site's request_id). It is sent upstream whatever
 	// the client's Connection field names.
@@ -281,7 +285,8 @@ type Handler struct {
 	route      string
 	strip      bool
 	fwd        bool
-	requestID  bool // Options.RequestID
+	requestID  bool     // Options.RequestID
+	allow      []string // Options.Allow
 	hostHeader string
 	self       []authority // names of the upstreams, for Location rewriting
 	trusted    []netip.Prefix
@@ -329,6 +334,7 @@ func New(route string, cfg *config.Proxy, o Options) (*Handler, error) {
 		strip:         cfg.StripPrefix,
 		fwd:           cfg.ForwardHeadersEnabled(),
 		requestID:     o.RequestID,
+		allow:         o.Allow,
 		hostHeader:    cfg.HostHeader,
 		leastConn:     cfg.LB == "least_conn",
 		tempDir:       o.TempDir,
@@ -560,6 +566,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
 		h.serveExtendedConnect(w, r)
 		return
+	}
+	if r.Method == http.MethodOptions {
+		// Max-Forwards (RFC 9110 section 7.6.2): at 0 the request goes no
+		// further and Arka answers as its final recipient (section 9.3.7:
+		// no content, Content-Length 0); a larger value is decremented
+		// (writeHead).
+		if sent, valid, zero := maxForwards(r.Header); sent && !valid {
+			errpage.Write(w, r, http.StatusBadRequest)
+			return
+		} else if zero {
+			hdr := w.Header()
+			if h.allow != nil {
+				hdr["Allow"] = h.allow
+			}
+			hdr["Content-Length"] = []string{"0"}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 	}
 	// Only a WebSocket upgrade (RFC 6455) goes to the upstream. Any other
 	// (h2c, TLS/1.0, an application's own protocol) is dropped with the
@@ -1207,6 +1231,21 @@ func (h *Handler) writeHead(bw *bufio.Writer, r *http.Request, upgrade string, m
 		case fieldTE:
 			if wire.HasToken(vv, "trailers") {
 				bw.WriteString("Te: trailers\r\n")
+			}
+		case fieldMaxFwd:
+			if tokens.n > 0 && tokens.has(k) {
+				continue
+			}
+			if r.Method == http.MethodOptions {
+				// One intermediary less (RFC 9110 section 7.6.2); ServeHTTP
+				// answered a 0 itself and refused an invalid value.
+				writeDecremented(bw, vv[0])
+				continue
+			}
+			// Defined for OPTIONS and TRACE only (dispatch refuses TRACE):
+			// passed on as sent with other methods.
+			for _, v := range vv {
+				writeField(bw, k, v)
 			}
 		case fieldID:
 			// With request_id the server set it (the client's valid id or
