@@ -254,15 +254,27 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 	return e
 }
 
-// suggest offers the known key closest to an unknown one.
+// suggest offers the known key closest to an unknown one (a plain
+// dotted path): one of the keys of its table, else of knownKeys.
 func suggest(plain string) string {
+	return siteSchema.suggest(plain, knownKeys)
+}
+
+// suggest offers the key of the table holding plain (a dotted path) that
+// its last part is closest to: the same but for case, else at most two
+// edits away and fewer than half its letters; else the closest of
+// fallback; "" if none is close.
+func (s keySchema) suggest(plain string, fallback []string) string {
 	dot := strings.LastIndex(plain, ".")
 	last := plain[dot+1:]
-	// The keys of the same table (tableKeys), else every known key; a
-	// hint at most two edits away, and fewer than half the key's letters.
-	keys := tableKeys(plain[:max(dot, 0)])
+	keys := s.keysAt(plain[:max(dot, 0)])
 	if keys == nil {
-		keys = knownKeys
+		keys = fallback
+	}
+	for _, k := range keys {
+		if strings.EqualFold(k, last) && k != last {
+			return fmt.Sprintf(" (did you mean %q?)", k)
+		}
 	}
 	best, bestD := "", min(3, len(last)/2+1)
 	for _, k := range keys {
@@ -406,7 +418,7 @@ func (v *validator) decode(data []byte) (*Site, error) {
 	}
 	// Keys the schema does not know: every one is an error. Report only the
 	// outermost unknown key, not each key inside an unknown table.
-	for _, k := range unknownKeys(v.pos, md.Undecoded()) {
+	for _, k := range unknownKeys(v.pos, &md, siteSchema) {
 		if v.inFailedRoute(k.line) {
 			continue // its handler was already reported; its keys were never decoded
 		}

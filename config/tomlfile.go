@@ -1,7 +1,8 @@
 package config
 
 import (
-	"strings"
+	"fmt"
+	"reflect"
 
 	"github.com/BurntSushi/toml"
 )
@@ -30,12 +31,17 @@ func (f *TOMLFile) Errorf(path, msg string) *Error {
 	return &Error{File: f.Name, Line: line, Col: col, Msg: msg}
 }
 
-// Unknown returns an Error for each key the decoder did not use (plain
-// paths joined with "."), the outermost unknown key only.
-func (f *TOMLFile) Unknown(undecoded []toml.Key) Errors {
+// Unknown returns an Error for each key of md, the decoding of f into
+// into (a pointer to the struct the file decodes into), that into's type
+// does not have: keys the decoder did not use, and keys that name a field
+// only when case is ignored (the decoder's matching; in a file they are
+// other keys). Only the outermost unknown key is reported, with the
+// known key of its table it is closest to, if any ("did you mean").
+func (f *TOMLFile) Unknown(md toml.MetaData, into any) Errors {
+	s := keySchema{root: reflect.TypeOf(into).Elem()}
 	var errs Errors
-	for _, k := range unknownKeys(f.pos, undecoded) {
-		errs = append(errs, &Error{File: f.Name, Line: k.line, Col: k.col, Msg: "unknown key " + `"` + k.path + `"`})
+	for _, k := range unknownKeys(f.pos, &md, s) {
+		errs = append(errs, &Error{File: f.Name, Line: k.line, Col: k.col, Msg: fmt.Sprintf("unknown key %q%s", k.path, s.suggest(k.path, nil))})
 	}
 	return errs
 }
@@ -44,32 +50,6 @@ func (f *TOMLFile) Unknown(undecoded []toml.Key) Errors {
 type unknownKey struct {
 	path      string // plain path joined with "."
 	line, col int
-}
-
-// unknownKeys returns the keys of undecoded in order, each at its own
-// occurrence in the file, leaving out keys inside an unknown table (only
-// the outermost unknown key is a mistake to report).
-func unknownKeys(pos *posIndex, undecoded []toml.Key) []unknownKey {
-	unknown := make(map[string]bool, len(undecoded))
-	for _, k := range undecoded {
-		unknown[strings.Join(k, ".")] = true
-	}
-	var out []unknownKey
-	seen := map[string]int{}
-outer:
-	for _, k := range undecoded {
-		plain := strings.Join(k, ".")
-		n := seen[plain]
-		seen[plain]++
-		for j := 1; j < len(k); j++ {
-			if unknown[strings.Join(k[:j], ".")] {
-				continue outer
-			}
-		}
-		line, col := pos.nth(plain, n)
-		out = append(out, unknownKey{plain, line, col})
-	}
-	return out
 }
 
 // TOMLDecodeError turns an error from toml.Decode of data into an Error

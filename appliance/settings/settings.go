@@ -139,7 +139,7 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 		return s, config.Errors{config.TOMLDecodeError(name, data, err)}, false
 	}
 	f := config.NewTOMLFile(name, data)
-	errs := f.Unknown(md.Undecoded())
+	errs := f.Unknown(md, &r)
 	bad := func(path, format string, a ...any) {
 		errs = append(errs, f.Errorf(path, fmt.Sprintf(format, a...)))
 	}

@@ -230,3 +230,37 @@ func TestParseOrKept(t *testing.T) {
 		t.Errorf("file with a mistake: %v %+v %v", from, s, errs)
 	}
 }
+
+// Keys match exactly (QA M1): a key that differs from a known one only in
+// case is another key to TOML, so it is an unknown key, with the known
+// one as a hint, in every table; it does not replace the setting.
+func TestKeysMatchExactly(t *testing.T) {
+	src := `hostname = "garden"
+Hostname = "orchard"
+[WiFi]
+country = "DE"
+[wifi]
+Country = "GB"
+[[wifi.networks]]
+SSID = "Home"
+ssid = "Home"
+open = true
+[IPv4]
+address = "192.168.1.20/24"
+`
+	_, errs := Parse("settings.txt", []byte(src))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`settings.txt:2:1: unknown key "Hostname" (did you mean "hostname"?)`,
+		`settings.txt:3:2: unknown key "WiFi" (did you mean "wifi"?)`,
+		`settings.txt:6:1: unknown key "wifi.Country" (did you mean "country"?)`,
+		`settings.txt:8:1: unknown key "wifi.networks.SSID" (did you mean "ssid"?)`,
+		`settings.txt:11:2: unknown key "IPv4" (did you mean "ipv4"?)`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
