@@ -184,8 +184,11 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 		t.proxies = append(t.proxies, ph)
 		return noCodingForTunnels(ph, s.dynamic(cs, cr, ph)), nil
 	case *config.Builtin:
-		if hc.Name == problemsHandlerType {
-			return problemsPage{s}, nil
+		switch hc.Name {
+		case problemsHandlerType:
+			return problemsPage{s: s}, nil
+		case unavailableHandlerType:
+			return problemsPage{s: s, site: true}, nil
 		}
 	}
 	return nil, fmt.Errorf("unknown handler type %q", cr.Handler.Type())

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"html"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/status"
 )
@@ -275,15 +278,80 @@ func FallbackSite(listen, tlsListen []string) (*config.Site, error) {
 	return cs, nil
 }
 
-// problemsHandlerType is the handler of FallbackSite's "/" route; site
-// files cannot name it.
-const problemsHandlerType = "arka-problems"
+// problemsHandlerType is the handler of FallbackSite's "/" route, and
+// unavailableHandlerType of a site made Unavailable; site files cannot
+// name them.
+const (
+	problemsHandlerType    = "arka-problems"
+	unavailableHandlerType = "arka-unavailable"
+)
+
+// identityKeys are the keys of a site file that say which requests are
+// its site's (RFC 9110 section 7.4): its names, addresses and TLS
+// certificate. UnavailableFile keeps them.
+var identityKeys = []string{"default", "server_names", "listen", "tls"}
+
+// UnavailableFile returns site files standing in for f, a site file with
+// a mistake, in cmd/arka -appliance's partial serving, in order of
+// preference: f's keys identityKeys and one route (to be made Unavailable
+// once parsed); then, when f has [tls] keys besides listen, the same with
+// tls.listen only (a self-signed certificate), in case a mistake is in
+// [tls]. The first that config.ParseFiles accepts with the other site
+// files (which checks them together) gives f's names, addresses and
+// certificate to a site answering 503, so that f's visitors learn the site
+// is down for now rather than get another site's pages or a 404. The
+// error says why f does not decode far enough to know them (a TOML syntax
+// error, a file past config.CheckTOML's bounds): then its names are
+// unknown.
+func UnavailableFile(f config.File) ([]config.File, error) {
+	var doc map[string]any
+	if _, err := config.DecodeTOML(f.Name, []byte(f.Data), &doc); err != nil {
+		return nil, err
+	}
+	id := map[string]any{}
+	for _, k := range identityKeys {
+		if v, ok := doc[k]; ok {
+			id[k] = v
+		}
+	}
+	tries := []map[string]any{id}
+	if t, ok := id["tls"].(map[string]any); ok && len(t) > 1 {
+		lean := maps.Clone(id)
+		lean["tls"] = map[string]any{}
+		if l, ok := t["listen"]; ok {
+			lean["tls"] = map[string]any{"listen": l}
+		}
+		tries = append(tries, lean)
+	}
+	var out []config.File
+	for _, doc := range tries {
+		var b bytes.Buffer
+		if err := toml.NewEncoder(&b).Encode(doc); err != nil {
+			return nil, err
+		}
+		b.WriteString("\n[[routes]]\npath = \"/\"\nhandler = { type = \"respond\", status = 503 }\n")
+		out = append(out, config.File{Name: f.Name, Data: b.String()})
+	}
+	return out, nil
+}
+
+// Unavailable makes cs, parsed from a file of UnavailableFile, answer
+// every request with 503 Service Unavailable and Retry-After (RFC 9110
+// sections 15.6.4 and 10.2.3), the page of problemsPage.
+func Unavailable(cs *config.Site) {
+	cs.Routes = []config.Route{{Path: "/", Handler: &config.Builtin{Name: unavailableHandlerType}}}
+}
 
 // problemsPage answers 503 with the server's problems. Only clients the
 // status page lets in by default (loopback and private networks,
 // config.DefaultStatusAllow) see what is wrong: a site file's mistakes
 // quote its paths and values, which are not for the whole internet.
-type problemsPage struct{ s *Server }
+// For a site made Unavailable (site set) the page says that this site's
+// file has a mistake rather than the whole configuration.
+type problemsPage struct {
+	s    *Server
+	site bool
+}
 
 // problemsAllow is who may read the problems (see problemsPage).
 var problemsAllow = config.DefaultStatusAllowPrefixes()
@@ -307,7 +375,12 @@ func showProblems(remote string) bool {
 func (p problemsPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("<!doctype html><meta charset=utf-8><title>Arka: configuration problem</title>\n")
-	b.WriteString("<h1>This site is not available</h1>\n<p>Arka could not load its configuration and serves this page until it can.")
+	b.WriteString("<h1>This site is not available</h1>\n<p>")
+	if p.site {
+		b.WriteString("This site is down for now: its site file has a mistake. Arka serves this page until it loads.")
+	} else {
+		b.WriteString("Arka could not load its configuration and serves this page until it can.")
+	}
 	if showProblems(r.RemoteAddr) {
 		b.WriteString(" What is wrong:</p>\n<pre>")
 		for _, line := range p.s.Problems() {

@@ -28,7 +28,7 @@ func TestProblemsPageShownToLocalClientsOnly(t *testing.T) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = tc.remote
 		w := httptest.NewRecorder()
-		problemsPage{s}.ServeHTTP(w, r)
+		problemsPage{s: s}.ServeHTTP(w, r)
 		body := w.Body.String()
 		if w.Code != 503 || !strings.Contains(body, "This site is not available") {
 			t.Errorf("%s: %d %q", tc.remote, w.Code, body)
