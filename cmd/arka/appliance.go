@@ -27,7 +27,8 @@ import (
 //  2. else the last site files that loaded (kept in STATE/last-good/);
 //  3. else, when some site files load and others have mistakes, those that
 //     load (status.ServingPartial): one site's mistake does not take the
-//     device's other sites down;
+//     device's other sites down, and each file with a mistake is stood in
+//     for by its last good copy or by its names answering 503 (loadable);
 //  4. else the fallback site: 503 and a page saying what is wrong on
 //     -fallback-listen and -fallback-tls-listen, the status page at /status.
 //
@@ -61,6 +62,9 @@ type keeper struct {
 	// sites are the site files served (as written or the last good ones);
 	// nil while the fallback page serves or before the first load.
 	sites []*config.Site
+	// partial are the problem keys (partialProblem) set while serving
+	// partially.
+	partial []string
 
 	readyMu   sync.Mutex
 	lastReady []byte // the readiness last written, without its time; nil when none is on disk
@@ -134,6 +138,7 @@ func (k *keeper) load() (configErr, err error) {
 		printConfigError(err) // at start; a reload's caller prints its own
 	}
 	lg, lgErr := k.readLastGood()
+	lgRead := lg // its site files may serve one by one (loadable)
 	k.srv.SetProblem(lastGoodProblem, "")
 	if lgErr == nil {
 		var sites []*config.Site
@@ -153,13 +158,32 @@ func (k *keeper) load() (configErr, err error) {
 		k.log.Error("cannot read the last configuration that loaded", "err", lgErr)
 		k.srv.SetProblem(lastGoodProblem, "the last configuration that loaded cannot be used either: "+lgErr.Error())
 	}
-	if sites := loadable(files, configErr); sites != nil {
-		if err := k.apply(sites); err == nil {
-			k.setServing(status.ServingPartial)
-			k.sites = sites
-			k.log.Error("site files with mistakes; serving the others", "config", k.conf, "sites", len(sites))
-			return configErr, nil
+	// Partially: with the last good copies of the files with mistakes, then
+	// without them (a copy can need what no longer works, php-fpm say).
+	tries := []*lastGood{nil}
+	if lgRead != nil {
+		tries = []*lastGood{lgRead, nil}
+	}
+	for _, lg := range tries {
+		sites, notes := loadable(files, configErr, lg)
+		if sites == nil {
+			break
 		}
+		if err := k.apply(sites); err != nil {
+			k.log.Error("the site files without mistakes do not serve", "err", err)
+			continue
+		}
+		k.setServing(status.ServingPartial)
+		k.sites = sites
+		k.log.Error("site files with mistakes; serving the others", "config", k.conf, "sites", len(sites))
+		for _, f := range files {
+			if note, ok := notes[f.Name]; ok {
+				k.log.Error("site file with a mistake: "+strings.TrimPrefix(note, f.Name+": "), "file", f.Name)
+				k.srv.SetProblem(partialProblem+f.Name, note)
+				k.partial = append(k.partial, partialProblem+f.Name)
+			}
+		}
+		return configErr, nil
 	}
 	if k.serving == status.ServingFallback {
 		return configErr, nil
@@ -181,41 +205,140 @@ func (k *keeper) load() (configErr, err error) {
 	return configErr, nil
 }
 
-// loadable returns the sites of the files without a mistake when err
-// (why files do not load together) names mistakes in some of them only,
-// and those others load together; else nil.
-func loadable(files []config.File, err error) []*config.Site {
+// loadable returns the sites served partially (status.ServingPartial)
+// when err (why files do not load together) names mistakes in some of
+// them only and the others load together; else nil. Each file with a
+// mistake is replaced, in this order of preference and only while the
+// result still loads together:
+//
+//  1. by its copy in lg (the last site files that loaded; lg may be nil),
+//     whose site then serves as it did;
+//  2. by server.UnavailableFile of it as written, else of that copy: its
+//     names, addresses and certificate answer 503 with Retry-After
+//     (server.Unavailable), the site being down for now;
+//  3. else it is left out: when it does not decode far enough to name
+//     its hosts (a TOML syntax error), they are unknown, and requests for
+//     them go where any unknown name goes.
+//
+// notes has one line per file with a mistake saying which it got, for the
+// status page.
+func loadable(files []config.File, err error, lg *lastGood) (sites []*config.Site, notes map[string]string) {
 	var ce config.Errors
 	if !errors.As(err, &ce) {
-		return nil
+		return nil, nil
 	}
 	bad := map[string]bool{}
 	for _, e := range ce {
 		bad[e.File] = true
 	}
-	var keep []config.File
+	// use holds what serves for each file, in files' order (the order
+	// Arka reads them in); a file with a mistake is absent until replaced.
+	use := map[string]config.File{}
 	for _, f := range files {
 		if !bad[f.Name] {
-			keep = append(keep, f)
+			use[f.Name] = f
 		}
 	}
-	if len(keep) == 0 || len(keep) == len(files) {
-		return nil
+	if len(use) == 0 || len(use) == len(files) {
+		return nil, nil
 	}
-	sites, err := parse(keep)
+	with := func(r config.File) []config.File {
+		var out []config.File
+		for _, f := range files {
+			if u, ok := use[f.Name]; ok {
+				out = append(out, u)
+			} else if f.Name == r.Name {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	if _, err := parse(with(config.File{})); err != nil {
+		return nil, nil
+	}
+	copies := map[string]config.File{}
+	if lg != nil {
+		for _, f := range lg.Files {
+			copies[f.Name] = f
+		}
+	}
+	unavailable := map[string]bool{}
+	notes = map[string]string{}
+	for _, f := range files {
+		if !bad[f.Name] {
+			continue
+		}
+		c, hasCopy := copies[f.Name]
+		if hasCopy && c.Data != f.Data {
+			if _, err := parse(with(c)); err == nil {
+				use[f.Name] = c
+				notes[f.Name] = fmt.Sprintf("%s: serving the copy of this file that last loaded (saved %s) until it loads", f.Name, lg.Saved.Format(time.RFC3339))
+				continue
+			}
+		}
+		srcs := []config.File{f}
+		if hasCopy {
+			srcs = append(srcs, c)
+		}
+		// why f's names are not kept, from f as written.
+		why := "its server names are unknown (the file does not decode far enough to name them), so requests for them go where any other name goes"
+	tries:
+		for i, src := range srcs {
+			stand, err := server.UnavailableFile(src)
+			if err != nil {
+				continue
+			}
+			for _, sf := range stand {
+				if _, err := parse(with(sf)); err != nil {
+					if i == 0 {
+						why = "its names cannot be kept for it (" + strings.SplitN(errorLines(err), "\n", 2)[0] + "), so requests for them go where any other name goes"
+					}
+					continue
+				}
+				use[f.Name] = sf
+				unavailable[f.Name] = true
+				if i == 0 {
+					notes[f.Name] = f.Name + ": its names answer 503 (this site is down for now) until it loads"
+				} else {
+					notes[f.Name] = f.Name + ": the names of the copy of this file that last loaded answer 503 (this site is down for now) until it loads"
+				}
+				break tries
+			}
+		}
+		if !unavailable[f.Name] {
+			notes[f.Name] = f.Name + ": " + why + " until it loads"
+		}
+	}
+	sites, err = parse(with(config.File{}))
 	if err != nil {
-		return nil
+		return nil, nil // not so: each replacement was checked with the others
 	}
-	return sites
+	for _, s := range sites {
+		if unavailable[s.File] {
+			server.Unavailable(s)
+		}
+	}
+	return sites, notes
 }
 
 // lastGoodProblem is the server problem key saying why the last good
 // configuration could not be used when the fallback page serves.
 const lastGoodProblem = "last-good"
 
+// partialProblem starts the server problem keys saying, per site file
+// with a mistake, what serves for it while Arka serves partially
+// (loadable's notes).
+const partialProblem = "partial "
+
+// setServing records mode and clears the partial problems of the previous
+// mode.
 func (k *keeper) setServing(mode string) {
 	k.serving = mode
 	k.srv.SetServing(mode)
+	for _, key := range k.partial {
+		k.srv.SetProblem(key, "")
+	}
+	k.partial = nil
 }
 
 // parse validates site files and checks what they need from the machine
