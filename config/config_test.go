@@ -98,7 +98,7 @@ func TestErrorsAreLocated(t *testing.T) {
 			`:2:13: compression.min_size: size "12 parsecs": unknown unit`},
 		{"bad duration", "[[routes]]\npath = \"/\"\nhandler = { type = \"fastcgi\", root = \"WWW\", queue = { timeout = \"30\" } }\n",
 			`duration "30" needs a unit`},
-		{"syntax", "listen = [\":80\"\n", `:1:16: listen: expected a comma`},
+		{"syntax", "listen = [\":80\"\n", `:1:10: listen: array not closed: ']' is missing before the end of the file`},
 		{"bad listen", "listen = [\"80\"]\n[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"WWW\" }\n",
 			`:1:11: listen "80": expected host:port`},
 		{"bad upstream", "[[routes]]\npath = \"/\"\nhandler = { type = \"proxy\", upstreams = [\"ftp://x\"] }\n",

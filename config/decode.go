@@ -163,6 +163,53 @@ func inTableHeader(src []byte, line int) bool {
 	return err == nil
 }
 
+// statementRE matches the start of a TOML statement: a table header or
+// "key =".
+var statementRE = regexp.MustCompile(`^[ \t]*(\[|[A-Za-z0-9_-]+([ \t]*\.[ \t]*[A-Za-z0-9_-]+)*[ \t]*=)`)
+
+// startsStatement reports whether the library's offset off (see
+// errLineCol) is the first non-blank of its line, and the line starts a
+// table header or a key = value.
+func startsStatement(idx *posIndex, off int) bool {
+	line, col := errLineCol(idx, off)
+	l, ok := idx.line(line)
+	if line == 1 {
+		l = strings.TrimPrefix(l, "\ufeff")
+	}
+	return ok && col >= 1 && col <= len(l) && strings.TrimLeft(l[:col-1], " \t") == "" && statementRE.MatchString(l)
+}
+
+// openBracket returns the library's offset of the innermost '[' still
+// open at off (strings and comments skipped), or -1.
+func openBracket(src []byte, off int) int {
+	bom := 0
+	if bytes.HasPrefix(src, []byte("\ufeff")) {
+		bom = 3
+	}
+	end := min(off+bom, len(src))
+	var open []int
+	for i := bom; i < end; i++ {
+		switch src[i] {
+		case '#':
+			for i < end && src[i] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			i = stringEnd(src, i)
+		case '[', '{':
+			open = append(open, i)
+		case ']', '}':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	if len(open) == 0 || src[open[len(open)-1]] != '[' {
+		return -1
+	}
+	return open[len(open)-1] - bom
+}
+
 // secretKeyRE matches the keys whose values a syntax error must not echo:
 // passwords, passphrases, tokens, secrets and private keys (the last
 // component of a dotted key, any case: env.DB_PASSWORD,
@@ -179,12 +226,29 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
-		line, col := pe.Position.Line, pe.Position.Col
-		// The library counts the line of an error at a newline (an
-		// unterminated table header) as the next one; the byte offset
-		// is right.
-		if l, c := errLineCol(idx, pe.Position.Start); l > 0 && l < line {
-			line, col = l, c
+		// The error's byte offset is right; the library's line is the
+		// next one for an error at a newline (an unterminated table
+		// header), and its column for an error at the start of a line
+		// is one past the end of the line before.
+		line, col := errLineCol(idx, pe.Position.Start)
+		if line < 1 {
+			line, col = pe.Position.Line, pe.Position.Col
+		}
+		if strings.HasPrefix(msg, "expected a comma (',') or array terminator (']')") {
+			// The next line's key or table header, or the end of the
+			// file, inside the array: the array's ']' is missing. Its '['
+			// is where to look.
+			before := ""
+			switch {
+			case strings.HasSuffix(msg, "but got end of file"):
+				before = "the end of the file"
+			case startsStatement(idx, pe.Position.Start):
+				before = fmt.Sprintf("%d:%d", line, col)
+			}
+			if open := openBracket(idx.src, pe.Position.Start); before != "" && open >= 0 {
+				msg = "array not closed: ']' is missing before " + before
+				line, col = errLineCol(idx, open)
+			}
 		}
 		// The library's last key is the table of the last header it
 		// finished: in the header being written it names the table

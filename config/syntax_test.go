@@ -38,6 +38,20 @@ func TestSyntaxErrorsNameTheirTable(t *testing.T) {
 			`:5:5: tls: expected '.' or '=', but got '"' instead`},
 		{"array line starting with [", head + "alpn = [\n[\"h2\" \"x\"]\n]\n",
 			`:6:7: tls.alpn: expected a comma (',') or array terminator (']'), but got '"'`},
+		// The library's column of an error at the start of a line is one
+		// past the end of the line before (QA L1).
+		{"duplicate key at the start of a line", "listen = [\"127.0.0.1:80\"]\nlisten = [\"127.0.0.1:8080\"]\n",
+			`:2:1: listen: Key 'listen' has already been defined.`},
+		{"duplicate key in an inline table", "[[routes]]\nhandler = { type = \"static\", type = \"proxy\" }\n",
+			`:2:30: routes.handler.type: Key 'routes.handler.type' has already been defined.`},
+		// An array not closed before the next statement: at its '[', where
+		// the ']' is missing, saying where the parser found the next line.
+		{"unclosed array", "default = true\nlisten = [\"x\"\n[[routes]]\npath = \"/\"\n",
+			`:2:10: listen: array not closed: ']' is missing before 3:1`},
+		{"unclosed array over lines", "listen = [\n  \"x\",\n  \"y\"\nrequest_id = true\n",
+			`:1:10: listen: array not closed: ']' is missing before 4:1`},
+		{"array without a comma", "listen = [\n  \"x\"\n  \"y\"\n]\n",
+			`:3:3: listen: expected a comma (',') or array terminator (']'), but got '"'`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -264,3 +264,18 @@ address = "192.168.1.20/24"
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A syntax error is located where a person finds it (QA L1): a key given
+// twice at that key (the library's column is past the line before), an
+// array not closed at its '['.
+func TestSyntaxErrorColumns(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"hostname = \"a\"\nhostname = \"b\"\n", "settings.txt:2:1: hostname: "},
+		{"hostname = \"a\"\ndns = [\"1.1.1.1\"\n[wifi]\n", "settings.txt:2:7: dns: array not closed: ']' is missing before 3:1"},
+	} {
+		_, errs := Parse("settings.txt", []byte(c.src))
+		if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), c.want) {
+			t.Errorf("%q: %v, want one error starting %q", c.src, errs, c.want)
+		}
+	}
+}
