@@ -163,6 +163,28 @@ func inTableHeader(src []byte, line int) bool {
 	return err == nil
 }
 
+// definedRE matches the library's message for a key or table given
+// twice (its dotted path).
+var definedRE = regexp.MustCompile(`^Key '(.*)' has already been defined\.$`)
+
+// firstDefined returns where the key at a plain dotted path is first
+// written in src before off (the library's offset of the second time),
+// or 0, 0: the last time it is written before off, as the keys of each
+// element of an array of tables have the same path.
+func firstDefined(src []byte, off int, key string) (int, int) {
+	if bytes.HasPrefix(src, []byte("\ufeff")) {
+		off += 3
+	}
+	p := newPosIndex(src[:min(off, len(src))])
+	if offs := p.plain[key]; len(offs) > 0 {
+		return p.lineCol(offs[len(offs)-1])
+	}
+	if o, ok := p.indexed[key]; ok { // a table implied by a dotted key or header
+		return p.lineCol(o)
+	}
+	return 0, 0
+}
+
 // statementRE matches the start of a TOML statement: a table header or
 // "key =".
 var statementRE = regexp.MustCompile(`^[ \t]*(\[|[A-Za-z0-9_-]+([ \t]*\.[ \t]*[A-Za-z0-9_-]+)*[ \t]*=)`)
@@ -262,7 +284,12 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 			}
 			msg += `; a string must be in double quotes: key = "value"`
 		}
-		if pe.LastKey != "" && !inTableHeader(idx.src, line) {
+		if m := definedRE.FindStringSubmatch(msg); m != nil {
+			msg = m[1] + ": given twice"
+			if l, c := firstDefined(idx.src, pe.Position.Start, m[1]); l > 0 {
+				msg += fmt.Sprintf(" (first at %d:%d)", l, c)
+			}
+		} else if pe.LastKey != "" && !inTableHeader(idx.src, line) {
 			msg = fmt.Sprintf("%s: %s", pe.LastKey, msg)
 		}
 		if strings.HasPrefix(pe.Message, "invalid UTF-8") {

@@ -30,7 +30,7 @@ func TestSyntaxErrorsNameTheirTable(t *testing.T) {
 		{"indented header", head + "  [log\n",
 			`:5:7: expected '.' or ']' to end table name, but got '\n' instead`},
 		{"table redefined", head + "[tls.cert]\n",
-			`:5:2: Key 'tls.cert' has already been defined.`},
+			`:5:2: tls.cert: given twice (first at 4:1)`},
 		{"junk after a header", head + "[log] x\n",
 			`:5:6: expected a top-level item to end with a newline, comment, or EOF, but got 'x' instead`},
 		// Not a header: the line is inside tls (its key) or inside a value.
@@ -41,9 +41,13 @@ func TestSyntaxErrorsNameTheirTable(t *testing.T) {
 		// The library's column of an error at the start of a line is one
 		// past the end of the line before (QA L1).
 		{"duplicate key at the start of a line", "listen = [\"127.0.0.1:80\"]\nlisten = [\"127.0.0.1:8080\"]\n",
-			`:2:1: listen: Key 'listen' has already been defined.`},
+			`:2:1: listen: given twice (first at 1:1)`},
 		{"duplicate key in an inline table", "[[routes]]\nhandler = { type = \"static\", type = \"proxy\" }\n",
-			`:2:30: routes.handler.type: Key 'routes.handler.type' has already been defined.`},
+			`:2:30: routes.handler.type: given twice (first at 2:13)`},
+		{"table given twice", head + "[tls]\n",
+			`:5:2: tls: given twice (first at 2:2)`},
+		{"key given twice in the second of an array of tables", "[[routes]]\npath = \"/\"\n[[routes]]\npath = \"/a/\"\npath = \"/b/\"\n",
+			`:5:1: routes.path: given twice (first at 4:1)`},
 		// An array not closed before the next statement: at its '[', where
 		// the ']' is missing, saying where the parser found the next line.
 		{"unclosed array", "default = true\nlisten = [\"x\"\n[[routes]]\npath = \"/\"\n",

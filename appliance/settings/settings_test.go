@@ -270,7 +270,7 @@ address = "192.168.1.20/24"
 // array not closed at its '['.
 func TestSyntaxErrorColumns(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"hostname = \"a\"\nhostname = \"b\"\n", "settings.txt:2:1: hostname: "},
+		{"hostname = \"a\"\nhostname = \"b\"\n", "settings.txt:2:1: hostname: given twice (first at 1:1)"},
 		{"hostname = \"a\"\ndns = [\"1.1.1.1\"\n[wifi]\n", "settings.txt:2:7: dns: array not closed: ']' is missing before 3:1"},
 	} {
 		_, errs := Parse("settings.txt", []byte(c.src))
