@@ -121,9 +121,10 @@ func valueCol(idx *posIndex, line, col int) int {
 	return j + 1
 }
 
-// decodeError turns a BurntSushi/toml error into a located Error.
+// decodeError turns a BurntSushi/toml error of a site file into a
+// located Error.
 func decodeError(name string, data []byte, err error) *Error {
-	return decodeErrorIn(name, &posIndex{src: data}, err)
+	return decodeErrorIn(name, &posIndex{src: data}, err, siteSchema)
 }
 
 // errLineCol returns the 1-based line and column of off, a byte offset
@@ -162,6 +163,10 @@ func inTableHeader(src []byte, line int) bool {
 	_, err := DecodeTOML("", src[:start], &m)
 	return err == nil
 }
+
+// foundRE matches the library's message for a bare word where a value
+// belongs, and the word (quoted).
+var foundRE = regexp.MustCompile(`^expected value but found ("(?:[^"\\]|\\.)*") instead$`)
 
 // definedRE matches the library's message for a key or table given
 // twice (its dotted path).
@@ -241,7 +246,8 @@ var secretKeyRE = regexp.MustCompile(`(?i)(pass|secret|token|psk|private|credent
 // decodeErrorIn is decodeError with the document's index, if it has one
 // already (idx.plain not nil), so that locating many errors of a file
 // does not index it again for each.
-func decodeErrorIn(name string, idx *posIndex, err error) *Error {
+// s is the schema of the file, for what a key's value should be.
+func decodeErrorIn(name string, idx *posIndex, err error, s keySchema) *Error {
 	if e, ok := err.(*Error); ok {
 		return e // CheckTOML's: positioned already
 	}
@@ -275,7 +281,9 @@ func decodeErrorIn(name string, idx *posIndex, err error) *Error {
 		// The library's last key is the table of the last header it
 		// finished: in the header being written it names the table
 		// before, which is not where the mistake is.
-		if strings.HasPrefix(msg, "expected value but found") {
+		if m := foundRE.FindStringSubmatch(msg); m != nil && pe.LastKey != "" && s.isBool(pe.LastKey) {
+			msg = fmt.Sprintf("expected true or false, found %s", m[1])
+		} else if strings.HasPrefix(msg, "expected value but found") {
 			// A bare word: most often a string without its quotes. The
 			// library quotes what it found; a secret's value must not go
 			// to logs and status pages.
@@ -622,7 +630,7 @@ func stripTOML(err error) string {
 // validation does not report the zero value left in its place.
 func (v *validator) lenientSite(md *toml.MetaData, top map[string]toml.Primitive, raw *rawSite) {
 	l := &lenient{md: md, pos: v.pos, fail: func(path string, err error) {
-		e := decodeErrorIn(v.file, v.pos, err)
+		e := decodeErrorIn(v.file, v.pos, err, siteSchema)
 		// The library locates a key by its plain path, the same for
 		// every route: where the key of this path is written wins, its
 		// value (an element of an array, "routes[1]", is a value).

@@ -54,6 +54,13 @@ func TestSyntaxErrorsNameTheirTable(t *testing.T) {
 			`:2:10: listen: array not closed: ']' is missing before 3:1`},
 		{"unclosed array over lines", "listen = [\n  \"x\",\n  \"y\"\nrequest_id = true\n",
 			`:1:10: listen: array not closed: ']' is missing before 4:1`},
+		// A bare word for a key whose value is true or false (QA L3).
+		{"boolean misspelt", "default = tru\n",
+			`:1:11: default: expected true or false, found "tru"`},
+		{"boolean in a handler", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = \"www\", browse = yes }\n",
+			`:3:53: routes.handler.browse: expected true or false, found "yes"`},
+		{"bare word for a string", "[[routes]]\npath = \"/\"\nhandler = { type = \"static\", root = www }\n",
+			`:3:37: routes.handler.root: expected value but found "www" instead; a string must be in double quotes: key = "value"`},
 		{"array without a comma", "listen = [\n  \"x\"\n  \"y\"\n]\n",
 			`:3:3: listen: expected a comma (',') or array terminator (']'), but got '"'`},
 	}

@@ -52,8 +52,9 @@ type unknownKey struct {
 	line, col int
 }
 
-// TOMLDecodeError turns an error from toml.Decode of data into an Error
-// at file:line:col.
-func TOMLDecodeError(name string, data []byte, err error) *Error {
-	return decodeError(name, data, err)
+// TOMLDecodeError turns an error from toml.Decode of data into into (a
+// pointer to the struct the file decodes into, whose types say what a
+// key's value should be) into an Error at file:line:col.
+func TOMLDecodeError(name string, data []byte, err error, into any) *Error {
+	return decodeErrorIn(name, &posIndex{src: data}, err, keySchema{root: reflect.TypeOf(into).Elem()})
 }

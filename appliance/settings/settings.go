@@ -136,7 +136,7 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 	var r raw
 	md, err := config.DecodeTOML(name, data, &r) // bounded: QA A9
 	if err != nil {
-		return s, config.Errors{config.TOMLDecodeError(name, data, err)}, false
+		return s, config.Errors{config.TOMLDecodeError(name, data, err, &r)}, false
 	}
 	f := config.NewTOMLFile(name, data)
 	errs := f.Unknown(md, &r)

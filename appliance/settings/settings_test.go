@@ -279,3 +279,13 @@ func TestSyntaxErrorColumns(t *testing.T) {
 		}
 	}
 }
+
+// A bare word for a key whose value is true or false asks for true or
+// false, not for quotes (QA L3).
+func TestSyntaxErrorBoolean(t *testing.T) {
+	_, errs := Parse("settings.txt", []byte("[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"x\"\nopen = yes\n"))
+	want := `settings.txt:5:8: wifi.networks.open: expected true or false, found "yes"`
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("%v, want %s", errs, want)
+	}
+}
