@@ -257,9 +257,12 @@ func cmdSettings(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("settings check: %v", err)
 	}
-	st, errs := settings.Parse(args[1], b)
-	if len(errs) > 0 {
-		return fmt.Errorf("%v\n(the device would boot, with those settings at their defaults)", errs)
+	st, errs, from := settings.ParseOrKept(args[1], b, nil)
+	switch {
+	case from != settings.FromFile:
+		return fmt.Errorf("%v\n(the device would not use this file: it keeps the last settings that loaded on it, or the image's defaults if none did)", errs)
+	case len(errs) > 0:
+		return fmt.Errorf("%v\n(the device would use this file, with those settings at their defaults)", errs)
 	}
 	fmt.Fprintf(out, "%s: no mistakes\n", args[1])
 	or := func(v, def string) string {

@@ -116,8 +116,18 @@ func TestSettingsCheck(t *testing.T) {
 	os.WriteFile(f, []byte("hostname = \"garden\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"Home\"\npassphrase = \"\"\n"), 0o644)
 	var out strings.Builder
 	err := cmdSettings([]string{"check", f}, &out)
-	if err == nil || !strings.Contains(err.Error(), f+`:6:1: wifi network "Home": passphrase has 0 characters`) {
+	if err == nil || !strings.Contains(err.Error(), f+`:6:1: wifi network "Home": passphrase has 0 characters`) ||
+		!strings.Contains(err.Error(), "the device would use this file, with those settings at their defaults") {
 		t.Errorf("bad file: %v", err)
+	}
+	// A file that does not load at all is not used (QA M3): the device
+	// keeps the last settings that loaded on it.
+	os.WriteFile(f, []byte("hostname = garden\n"), 0o644)
+	err = cmdSettings([]string{"check", f}, &out)
+	if err == nil || !strings.Contains(err.Error(), f+":1:12: hostname: ") ||
+		!strings.Contains(err.Error(), "the device would not use this file: it keeps the last settings that loaded on it") ||
+		strings.Contains(err.Error(), "at their defaults)") {
+		t.Errorf("file that does not load: %v", err)
 	}
 	os.WriteFile(f, []byte("hostname = \"garden\"\n[wifi]\ncountry = \"DE\"\n[[wifi.networks]]\nssid = \"Cafe\"\nopen = true\n"), 0o644)
 	out.Reset()
