@@ -13,12 +13,16 @@
 package settings
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zone names are checked the same way on every machine
+
+	"golang.org/x/text/language"
 
 	"github.com/arkaweb/arka/config"
 )
@@ -177,10 +181,14 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 	// Wi-Fi: a network with a mistake is left out, the others stay.
 	wifiOK := true
 	if c := r.WiFi.Country; c != "" {
-		if countryRE.MatchString(c) {
+		switch hint := countryHint(c); {
+		case countryRE.MatchString(c) && isCountry(c):
 			s.WiFi.Country = c
-		} else {
-			bad("wifi.country", "wifi country %q: use the two-letter ISO 3166-1 code in capitals, for example \"DE\", \"GB\", \"US\"", c)
+		case countryRE.MatchString(c):
+			bad("wifi.country", "wifi country %q is no ISO 3166-1 country code%s: use the two-letter code of the country the device is in, for example \"DE\", \"GB\", \"US\"", c, hint)
+			wifiOK = false
+		default:
+			bad("wifi.country", "wifi country %q%s: use the two-letter ISO 3166-1 code in capitals, for example \"DE\", \"GB\", \"US\"", c, hint)
 			wifiOK = false
 		}
 	} else if len(r.WiFi.Networks) > 0 {
@@ -236,7 +244,38 @@ func parse(name string, data []byte) (Settings, config.Errors, bool) {
 		bad("dns", "dns is used only with a static address ([ipv4] or [ipv6] address); with DHCP the network's name servers are used")
 		s.DNS = nil
 	}
+	// In file order, as a site file's (unknown keys are found first).
+	slices.SortStableFunc(errs, func(a, b *config.Error) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
 	return s, errs, true
+}
+
+// isCountry reports whether c, two capitals, is an ISO 3166-1 alpha-2
+// code of a country or territory, the codes the Linux regulatory
+// database (wireless-regdb) has rules for. The list is CLDR's, from
+// golang.org/x/text/language, which also knows codes no regulatory
+// database has: user-assigned ones ("XX", "ZZ", "XK"), groupings ("EU",
+// "UN"), codes reserved for other uses (Ascension "AC") and names CLDR
+// replaces ("UK" for "GB"); those are refused. A handful of codes ISO
+// has withdrawn ("SU", "YU", "CS", "AN") are still accepted: CLDR keeps
+// them as countries.
+func isCountry(c string) bool {
+	r, err := language.ParseRegion(c)
+	return err == nil && r.String() == c && r.IsCountry() && !r.IsPrivateUse() && r.M49() != 0 && r.Canonicalize() == r
+}
+
+// countryHint offers the code c likely means (" (did you mean \"GB\"?)"
+// for "UK" or "gb"), or "".
+func countryHint(c string) string {
+	r, err := language.ParseRegion(strings.ToUpper(c))
+	if err != nil {
+		return ""
+	}
+	if k := r.Canonicalize().String(); k != c && isCountry(k) {
+		return fmt.Sprintf(" (did you mean %q?)", k)
+	}
+	return ""
 }
 
 // CheckPassphrase returns what is wrong with a WPA passphrase, or "".

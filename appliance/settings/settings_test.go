@@ -86,10 +86,10 @@ gateway = "2001:db9::1"
 	for _, e := range errs {
 		got = append(got, e.Error())
 	}
-	want := []string{
-		`/boot/settings.txt:3:1: unknown key "colour"`,
+	want := []string{ // in line order (QA L5)
 		`/boot/settings.txt:1:1: hostname "Garden_Pi": use 1-63 lower-case letters, digits and hyphens, not starting or ending with a hyphen (it is also the name on the LAN, Garden_Pi.local)`,
 		`/boot/settings.txt:2:1: timezone "Europe/Berlinn" is not a time zone name (for example "Europe/Berlin", "America/New_York", "UTC")`,
+		`/boot/settings.txt:3:1: unknown key "colour"`,
 		`/boot/settings.txt:10:1: wifi network "Home": passphrase has 5 characters; WPA2 needs 8 to 63 (or 64 hex digits)`,
 		`/boot/settings.txt:17:1: ipv4 address "192.168.1.300/24": want an IPv4 address with its prefix length, for example "192.168.1.20/24"`,
 		`/boot/settings.txt:21:1: ipv6 gateway 2001:db9::1 is not in the device's network 2001:db8::/64`,
@@ -117,6 +117,15 @@ func TestParseOther(t *testing.T) {
 		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\npassphrase = \"\"\n", `settings.txt:5:1: wifi network "a": passphrase has 0 characters; WPA2 needs 8 to 63 (or 64 hex digits)`},
 		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\npassphrase = \"long enough\"\nopen = true\n", `wifi network "a": open = true and a passphrase: remove one of them`},
 		{"[wifi]\ncountry = \"de\"\n", `settings.txt:2:1: wifi country "de"`},
+		// Checked against the ISO 3166-1 codes (QA L5): two capitals that
+		// name no country are a mistake; an old name gets the code.
+		{"[wifi]\ncountry = \"XX\"\n", `settings.txt:2:1: wifi country "XX" is no ISO 3166-1 country code`},
+		{"[wifi]\ncountry = \"ZZ\"\n", `settings.txt:2:1: wifi country "ZZ" is no ISO 3166-1 country code`},
+		{"[wifi]\ncountry = \"EU\"\n", `settings.txt:2:1: wifi country "EU" is no ISO 3166-1 country code`},
+		{"[wifi]\ncountry = \"UK\"\n", `settings.txt:2:1: wifi country "UK" is no ISO 3166-1 country code (did you mean "GB"?)`},
+		{"[wifi]\ncountry = \"gb\"\n", `(did you mean "GB"?)`},
+		{"hostnme = \"garden\"\n", `settings.txt:1:1: unknown key "hostnme" (did you mean "hostname"?)`},
+		{"[wifi]\ncountri = \"DE\"\n", `settings.txt:2:1: unknown key "wifi.countri" (did you mean "country"?)`},
 		{"[[wifi.networks]]\nssid = \"\"\n[wifi]\ncountry=\"DE\"", "wifi network 1: ssid is missing"},
 		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"123456789012345678901234567890123\"\n", "an SSID has at most 32"},
 		{"[wifi]\ncountry=\"DE\"\n[[wifi.networks]]\nssid = \"a\"\nopen = true\n[[wifi.networks]]\nssid = \"a\"\n", `settings.txt:7:1: wifi network 2: ssid "a" is listed twice`},
