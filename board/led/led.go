@@ -18,12 +18,13 @@
 //
 // Condition names in use, so that each has one owner: "arka" (Booting until
 // the first configuration serves; cmd/arka), "config" (Degraded while the
-// last reload failed; cmd/arka), "update" (Updating or RolledBack from the
-// update agent's /perm/arka/update-status.json; cmd/arka), "fan" (Degraded
+// last reload failed; cmd/arka), "update" (Updating, or RolledBack after a
+// failed update, from the update agent's /perm/arka/update-status.json;
+// cmd/arka), "fan" (Degraded
 // when the configured fan pin does not exist, a new pin was refused on
-// reload, or the pin's writes fail; cmd/arka), "settings" and
-// "deploy" (Degraded for mistakes in the boot partition's settings file and
-// for a refused deploy, from arka-init's appliance status; cmd/arka),
+// reload, or the pin's writes fail; cmd/arka), "settings" (Degraded for
+// mistakes in the boot partition's settings file, from arka-init's
+// appliance status; cmd/arka),
 // "deploying" (Updating while arka-init receives a deploy, from the same
 // status; cmd/arka), "cert:NAME" (Degraded while obtaining or renewing the
 // ACME certificate NAME fails; package server, from the status snapshot),

@@ -71,7 +71,7 @@ const ActivityFlicker = 60 * time.Millisecond
 
 // Condition is one reason for the LED's state, as the status page lists it.
 type Condition struct {
-	Name    string    `json:"name"`    // who raised it: "config", "update", "deploy", "fan", ...
+	Name    string    `json:"name"`    // who raised it: "config", "update", "deploying", "fan", ...
 	State   State     `json:"state"`   // what it makes the LED show
 	Message string    `json:"message"` // what happened, for people: "reload failed: site.toml:3:1: ..."
 	Since   time.Time `json:"since"`   // when it was raised (or its state last changed)
@@ -92,8 +92,8 @@ type Source interface {
 //
 // The hook for a subsystem is two calls, with a name of its own:
 //
-//	conds.Set("deploy", led.Updating, "receiving sites from 192.168.1.20")
-//	defer conds.Clear("deploy")
+//	conds.Set("deploying", led.Updating, "receiving sites from 192.168.1.20")
+//	defer conds.Clear("deploying")
 //
 // Degraded and RolledBack conditions stay until cleared; Booting is a
 // condition too ("arka", set by NewConditions, cleared by Started).

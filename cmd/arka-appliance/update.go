@@ -158,25 +158,7 @@ func cmdStatus(args []string) error {
 	for _, k := range st.Kept {
 		fmt.Printf("           kept on /perm for root partition %d: Arka %s's (%.1f MiB)\n", k.Partition, k.Build.Version, float64(k.Bytes)/(1<<20))
 	}
-	if at := st.Last; at != nil {
-		fmt.Printf("Last update  %s -> %s (partition %d): %s", at.From.Version, at.To.Version, at.Partition, at.State)
-		if !at.Finished.IsZero() {
-			fmt.Printf(" at %s", at.Finished.Format(time.RFC3339))
-		}
-		fmt.Println()
-		if at.Reason != "" {
-			fmt.Printf("           %s\n", at.Reason)
-		}
-		if at.Boot != "" {
-			fmt.Printf("           %s\n", at.Boot)
-		}
-		if at.State == ota.Confirmed && !at.ProbationEnds.IsZero() && time.Until(at.ProbationEnds) > 0 {
-			fmt.Printf("           on probation until %s: a crash loop returns to Arka %s\n", at.ProbationEnds.Format(time.RFC3339), at.From.Version)
-		}
-		printEvidence(os.Stdout, at.Evidence)
-	} else {
-		fmt.Println("Last update  none recorded")
-	}
+	printLast(os.Stdout, st.Last)
 	if a := st.Arka; a != nil {
 		fmt.Printf("Arka       started %d time(s) this boot", a.Starts)
 		if a.PID != 0 {
@@ -190,6 +172,36 @@ func cmdStatus(args []string) error {
 		}
 	}
 	return nil
+}
+
+// printLast prints what became of the last update attempt (nil: none): a
+// rollback on request as what it is, the build it returned to; otherwise
+// the attempt's state and why.
+func printLast(w io.Writer, at *ota.Attempt) {
+	if at == nil {
+		fmt.Fprintln(w, "Last update  none recorded")
+		return
+	}
+	fmt.Fprintf(w, "Last update  %s -> %s (partition %d)", at.From.Version, at.To.Version, at.Partition)
+	if at.OnRequest() {
+		fmt.Fprintf(w, ", then rolled back on request to Arka %s", at.From.Version)
+	} else {
+		fmt.Fprintf(w, ": %s", at.State)
+	}
+	if !at.Finished.IsZero() {
+		fmt.Fprintf(w, " at %s", at.Finished.Format(time.RFC3339))
+	}
+	fmt.Fprintln(w)
+	if at.Reason != "" && !at.OnRequest() {
+		fmt.Fprintf(w, "           %s\n", at.Reason)
+	}
+	if at.Boot != "" {
+		fmt.Fprintf(w, "           %s\n", at.Boot)
+	}
+	if at.State == ota.Confirmed && !at.ProbationEnds.IsZero() && time.Until(at.ProbationEnds) > 0 {
+		fmt.Fprintf(w, "           on probation until %s: a crash loop returns to Arka %s\n", at.ProbationEnds.Format(time.RFC3339), at.From.Version)
+	}
+	printEvidence(w, at.Evidence)
 }
 
 // printEvidence prints what a failed trial saw of Arka.

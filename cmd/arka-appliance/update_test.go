@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arkaweb/arka/appliance/build/image"
+	"github.com/arkaweb/arka/appliance/device/ota"
 	"github.com/arkaweb/arka/appliance/devices"
 	"github.com/arkaweb/arka/appliance/settings"
 )
@@ -56,5 +58,24 @@ func TestUpdateBuildsForTheDevice(t *testing.T) {
 	// addresses and the rest of its settings (settings.Choose merges).
 	if !got.SettingsGiven || !reflect.DeepEqual(got.SettingsKeys, []string{settings.KeyHostname}) {
 		t.Errorf("--hostname orchard: settings given %v, keys %q", got.SettingsGiven, got.SettingsKeys)
+	}
+}
+
+// TestStatusLastUpdate: `status` tells a rollback on request from a failed
+// update: the first says which build runs now, the second keeps its
+// "from -> to: rolled-back" line with the reason (tests/e2e greps it).
+func TestStatusLastUpdate(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	printLast(&b, &ota.Attempt{Partition: 3, From: ota.Build{Version: "v1"}, To: ota.Build{Version: "v2"},
+		State: ota.RolledBack, Reason: "rollback on request", Finished: at})
+	if got, want := b.String(), "Last update  v1 -> v2 (partition 3), then rolled back on request to Arka v1 at 2026-12-02T10:00:00Z\n"; got != want {
+		t.Errorf("on request:\n%q, want\n%q", got, want)
+	}
+	b.Reset()
+	printLast(&b, &ota.Attempt{Partition: 3, From: ota.Build{Version: "v1"}, To: ota.Build{Version: "v2"},
+		State: ota.RolledBack, Faulty: true, Reason: "Arka answered 502", Finished: at})
+	if got, want := b.String(), "Last update  v1 -> v2 (partition 3): rolled-back at 2026-12-02T10:00:00Z\n           Arka answered 502\n"; got != want {
+		t.Errorf("failed:\n%q, want\n%q", got, want)
 	}
 }

@@ -77,13 +77,14 @@ const UpdateStatusInterval = 2 * time.Second
 //
 //   - the update agent's status file (appliance/device/ota StatusFile under root)
 //     is the "update" condition: pending or trial is Updating, failed or
-//     rolled-back is RolledBack (until the next update attempt), confirmed
+//     rolled back after a failure is RolledBack (until the next update
+//     attempt); confirmed, rolled back on request (ota.Attempt.OnRequest)
 //     or no file clears it. A file that cannot be read or parsed is logged
 //     once per change and leaves the condition as it was;
 //   - the appliance status ($ARKA_APPLIANCE_STATUS, status.ReadAppliance):
 //     mistakes in the boot partition's settings file are the "settings"
-//     condition, a deploy that was refused after the last good one is the
-//     "deploy" condition, both Degraded (see applyAppliance).
+//     condition (Degraded), a deploy being received the "deploying" one
+//     (Updating); see applyAppliance.
 func watchUpdateStatus(ctx context.Context, root string, conds *led.Conditions, log *slog.Logger) {
 	path := filepath.Join(root, ota.StatusFile)
 	var lastErr string
@@ -111,9 +112,10 @@ func watchUpdateStatus(ctx context.Context, root string, conds *led.Conditions, 
 }
 
 // applyUpdateStatus sets the "update" condition from the last update attempt
-// (nil: none).
+// (nil: none). A rollback on request is no condition: the device runs the
+// build it was asked to run (`arka-appliance status` shows the rollback).
 func applyUpdateStatus(conds *led.Conditions, at *ota.Attempt) {
-	if at == nil {
+	if at == nil || at.OnRequest() {
 		conds.Clear("update")
 		return
 	}
@@ -137,11 +139,14 @@ func applyUpdateStatus(conds *led.Conditions, at *ota.Attempt) {
 	}
 }
 
-// applyAppliance sets the "settings" and "deploy" conditions from what
+// applyAppliance sets the "settings" and "deploying" conditions from what
 // arka-init reports (nil: not an appliance, both cleared). Settings with
-// mistakes keep their defaults, and a refused deploy leaves the previous site
-// serving: like a failed reload, both are Degraded until fixed (a settings
-// file without mistakes at the next boot; a deploy that succeeds).
+// mistakes keep their defaults: Degraded until a settings file without
+// mistakes loads at a boot. A refused or failed deploy (or rollback) is no
+// condition: it changed nothing, the previous site serves as before. Its
+// answer said why, and the status page's appliance table shows it as the
+// last deploy error (status.ApplianceDeploy.LastError) until a deploy or
+// rollback succeeds.
 func applyAppliance(conds *led.Conditions, a *status.Appliance) {
 	if a == nil || len(a.Settings.Errors) == 0 {
 		conds.Clear("settings")
@@ -151,11 +156,6 @@ func applyAppliance(conds *led.Conditions, a *status.Appliance) {
 			msg += fmt.Sprintf(" (and %d more)", n-1)
 		}
 		conds.Set("settings", led.Degraded, "settings file: "+msg+"; those settings keep their defaults")
-	}
-	if d := a; d == nil || d.Deploy.LastError == "" || !d.Deploy.LastErrorAt.After(d.Deploy.Deployed) {
-		conds.Clear("deploy")
-	} else {
-		conds.Set("deploy", led.Degraded, "last deploy refused, the previous site keeps serving: "+d.Deploy.LastError)
 	}
 	// A deploy being received is an update in progress. One that started
 	// longer ago than maxDeploying is stale (arka-init did not live to

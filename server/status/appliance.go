@@ -35,12 +35,16 @@ type ApplianceSettings struct {
 
 // ApplianceDeploy is the deployed site.
 type ApplianceDeploy struct {
-	Generation  int       `json:"generation,omitempty"` // 0: the site baked into the image
-	Deployed    time.Time `json:"deployed,omitzero"`
-	From        string    `json:"from,omitempty"`
-	Files       int       `json:"files,omitempty"`
-	Bytes       int64     `json:"bytes,omitempty"`
-	Previous    int       `json:"previous,omitempty"` // what `deploy --rollback` returns to
+	Generation int       `json:"generation,omitempty"` // 0: the site baked into the image
+	Deployed   time.Time `json:"deployed,omitzero"`
+	From       string    `json:"from,omitempty"`
+	Files      int       `json:"files,omitempty"`
+	Bytes      int64     `json:"bytes,omitempty"`
+	Previous   int       `json:"previous,omitempty"` // what `deploy --rollback` returns to
+	// LastError is the last deploy or rollback that was refused or failed
+	// since the last that succeeded ("deploy refused: sites/a.toml:3:1: …"),
+	// with its time. It changed nothing (the site above serves), so it is
+	// information, not a condition of the device.
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	Receiving   time.Time `json:"receiving,omitzero"` // a deploy being received since then

@@ -26,7 +26,8 @@ func TestWirelessLevel(t *testing.T) {
 }
 
 // The appliance card shows the deployed generation, the settings file's
-// mistakes and the last error, and the page stays under maxPageBytes.
+// mistakes and the last deploy error (which changed nothing: the site above
+// serves), and the page stays under maxPageBytes.
 func TestApplianceCard(t *testing.T) {
 	a := Appliance{Hostname: "garden",
 		Settings: ApplianceSettings{Found: true, Errors: []string{`settings.txt:2:1: timezone "Mars/Olympus" is not a time zone name`}, WiFi: "no wireless interface on this machine"},
@@ -45,7 +46,7 @@ func TestApplianceCard(t *testing.T) {
 	snap.Appliance = got
 	body := get(newTestHandler(t, nil, snap, demoHistory(now)), "127.0.0.1:1", "/status", nil).Body.String()
 	for _, want := range []string{"Appliance garden", "generation 7, deployed 2026-12-01 10:00 UTC from alice@laptop, 12 files", "rollback to 6",
-		"Mars/Olympus", "1 mistake(s)", "deploy refused: sites/a.toml:3:1", "no wireless interface", "of 4 cores", "scroll sideways for more →"} {
+		"Mars/Olympus", "1 mistake(s)", "deploy refused: sites/a.toml:3:1", "the site above kept serving", "no wireless interface", "of 4 cores", "scroll sideways for more →"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}

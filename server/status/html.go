@@ -238,7 +238,7 @@ td,th{padding:3px 6px;border-bottom:1px solid var(--ln);text-align:right;white-s
 </div>
 {{with .Appliance}}<div class="g w"><div class="c"><h2>Appliance {{.Hostname}}</h2><table>
 <tr><td>Site</td><td>{{with .Deploy}}{{if .Generation}}generation {{.Generation}}, deployed {{.Deployed.UTC.Format "2006-01-02 15:04"}} UTC from {{.From}}, {{.Files}} files, {{bytes .Bytes}}{{if .Previous}} · rollback to {{.Previous}}{{end}}{{else}}baked into the image{{end}}{{end}}</td></tr>
-{{with .Deploy.LastError}}<tr><td>Last error</td><td class="warn" style="white-space:normal">{{.}} <span class="mu">({{$.S.Appliance.Deploy.LastErrorAt.UTC.Format "2006-01-02 15:04"}} UTC)</span></td></tr>{{end}}
+{{with .Deploy.LastError}}<tr><td>Last deploy</td><td class="warn" style="white-space:normal">{{.}} <span class="mu">({{$.S.Appliance.Deploy.LastErrorAt.UTC.Format "2006-01-02 15:04"}} UTC; the site above kept serving)</span></td></tr>{{end}}
 <tr><td>Settings</td><td style="white-space:normal">{{with .Settings}}{{if not .Found}}no settings.txt: defaults{{else if .Errors}}<span class="warn">{{len .Errors}} mistake(s), those settings keep their defaults:</span>{{range .Errors}}<br><code>{{.}}</code>{{end}}{{else}}<span class="ok">settings.txt OK</span>{{end}}{{if .Restored}} · kept this device's own across an update{{end}}{{end}}</td></tr>
 <tr><td>Wi-Fi</td><td style="white-space:normal">{{.Settings.WiFi}}{{with .WiFi}}{{with .SignalDBm}} · signal {{f1 .}} dBm{{end}}{{range .Addresses}} · {{.}}{{end}}{{end}}</td></tr>
 </table></div></div>{{end}}

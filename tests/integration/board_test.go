@@ -236,10 +236,15 @@ func TestActivityLED(t *testing.T) {
 	}
 
 	// The trial failed and the old build came back.
-	writeStatus(`{"partition": 3, "state": "rolled-back", "reason": "arka did not answer", "to": {"version": "0.4.0"}}`)
+	writeStatus(`{"partition": 3, "state": "rolled-back", "reason": "arka did not answer", "to": {"version": "0.4.0"}, "faulty": true}`)
 	v = waitState(t, status, "rolled-back")
 	if !strings.Contains(v.Conditions[0].Message, "0.4.0 failed and was rolled back: arka did not answer") {
 		t.Errorf("rolled back: %+v", v)
+	}
+	// A rollback on request (not faulty) failed nothing: serving.
+	writeStatus(`{"partition": 3, "state": "rolled-back", "reason": "rollback on request", "to": {"version": "0.4.0"}}`)
+	if v = waitState(t, status, "serving"); len(v.Conditions) != 0 {
+		t.Errorf("rolled back on request: %+v", v)
 	}
 	writeStatus(`{"partition": 2, "state": "confirmed", "to": {"version": "0.4.1"}}`)
 	waitState(t, status, "serving")

@@ -395,7 +395,7 @@ func TestProbationRollsBack(t *testing.T) {
 	// does not return to the faulty build.
 	back := newAgent(t, d, status, 2, 2)
 	back.Start()
-	if st := back.Status(); st.Last.State != RolledBack || !st.Last.Faulty || st.Other == nil || st.Other.Version != "on-3" {
+	if st := back.Status(); st.Last.State != RolledBack || !st.Last.Faulty || st.Last.OnRequest() || st.Other == nil || st.Other.Version != "on-3" {
 		t.Errorf("status after the rollback: %+v", st)
 	}
 	if err := back.Rollback(); httpCode(err) != http.StatusConflict || !strings.Contains(err.Error(), "which failed on this device") {

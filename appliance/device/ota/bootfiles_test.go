@@ -257,7 +257,7 @@ func TestBootFilesSwappedOnRequest(t *testing.T) {
 	back.Build = v1Build
 	back.Start()
 	st := back.Status()
-	if st.Last.State != RolledBack || st.Last.Reason != "rollback on request" || st.Boot.Build != v1Build || len(st.Kept) != 2 {
+	if st.Last.State != RolledBack || st.Last.Reason != "rollback on request" || !st.Last.OnRequest() || st.Boot.Build != v1Build || len(st.Kept) != 2 {
 		t.Errorf("status after the rollback: %+v", st)
 	}
 	if err := back.Rollback(); err != nil {

@@ -56,7 +56,7 @@ const (
 	Trial      State = "trial"       // the new root runs on trial; its health check runs
 	Confirmed  State = "confirmed"   // the new root passed and is now the default
 	Failed     State = "failed"      // the new root failed its health check; the device reboots into the old root
-	RolledBack State = "rolled-back" // the device runs the old root again
+	RolledBack State = "rolled-back" // the device runs the old root again: the new one failed (Faulty), or on request (OnRequest)
 )
 
 // Build identifies a build of the appliance.
@@ -102,6 +102,15 @@ type Attempt struct {
 	// command line, firmware): restored from the copy kept on /perm, or
 	// why not.
 	Boot string `json:"boot,omitempty"`
+}
+
+// OnRequest reports whether the attempt ended in a rollback that was asked
+// for (`arka-appliance rollback`, POST /arka/update/rollback): State
+// RolledBack without Faulty. The device then runs the build it was asked
+// to run, From; nothing failed. Every automatic way back (a failed trial,
+// a crash loop on probation) sets Faulty.
+func (at *Attempt) OnRequest() bool {
+	return at != nil && at.State == RolledBack && !at.Faulty
 }
 
 // Evidence of a failed trial, kept on /perm with the attempt.
