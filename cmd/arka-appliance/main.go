@@ -112,7 +112,7 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.out, "o", "", "output image (default images/out/arka-BOARD.img)")
 	fs.StringVar(&b.hostname, "hostname", "arka", "hostname (partition GUIDs derive from it)")
 	fs.StringVar(&b.arkaPkg, "arka-pkg", "./cmd/arka", "Go package built as /user/arka")
-	fs.StringVar(&b.version, "version", "dev", "Arka version recorded in the image")
+	fs.StringVar(&b.version, "version", "", "Arka version recorded in the image (default: as make's VERSION, git describe --tags --always --dirty of the source tree; dev outside a git checkout)")
 	fs.StringVar(&b.pwFile, "password-file", "", "device password file (gokrazy UI, updates, deploys): reused if present, else generated (default: the device's file in the user's configuration directory, see images/README.md)")
 	fs.StringVar(&b.size, "size", "1200M", "image size")
 	fs.StringVar(&b.extraArgs, "kernel-args", "", "extra kernel command line arguments")
@@ -144,7 +144,10 @@ func (b *buildFlags) build() (*image.Summary, error) {
 	if out == "" {
 		out = filepath.Join("images", "out", "arka-"+b.board+".img")
 	}
-	var epoch int64
+	version, epoch := sourceStamp(".")
+	if b.version != "" {
+		version = b.version
+	}
 	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
 		if _, err := fmt.Sscan(s, &epoch); err != nil {
 			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %v", s, err)
@@ -201,7 +204,7 @@ func (b *buildFlags) build() (*image.Summary, error) {
 		Output:          out,
 		Hostname:        b.hostname,
 		ArkaPkg:         b.arkaPkg,
-		Version:         b.version,
+		Version:         version,
 		PasswordFile:    pwFile,
 		Settings:        settingsTxt,
 		SettingsGiven:   settingsGiven,
