@@ -68,8 +68,10 @@ IMAGE_EPOCH = $(or $(SOURCE_DATE_EPOCH),$(shell git diff --quiet HEAD 2>/dev/nul
 image:
 	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./cmd/arka-appliance build --board $(BOARD) --version $(VERSION) $(if $(filter 1 yes true,$(PHP)),--php) $(if $(SITE),--site $(SITE))
 
-# Boot the image under QEMU (TCG, or KVM with VM_FLAGS=--kvm) with Arka on
-# forwarded loopback ports; prints the URLs. Ctrl-C stops it.
+# Boot the image under QEMU (TCG, or KVM with VM_FLAGS=--kvm) with Arka
+# (80, 443), the gokrazy UI (8080) and the HTTPS update/deploy API (8443) on
+# forwarded loopback ports; prints the URLs and, once Arka answers, the
+# deploy, status and update commands for the VM. Ctrl-C stops it.
 vm: image
 	$(GO) run ./cmd/arka-appliance vm --board $(BOARD) $(VM_FLAGS)
 

@@ -395,6 +395,12 @@ func cmdVM(args []string) error {
 			return err
 		}
 	}
+	// The VM's key is made at its first boot: an earlier VM's pin goes
+	// now, and the key its console shows is pinned once it is there.
+	if err := unpinVM(); err != nil {
+		return err
+	}
+	hostname := imageHostname(*img)
 	v, err := vm.Start(o)
 	if err != nil {
 		return err
@@ -402,8 +408,8 @@ func cmdVM(args []string) error {
 	defer v.Stop()
 	fmt.Printf("QEMU started (%s); console log: %s\n", *board, v.SerialLog)
 	fmt.Printf("  Arka          http://127.0.0.1:%d/   https://127.0.0.1:%d/\n", v.Ports[80], v.Ports[443])
-	pwFile, _ := devices.PasswordFile("arka")
-	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   (user gokrazy, password in %s for an image built with the default hostname)\n", v.Ports[8080], pwFile)
+	pwFile, _ := devices.PasswordFile(hostname)
+	fmt.Printf("  gokrazy UI    http://127.0.0.1:%d/   https://127.0.0.1:%d/   (user gokrazy, password in %s)\n", v.Ports[8080], v.Ports[8443], pwFile)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -414,11 +420,31 @@ func cmdVM(args []string) error {
 		for ctx.Err() == nil {
 			if resp, err := client.Get(url); err == nil {
 				resp.Body.Close()
-				fmt.Printf("Arka answered after %s (QEMU start to first response). Press Ctrl-C to stop the VM.\n", time.Since(v.Started).Round(100*time.Millisecond))
-				return
+				fmt.Printf("Arka answered after %s (QEMU start to first response).\n", time.Since(v.Started).Round(100*time.Millisecond))
+				break
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
+		// arka-init logs the key before Arka starts; wait a little in case.
+		fp := ""
+		for end := time.Now().Add(30 * time.Second); ctx.Err() == nil && fp == "" && time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+			fp = consoleKey(v.SerialTail(1 << 20))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if fp == "" {
+			fmt.Printf("The console shows no device key (\"device key SHA256 …\"): the first command below asks you to confirm the key the VM presents.\n")
+		} else if pin, err := pinVM(fp); err != nil {
+			fmt.Printf("Pinning the VM's key: %v\n", err)
+		} else {
+			fmt.Printf("Its key SHA256:%s (from its console) is pinned as device %q (%s).\n", fp, vmDevice, pin)
+		}
+		fmt.Printf("Deploy a site to it, ask its status, update it over its HTTPS API (from this directory):\n")
+		if err := vmCommands(os.Stdout, *board, hostname, v.Ports[8443], v.Ports[80]); err != nil {
+			fmt.Printf("  %v\n", err)
+		}
+		fmt.Printf("Press Ctrl-C to stop the VM.\n")
 	}()
 	select {
 	case <-ctx.Done():

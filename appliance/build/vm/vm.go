@@ -37,7 +37,9 @@ type Options struct {
 	DiskSize  int64  // size of the VM's disk; default: the image size (rpi: next power of two)
 	KernelDir string // rpi: directory with vmlinuz and bcm2710-rpi-3-b.dtb (the kernel.rpi module)
 	Memory    string // default "1024"
-	// GuestPorts are forwarded from free loopback ports; default 80, 443, 8080.
+	// GuestPorts are forwarded from free loopback ports; default 80, 443
+	// (Arka), 8080 (gokrazy's web UI, plain HTTP) and 8443 (the HTTPS web
+	// UI, update and deploy API).
 	GuestPorts []int
 	Stdout     io.Writer // QEMU's own output; nil discards it
 	// KVM uses hardware virtualization (amd64) instead of TCG emulation.
@@ -111,7 +113,7 @@ func Start(o Options) (*VM, error) {
 		o.Memory = "1024"
 	}
 	if len(o.GuestPorts) == 0 {
-		o.GuestPorts = []int{80, 443, 8080}
+		o.GuestPorts = []int{80, 443, 8080, 8443}
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
