@@ -313,7 +313,7 @@ func (x *exchange) finish(c *conn, err error, status int) {
 	if isTimeout(err) {
 		msg = fmt.Sprintf("no output from the script within read_timeout %v", h.readTimeout)
 	}
-	h.elog.write(slog.LevelError, "fastcgi: "+msg, "script", x.t.scriptName)
+	h.elog.Write(slog.LevelError, "fastcgi: "+msg, "script", x.t.scriptName)
 	if !x.headerSent {
 		// Nothing reached the client yet (the script's header may have
 		// been parsed, its output held): a clean error page, without the
@@ -522,7 +522,7 @@ func (x *exchange) writeBody(p []byte) {
 		if int64(len(p)) > x.bodyLeft {
 			if !x.overLength {
 				x.overLength = true
-				x.h.elog.write(slog.LevelWarn, "fastcgi: script wrote more than its Content-Length; the rest is dropped",
+				x.h.elog.Write(slog.LevelWarn, "fastcgi: script wrote more than its Content-Length; the rest is dropped",
 					"script", x.t.scriptName)
 			}
 			p = p[:x.bodyLeft]
@@ -636,7 +636,7 @@ func (x *exchange) stderr() error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		x.h.elog.write(slog.LevelWarn, "fastcgi: script stderr", "script", x.t.scriptName, "stderr", string(line))
+		x.h.elog.Write(slog.LevelWarn, "fastcgi: script stderr", "script", x.t.scriptName, "stderr", string(line))
 	}
 	return nil
 }

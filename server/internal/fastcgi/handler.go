@@ -186,6 +186,7 @@ import (
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/internal/fcgi"
 	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/lograte"
 	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
@@ -285,7 +286,7 @@ type Handler struct {
 	readTimeout  time.Duration
 	queueTimeout time.Duration
 
-	elog  *errorLog
+	elog  *lograte.Log
 	pools *Pools
 	pool  *pool
 
@@ -398,7 +399,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	h.elog = newErrorLog(logger.With("route", route, "address", h.address))
+	h.elog = lograte.New(logger.With("route", route, "address", h.address))
 
 	dial := opts.Dial
 	if dial == nil {
@@ -424,7 +425,7 @@ func New(route string, cfg *config.FastCGI, opts Options) (*Handler, error) {
 		}
 		// Reads and writes without the runtime's syscall bookkeeping.
 		return newConn(wire.Raw(nc), readTimeout), nil
-	}, func(msg string, args ...any) { h.elog.write(slog.LevelWarn, msg, args...) })
+	}, func(msg string, args ...any) { h.elog.Write(slog.LevelWarn, msg, args...) })
 	h.reqBufs.New = func() any { return &reqBuf{w: make([]byte, 0, 2048), hdr: make([]byte, 0, 1024)} }
 	h.copyBufs.New = func() any { b := make([]byte, copyBufSize); return &b }
 	return h, nil
@@ -546,7 +547,7 @@ func (h *Handler) exit() {
 }
 
 func (h *Handler) logf(format string, args ...any) {
-	h.elog.write(slog.LevelError, "fastcgi: "+fmt.Sprintf(format, args...))
+	h.elog.Write(slog.LevelError, "fastcgi: "+fmt.Sprintf(format, args...))
 }
 
 func (h *Handler) getReqBuf() *reqBuf { return h.reqBufs.Get().(*reqBuf) }
@@ -643,9 +644,9 @@ func (h *Handler) acquireError(w http.ResponseWriter, r *http.Request, t *target
 		// Counted by the pool (status page, Prometheus) and logged through
 		// the rate-limited error log, so a flood of 503s cannot flood it.
 		if err == errQueueTimeout {
-			h.elog.write(slog.LevelWarn, "fastcgi: 503: waited queue.timeout for a connection", "script", t.scriptName, "timeout", h.queueTimeout)
+			h.elog.Write(slog.LevelWarn, "fastcgi: 503: waited queue.timeout for a connection", "script", t.scriptName, "timeout", h.queueTimeout)
 		} else {
-			h.elog.write(slog.LevelWarn, "fastcgi: 503: queue full", "script", t.scriptName, "queue_size", h.queueSize)
+			h.elog.Write(slog.LevelWarn, "fastcgi: 503: queue full", "script", t.scriptName, "queue_size", h.queueSize)
 		}
 		w.Header().Set("Retry-After", retryAfter)
 		errpage.Write(w, r, http.StatusServiceUnavailable)
@@ -657,7 +658,7 @@ func (h *Handler) acquireError(w http.ResponseWriter, r *http.Request, t *target
 		h.aborted.Add(1) // the client left while waiting
 	default:
 		h.errs.Add(1)
-		h.elog.write(slog.LevelError, "fastcgi: cannot connect: "+err.Error(), "script", t.scriptName)
+		h.elog.Write(slog.LevelError, "fastcgi: cannot connect: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusBadGateway)
 	}
 }
@@ -672,7 +673,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		// The spool's budget is spent (Options.Spool): this request is
 		// refused, the server keeps its descriptors for the others.
 		h.errs.Add(1)
-		h.elog.write(slog.LevelWarn, "fastcgi: "+err.Error()+": 503", "script", t.scriptName)
+		h.elog.Write(slog.LevelWarn, "fastcgi: "+err.Error()+": 503", "script", t.scriptName)
 		w.Header().Set("Retry-After", retryAfter)
 		w.Header().Set("Connection", "close")
 		errpage.Write(w, r, http.StatusServiceUnavailable)
@@ -686,7 +687,7 @@ func (h *Handler) bodyError(w http.ResponseWriter, r *http.Request, t *target, e
 		errpage.Write(w, r, http.StatusRequestTimeout)
 	case errors.As(err, new(*spool.WriteError)):
 		h.errs.Add(1)
-		h.elog.write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
+		h.elog.Write(slog.LevelError, "fastcgi: "+err.Error(), "script", t.scriptName)
 		errpage.Write(w, r, http.StatusInternalServerError)
 	default:
 		// The client sent a broken body (malformed chunked framing).
