@@ -147,6 +147,7 @@ func (s *Server) handler(cs *config.Site, cr *config.Route, t *table) (http.Hand
 			Compress:    compresses(cs, cr),
 			MinSize:     int64(comp.MinSize),
 			Constrained: s.constrained,
+			Logger:      s.log,
 		})
 		if err != nil {
 			return nil, err
@@ -254,6 +255,7 @@ func (s *Server) fastcgiHandler(cs *config.Site, cr *config.Route, fc *config.Fa
 		Compress:    compresses(cs, cr),
 		MinSize:     int64(cs.Compression.MinSize),
 		Constrained: s.constrained,
+		Logger:      s.log,
 	})
 	if err != nil {
 		return nil, err

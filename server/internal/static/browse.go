@@ -84,6 +84,12 @@ func joinName(dir, n string) string {
 // in that order; the page says how many are not.
 func (h *Handler) listing(w http.ResponseWriter, r *http.Request, name, p string) {
 	names, full, err := h.readNames(name)
+	if denied(err) {
+		// Searchable, not readable. Rare: os.Root opens every directory
+		// on a path, so an index file under it is already denied.
+		h.forbidden(w, r, &entry{denied: []*denial{newDenial(name, "open", err, nil)}})
+		return
+	}
 	if err != nil {
 		errpage.Write(w, r, http.StatusNotFound)
 		return

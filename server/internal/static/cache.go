@@ -128,7 +128,63 @@ const (
 	kFile                // regular file
 	kDir                 // directory
 	kOther               // device, socket, fifo: never served
+	kDenied              // Arka may not read it or a directory on its path: 403, logged
 )
+
+// denial is a permission error (EACCES, EPERM) met while describing a
+// path: the file itself (a kDenied entry) or a precompressed sibling,
+// passed over (a kFile entry). Kept across rebuilds of the entry while
+// the path stays denied, so that its error-log line is written once per
+// deniedLogEvery, not once per request (Handler.logDenied).
+type denial struct {
+	name    string // under root
+	op      string // the call that failed: "stat" or "open"
+	sibling bool   // a precompressed sibling, passed over
+	cause   string // the errno text, "permission denied"
+	logged  atomic.Int64
+}
+
+// denied reports whether err is a permission error (EACCES or EPERM), as
+// opposed to a missing file (ENOENT, ENOTDIR) or any other failure.
+func denied(err error) bool { return errors.Is(err, fs.ErrPermission) }
+
+// newDenial describes err, met by op on name; old's denial of the same
+// name is kept (with when it was logged) if it has one.
+func newDenial(name, op string, err error, old *entry) *denial {
+	if old != nil {
+		for _, d := range old.denied {
+			if d.name == name {
+				return d
+			}
+		}
+	}
+	cause := err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		cause = errno.Error()
+	}
+	return &denial{name: name, op: op, cause: cause}
+}
+
+func newSiblingDenial(name, op string, err error, old *entry) *denial {
+	d := newDenial(name, op, err, old)
+	d.sibling = true
+	return d
+}
+
+// sameDenials reports whether a and b hold the same denials (newDenial
+// reuses them, so the same pointers in the same order).
+func sameDenials(a, b []*denial) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // fileID identifies one version of a file. The change time tells apart
 // a file rewritten in place with its size and mtime restored (cp -p, a
@@ -160,6 +216,10 @@ type entry struct {
 	alternates   bool     // more than identity may be sent: Vary: Accept-Encoding
 	index        []string // for directories: candidate index paths
 	weight       uint32
+
+	// denied is, for kDenied, why; for kFile, the precompressed
+	// siblings passed over because Arka may not read them.
+	denied []*denial
 }
 
 // rep is one representation: the file itself, a precompressed sibling, or
@@ -288,6 +348,13 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 		e.sizes[i] = -1
 	}
 	switch {
+	case err != nil && denied(err):
+		if old != nil && old.kind == kDenied {
+			return old
+		}
+		e.kind = kDenied
+		e.denied = []*denial{newDenial(name, "stat", err, old)}
+		return e
 	case err != nil:
 		e.kind = kMissing
 		if old != nil && old.kind == kMissing {
@@ -323,10 +390,19 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 		oldReps = old.reps
 	}
 	same := old != nil && old.kind == kFile
-	if r := c.loadRep(root, encoding.Identity, name, fi, oldReps[encoding.Identity], now); r != nil {
+	r, err := c.loadRep(root, encoding.Identity, name, fi, oldReps[encoding.Identity], now)
+	switch {
+	case r != nil:
 		e.reps[encoding.Identity] = r
 		same = same && r == oldReps[encoding.Identity]
-	} else {
+	case denied(err):
+		if old != nil && old.kind == kDenied {
+			return old
+		}
+		e.kind = kDenied
+		e.denied = []*denial{newDenial(name, "open", err, old)}
+		return e
+	default:
 		e.kind = kMissing
 		return e
 	}
@@ -338,10 +414,18 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 			}
 			sfi, err := root.Stat(sn)
 			if err != nil || !sfi.Mode().IsRegular() || sfi.Size() == 0 || !siblingFresh(sfi, fi) {
+				if denied(err) {
+					e.denied = append(e.denied, newSiblingDenial(sn, "stat", err, old))
+				}
 				same = same && oldReps[cd] == nil
 				continue
 			}
-			r := c.loadRep(root, cd, sn, sfi, oldReps[cd], now)
+			// A sibling Arka may not read is passed over (logged): the
+			// file itself, or another sibling, is served.
+			r, err := c.loadRep(root, cd, sn, sfi, oldReps[cd], now)
+			if r == nil && denied(err) {
+				e.denied = append(e.denied, newSiblingDenial(sn, "open", err, old))
+			}
 			e.reps[cd] = r
 			same = same && r == oldReps[cd]
 			if r != nil {
@@ -349,7 +433,7 @@ func (c *Cache) build(root *os.Root, key fileKey, siblings bool, index []string,
 			}
 		}
 	}
-	if same {
+	if same && sameDenials(e.denied, old.denied) {
 		return old
 	}
 	for cd, r := range e.reps {
@@ -374,36 +458,37 @@ func siblingFresh(sibling, file fs.FileInfo) bool {
 // small. It reuses old when the file is unchanged and its time is as much
 // in the future as it was (a Last-Modified replaced by the time first
 // seen stays, so that it keeps validating); else it makes a new one,
-// with old's bytes when only that changed.
-func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.FileInfo, old *rep, now int64) *rep {
+// with old's bytes when only that changed. A new or changed file is
+// opened whatever its size, so that one Arka may not read (chmod changes
+// the change time, so the id) is known before a response's head
+// promises its bytes; the error is open's or read's, nil with a nil rep
+// when the file is not a regular one.
+func (c *Cache) loadRep(root *os.Root, cd encoding.Coding, name string, fi fs.FileInfo, old *rep, now int64) (*rep, error) {
 	id := idOf(fi)
 	if old != nil && old.id == id {
 		if old.clamped == future(id, now) {
-			return old
+			return old, nil
 		}
-		return newRep(cd, old.name, id, old.body, old.etag, now)
+		return newRep(cd, old.name, id, old.body, old.etag, now), nil
 	}
-	var body []byte
-	if id.size <= c.o.MaxInMemory {
-		f, err := root.Open(name)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		ffi, err := f.Stat()
-		if err != nil || !ffi.Mode().IsRegular() {
-			return nil
-		}
-		id = idOf(ffi)
-		if id.size > c.o.MaxInMemory {
-			return newRep(cd, name, id, nil, makeETag(id, cd), now)
-		}
-		body = make([]byte, id.size)
-		if _, err := io.ReadFull(f, body); err != nil {
-			return nil // changed under us; the next look will see it
-		}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
 	}
-	return newRep(cd, name, id, body, makeETag(id, cd), now)
+	defer f.Close()
+	ffi, err := f.Stat()
+	if err != nil || !ffi.Mode().IsRegular() {
+		return nil, err
+	}
+	id = idOf(ffi)
+	if id.size > c.o.MaxInMemory {
+		return newRep(cd, name, id, nil, makeETag(id, cd), now), nil
+	}
+	body := make([]byte, id.size)
+	if _, err := io.ReadFull(f, body); err != nil {
+		return nil, err // changed under us; the next look will see it
+	}
+	return newRep(cd, name, id, body, makeETag(id, cd), now), nil
 }
 
 func varKey(key fileKey, id fileID, cd encoding.Coding, level int) variantKey {

@@ -74,14 +74,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/arkaweb/arka/config"
 	"github.com/arkaweb/arka/server/internal/encoding"
 	"github.com/arkaweb/arka/server/internal/errpage"
+	"github.com/arkaweb/arka/server/internal/lograte"
 	"github.com/arkaweb/arka/server/internal/monotime"
 	"github.com/arkaweb/arka/server/internal/wire"
 )
@@ -103,6 +107,12 @@ type Options struct {
 	// Constrained, when it returns true (the board is hot), stops new
 	// brotli compression; gzip is made at level 1 instead.
 	Constrained func() bool
+	// Logger receives the error log: a line for each path Arka may not
+	// read (EACCES, EPERM: the file, its index file, a directory on its
+	// path or a precompressed sibling), naming the path and the errno
+	// text. A path's line is written at most once per deniedLogEvery, and
+	// all lines go through package lograte's budget. Nil discards them.
+	Logger *slog.Logger
 }
 
 // Handler serves one static route.
@@ -117,6 +127,7 @@ type Handler struct {
 	browse   bool // list directories without an index file
 	cacheCtl []string
 	extra    []headerField
+	elog     *lograte.Log
 }
 
 type headerField struct {
@@ -167,6 +178,7 @@ func New(cfg *config.Static, o Options) (*Handler, error) {
 		siblings: cfg.PrecompressedEnabled(),
 		fallback: strings.TrimPrefix(cfg.Fallback, "/"),
 		browse:   cfg.Browse,
+		elog:     lograte.New(o.Logger),
 	}
 	if cfg.CacheControl != "" {
 		h.cacheCtl = []string{cfg.CacheControl}
@@ -233,6 +245,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.serve(w, r, name, e)
 		return
+	case kDenied:
+		h.forbidden(w, r, e)
+		return
 	case kDir:
 		if !strings.HasSuffix(p, "/") {
 			redirectSlash(w, r, p)
@@ -240,8 +255,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, in := range e.index {
 			ie := h.o.Cache.lookup(h.root, fileKey{h.rootPath, in}, h.siblings, nil, monotime.Start(w))
-			if ie.kind == kFile {
+			switch ie.kind {
+			case kFile:
 				h.serve(w, r, in, ie)
+				return
+			case kDenied:
+				// As nginx: an index file that cannot be read is a 403,
+				// not a reason to try the next one.
+				h.forbidden(w, r, ie)
 				return
 			}
 		}
@@ -258,12 +279,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.fallback != "" {
 		fe := h.o.Cache.lookup(h.root, fileKey{h.rootPath, h.fallback}, h.siblings, nil, monotime.Start(w))
-		if fe.kind == kFile {
+		switch fe.kind {
+		case kFile:
 			h.serve(w, r, h.fallback, fe)
+			return
+		case kDenied:
+			h.forbidden(w, r, fe)
 			return
 		}
 	}
 	errpage.Write(w, r, http.StatusNotFound)
+}
+
+// deniedLogEvery is how often a path Arka may not read is logged again
+// while it stays so and is asked for.
+const deniedLogEvery = time.Minute
+
+// forbidden answers 403 for a path Arka may not read (RFC 9110 section
+// 15.5.4), as nginx does, and logs why: a permission mistake must not
+// look like a missing file (404) to the person who made it.
+func (h *Handler) forbidden(w http.ResponseWriter, r *http.Request, e *entry) {
+	for _, d := range e.denied {
+		h.logDenied(d, monotime.Start(w))
+	}
+	errpage.Write(w, r, http.StatusForbidden)
+}
+
+// logDenied writes d's error-log line unless it was written less than
+// deniedLogEvery before now (monotime units).
+func (h *Handler) logDenied(d *denial, now int64) {
+	last := d.logged.Load()
+	if last != 0 && now-last < int64(deniedLogEvery) || !d.logged.CompareAndSwap(last, now) {
+		return
+	}
+	msg := "static: " + d.op + " failed: " + d.cause
+	if d.sibling {
+		msg += " (precompressed sibling passed over)"
+	}
+	h.elog.Write(slog.LevelError, msg, "path", filepath.Join(h.rootPath, d.name), "uid", os.Geteuid(),
+		"hint", "Arka's user needs read permission on the file, and read and search (r, x) on each directory above it")
 }
 
 // redirectSlash answers 301 to the directory's slash form, keeping the
@@ -281,6 +335,9 @@ func redirectSlash(w http.ResponseWriter, r *http.Request, p string) {
 // serve selects the representation, evaluates preconditions and ranges,
 // and sends.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string, e *entry) {
+	for _, d := range e.denied {
+		h.logDenied(d, monotime.Start(w)) // precompressed siblings passed over
+	}
 	id := e.reps[encoding.Identity]
 	a := encoding.ParseAccept(r.Header["Accept-Encoding"])
 	sizes := e.sizes
