@@ -46,7 +46,7 @@ func ParseSize(s string) (Size, error) {
 	}
 	mul, ok := sizeUnits[unit]
 	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KB, MB, GB, KiB, MiB or GiB)", s, t[i:])
+		return 0, fmt.Errorf("size %q: unknown unit %q (use B; KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB or K, M, G: powers of 1024)", s, t[i:])
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil {
