@@ -456,7 +456,7 @@ func TestAmd64Update(t *testing.T) {
 	r = runCLI(t, cli, "status", "--host", "http://"+d.ui, "--password-file", pwFile)
 	t.Logf("arka-appliance status:\n%s", r.stdout)
 	for _, want := range []string{"Running    Arka v2 ", "from root partition 3", "Next boot  root partition 3\n", "Other root partition 2 holds Arka v1",
-		"Last update  v2 -> v1 (partition 2): rolled-back", "rollback on request", "kept on /perm for root partition 2: Arka v1's"} {
+		"Last update  v2 -> v1 (partition 2), then rolled back on request to Arka v2 at ", "kept on /perm for root partition 2: Arka v1's"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status after the rollback lacks %q", want)
 		}
