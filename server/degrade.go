@@ -356,10 +356,21 @@ type problemsPage struct {
 // problemsAllow is who may read the problems (see problemsPage).
 var problemsAllow = config.DefaultStatusAllowPrefixes()
 
-// showProblems reports whether the client at remote (an "ip:port") may
-// read the problems.
-func showProblems(remote string) bool {
-	ap, err := netip.ParseAddrPort(remote)
+// showProblems reports whether the client of r may read the problems: its
+// connection comes from loopback or a private network (problemsAllow) and
+// not through a proxy. A request that names a client in a forwarding field
+// (Forwarded, RFC 7239; X-Forwarded-For; X-Real-IP) or carries Via (RFC
+// 9110 section 7.6.3) came through one: behind nginx or cloudflared on the
+// same machine or LAN every visitor's connection is a local one. The page
+// has no site configuration (no trusted_proxies) to resolve the client
+// with, so it does not try.
+func showProblems(r *http.Request) bool {
+	for _, f := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "Via"} {
+		if len(r.Header[f]) > 0 {
+			return false
+		}
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return false
 	}
@@ -381,14 +392,14 @@ func (p problemsPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		b.WriteString("Arka could not load its configuration and serves this page until it can.")
 	}
-	if showProblems(r.RemoteAddr) {
+	if showProblems(r) {
 		b.WriteString(" What is wrong:</p>\n<pre>")
 		for _, line := range p.s.Problems() {
 			b.WriteString(html.EscapeString(line) + "\n")
 		}
 		b.WriteString("</pre>\n<p>Correct the site file, then reload Arka (SIGHUP, or restart it; on an appliance, deploy the site again or reboot).</p>\n")
 	} else {
-		b.WriteString(" What is wrong is shown on this page to clients on the device's own networks, and in the log.</p>\n")
+		b.WriteString(" What is wrong is shown on this page to clients on the device's own networks (not through a proxy), and in the log.</p>\n")
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
