@@ -69,11 +69,23 @@ func run(args []string) int {
 	// Loading is pure validation of the site files; the environment check
 	// (roots, log files, php-fpm) is the step after it, at start, on
 	// reload and for -t.
+	demoState := state
+	if *check && *confPath == "" {
+		// A check writes nothing under the state directory: the demo
+		// site it checks is unpacked into a directory removed after.
+		tmp, err := os.MkdirTemp("", "arka-check-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "arka:", err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		demoState = tmp
+	}
 	load := func() ([]*config.Site, error) {
 		var sites []*config.Site
 		var err error
 		if *confPath == "" {
-			sites, err = demoSite(state)
+			sites, err = demoSite(demoState)
 		} else {
 			sites, err = config.Load(*confPath)
 		}

@@ -111,6 +111,14 @@ func TestSeedSiteChecks(t *testing.T) {
 	if _, err := os.Stat(state); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("arka -t made its state directory %s (%v)", state, err)
 	}
+	// The embedded demo site (no -c) is checked without writing there too.
+	code, out = harness.Run(t, "-t", "-state", state)
+	if code != 0 || !strings.Contains(out, "test is successful") {
+		t.Fatalf("arka -t (demo site): exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(state); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("arka -t (demo site) wrote into its state directory %s (%v)", state, err)
+	}
 }
 
 // Config mistakes: file:line:col, non-zero exit, nothing starts.
