@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/arkaweb/arka/server/servertest"
-	"github.com/arkaweb/arka/tests/fpmtest"
 	"golang.org/x/net/http2"
 )
 
@@ -49,32 +48,7 @@ func TestConnectRefused(t *testing.T) {
 	}))
 	defer up.Close()
 
-	dir := t.TempDir()
-	root := www(t, dir, "www", "static page")
-	site := func(name, handler string) string {
-		return `server_names = ["` + name + `"]
-listen = ["{{HTTP}}"]
-tls = { listen = ["{{HTTPS}}"] }
-routes = [{ path = "/", handler = ` + handler + ` }]
-`
-	}
-	sites := []string{
-		"default = true\n" + site("static.test", `{ type = "static", root = "`+root+`" }`),
-		site("redirect.test", `{ type = "redirect", to = "https://static.test{uri}" }`),
-		site("respond.test", `{ type = "respond", body = "ok\n" }`),
-		site("status.test", `{ type = "status" }`),
-		site("proxy.test", `{ type = "proxy", upstreams = ["`+up.Listener.Addr().String()+`"] }`),
-	}
-	hosts := []string{"static.test", "redirect.test", "respond.test", "status.test", "proxy.test"}
-	if _, err := fpmtest.Binary(); err == nil {
-		fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
-		fpmtest.WriteFiles(t, root, map[string]string{"index.php": `<?php echo $_SERVER["REQUEST_METHOD"];`})
-		sites = append(sites, site("php.test", `{ type = "fastcgi", address = "`+fpm.Address+`", root = "`+root+`" }`))
-		hosts = append(hosts, "php.test")
-	} else {
-		t.Logf("no PHP route: %v", err)
-	}
-	e := servertest.Start(t, sites...)
+	e, hosts := everyRouteKind(t, up.Listener.Addr().String())
 
 	refused := func(t *testing.T, what string, resp *http.Response, body []byte) {
 		t.Helper()

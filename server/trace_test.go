@@ -18,32 +18,7 @@ import (
 // and HTTP/2.
 func TestTraceRefused(t *testing.T) {
 	up, got := captureUpstream(t)
-	dir := t.TempDir()
-	root := www(t, dir, "www", "static page")
-	site := func(name, handler string) string {
-		return `server_names = ["` + name + `"]
-listen = ["{{HTTP}}"]
-tls = { listen = ["{{HTTPS}}"] }
-routes = [{ path = "/", handler = ` + handler + ` }]
-`
-	}
-	sites := []string{
-		"default = true\n" + site("static.test", `{ type = "static", root = "`+root+`" }`),
-		site("redirect.test", `{ type = "redirect", to = "https://static.test{uri}" }`),
-		site("respond.test", `{ type = "respond", body = "ok\n" }`),
-		site("status.test", `{ type = "status" }`),
-		site("proxy.test", `{ type = "proxy", upstreams = ["`+up+`"] }`),
-	}
-	hosts := []string{"static.test", "redirect.test", "respond.test", "status.test", "proxy.test"}
-	if _, err := fpmtest.Binary(); err == nil {
-		fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
-		fpmtest.WriteFiles(t, root, map[string]string{"index.php": `<?php echo $_SERVER["REQUEST_METHOD"];`})
-		sites = append(sites, site("php.test", `{ type = "fastcgi", address = "`+fpm.Address+`", root = "`+root+`" }`))
-		hosts = append(hosts, "php.test")
-	} else {
-		t.Logf("no PHP route: %v", err)
-	}
-	e := servertest.Start(t, sites...)
+	e, hosts := everyRouteKind(t, up)
 	allows := map[string]string{"static.test": "GET, HEAD, OPTIONS", "status.test": "GET, HEAD"}
 
 	e.Each(t, func(t *testing.T, c *servertest.Client) {
@@ -83,4 +58,39 @@ routes = [{ path = "/", handler = ` + handler + ` }]
 		case <-time.After(50 * time.Millisecond):
 		}
 	})
+}
+
+// everyRouteKind starts a server with one site per kind of route, each
+// on "/": static (the default site), redirect, respond, status, a proxy
+// to upstream ("host:port") and, where php-fpm is installed, fastcgi
+// (index.php echoes the request method). It returns the server and the
+// sites' host names.
+func everyRouteKind(t *testing.T, upstream string) (*servertest.Env, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	root := www(t, dir, "www", "static page")
+	site := func(name, handler string) string {
+		return `server_names = ["` + name + `"]
+listen = ["{{HTTP}}"]
+tls = { listen = ["{{HTTPS}}"] }
+routes = [{ path = "/", handler = ` + handler + ` }]
+`
+	}
+	sites := []string{
+		"default = true\n" + site("static.test", `{ type = "static", root = "`+root+`" }`),
+		site("redirect.test", `{ type = "redirect", to = "https://static.test{uri}" }`),
+		site("respond.test", `{ type = "respond", body = "ok\n" }`),
+		site("status.test", `{ type = "status" }`),
+		site("proxy.test", `{ type = "proxy", upstreams = ["`+upstream+`"] }`),
+	}
+	hosts := []string{"static.test", "redirect.test", "respond.test", "status.test", "proxy.test"}
+	if _, err := fpmtest.Binary(); err == nil {
+		fpm := fpmtest.Start(t, fpmtest.Config{MaxChildren: 2})
+		fpmtest.WriteFiles(t, root, map[string]string{"index.php": `<?php echo $_SERVER["REQUEST_METHOD"];`})
+		sites = append(sites, site("php.test", `{ type = "fastcgi", address = "`+fpm.Address+`", root = "`+root+`" }`))
+		hosts = append(hosts, "php.test")
+	} else {
+		t.Logf("no PHP route: %v", err)
+	}
+	return servertest.Start(t, sites...), hosts
 }
