@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -90,18 +89,8 @@ func TestConnectRefused(t *testing.T) {
 		// HTTP/1.1: the request after a refused CONNECT on the same
 		// connection, sent at once (before the answer), is served as a
 		// request, not carried as tunnel bytes.
-		var nc net.Conn
-		var err error
-		if c.Name == "h1" {
-			nc, err = net.Dial("tcp", e.HTTP)
-		} else {
-			nc, err = tls.Dial("tcp", e.HTTPS, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		nc := dialHTTP1(t, e, c)
 		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(10 * time.Second))
 		io.WriteString(nc, "CONNECT php.test:443 HTTP/1.1\r\nHost: php.test:443\r\n\r\n"+
 			"GET / HTTP/1.1\r\nHost: respond.test\r\n\r\n")
 		br := bufio.NewReader(nc)

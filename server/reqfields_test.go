@@ -126,9 +126,9 @@ func receive(t *testing.T, ch <-chan captured) captured {
 	return captured{}
 }
 
-// rawExchange sends req on a new HTTP/1.1 connection to c's server (plain
-// for "h1", TLS for "h1+tls") and reads the response.
-func rawExchange(t *testing.T, e *servertest.Env, c *servertest.Client, req string) (*http.Response, string) {
+// dialHTTP1 opens a connection to c's server for HTTP/1.1 (plain for
+// "h1", TLS with ALPN http/1.1 for "h1+tls"), with a 10 s deadline.
+func dialHTTP1(t *testing.T, e *servertest.Env, c *servertest.Client) net.Conn {
 	t.Helper()
 	var nc net.Conn
 	var err error
@@ -140,8 +140,16 @@ func rawExchange(t *testing.T, e *servertest.Env, c *servertest.Client, req stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return nc
+}
+
+// rawExchange sends req on a new HTTP/1.1 connection to c's server (plain
+// for "h1", TLS for "h1+tls") and reads the response.
+func rawExchange(t *testing.T, e *servertest.Env, c *servertest.Client, req string) (*http.Response, string) {
+	t.Helper()
+	nc := dialHTTP1(t, e, c)
+	defer nc.Close()
 	if _, err := io.WriteString(nc, req); err != nil {
 		t.Fatal(err)
 	}
