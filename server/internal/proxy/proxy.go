@@ -1487,7 +1487,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *conn, resp *r
 				// already waiting (a non-blocking peek, only until the
 				// first flush), so a body cut short right away is still
 				// answered 502.
-				if held && alive(c.raw) {
+				if held && c.alive() {
 					held = false // Flush sends the status
 					rest.out.Flush()
 				}

@@ -186,6 +186,7 @@ func (u *upstream) stats() UpstreamStats {
 type conn struct {
 	nc        net.Conn // the connection spoken on: raw, or TLS over raw
 	raw       net.Conn // the TCP or unix connection, for liveness checks
+	peek      peek     // the liveness check (alive), bound to raw
 	lr        limitReader
 	br        *bufio.Reader
 	bw        *bufio.Writer
@@ -307,7 +308,7 @@ func (u *upstream) get() *conn {
 		u.idle[n-1] = nil
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		if time.Duration(now-c.idleSince) < u.h.idleTimeout && alive(c.raw) {
+		if time.Duration(now-c.idleSince) < u.h.idleTimeout && c.alive() {
 			c.reused, c.clock = true, now
 			return c
 		}
@@ -365,6 +366,7 @@ func (u *upstream) dial(ctx context.Context) (*conn, error) {
 // is the socket under it (the same for plain connections).
 func (u *upstream) newConn(nc, raw net.Conn) *conn {
 	c := &conn{nc: nc, raw: raw, up: u}
+	c.initAlive()
 	c.lr.r = nc
 	c.bw = bufio.NewWriterSize(nc, 4096)
 	c.lr.c = c
