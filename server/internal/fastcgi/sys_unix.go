@@ -5,6 +5,8 @@ package fastcgi
 import (
 	"net"
 	"syscall"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 type kind int
@@ -65,7 +67,7 @@ func (p *peeker) init(nc net.Conn) {
 }
 
 func (p *peeker) peek(fd uintptr) bool {
-	n, err := recvPeek(int(fd), p.buf[:])
+	n, err := wire.RecvPeek(int(fd), p.buf[:])
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EINTR:
 	case err != nil || n >= 0:

@@ -4,7 +4,8 @@ package proxy
 
 import (
 	"syscall"
-	"unsafe"
+
+	"github.com/arkaweb/arka/server/internal/wire"
 )
 
 // peek is a conn's liveness check, bound to its socket once (initAlive):
@@ -45,19 +46,17 @@ func (c *conn) alive() bool {
 	return err == nil && p.open
 }
 
-// at peeks at fd: recvfrom(2) with MSG_PEEK|MSG_DONTWAIT into one byte
-// and no source address.
+// at peeks at fd (wire.RecvPeek) into one byte.
 func (p *peek) at(fd uintptr) {
 	var buf [1]byte
 	for {
-		n, _, e := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1,
-			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		n, e := wire.RecvPeek(int(fd), buf[:])
 		switch {
 		case e == syscall.EINTR:
 			continue
 		case e == syscall.EAGAIN:
 			// Nothing to read: open and quiet, as it should be.
-		case e != 0:
+		case e != nil:
 			p.open = false
 		case n > 0:
 			p.open = false // bytes nobody asked for

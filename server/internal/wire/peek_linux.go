@@ -1,14 +1,15 @@
-package fastcgi
+package wire
 
 import (
 	"syscall"
 	"unsafe"
 )
 
-// recvPeek reads into b with MSG_PEEK|MSG_DONTWAIT and no source address,
+// RecvPeek reads into b with MSG_PEEK|MSG_DONTWAIT (the liveness check of
+// a kept upstream or php-fpm connection) and no source address,
 // so nothing is allocated (syscall.Recvfrom makes a Sockaddr for unix
 // sockets).
-func recvPeek(fd int, b []byte) (int, error) {
+func RecvPeek(fd int, b []byte) (int, error) {
 	n, _, e := syscall.Syscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
