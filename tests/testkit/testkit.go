@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +125,25 @@ func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// OpenFiles counts this process's open files whose path contains name
+// (e.g. "arka-response-", the spool's unlinked files) and sums their sizes
+// in bytes. It skips the test where /proc/self/fd is missing.
+func OpenFiles(t testing.TB, name string) (files int, bytes int64) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	for _, e := range ents {
+		p := filepath.Join("/proc/self/fd", e.Name())
+		if l, err := os.Readlink(p); err == nil && strings.Contains(l, name) {
+			if fi, err := os.Stat(p); err == nil {
+				files++
+				bytes += fi.Size()
+			}
+		}
+	}
+	return files, bytes
 }

@@ -7,9 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,26 +15,15 @@ import (
 	"github.com/arkaweb/arka/server/internal/enginetest"
 	"github.com/arkaweb/arka/server/internal/spool"
 	"github.com/arkaweb/arka/tests/fpmtest"
+	"github.com/arkaweb/arka/tests/testkit"
 )
 
-// responseSpool sums the sizes of this process's open response spool
-// files (the handler runs in the test's process; the files are unlinked).
+// responseSpool counts this process's open response spool files and
+// sums their sizes (the handler runs in the test's process; the files are
+// unlinked).
 func responseSpool(t *testing.T) (files int, bytes int64) {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
-	}
-	for _, e := range ents {
-		p := filepath.Join("/proc/self/fd", e.Name())
-		if l, err := os.Readlink(p); err == nil && strings.Contains(l, "arka-response-") {
-			if fi, err := os.Stat(p); err == nil {
-				files++
-				bytes += fi.Size()
-			}
-		}
-	}
-	return files, bytes
+	return testkit.OpenFiles(t, "arka-response-")
 }
 
 // QA M1: slow-reading clients of a large buffered PHP page cannot make
