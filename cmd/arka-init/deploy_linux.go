@@ -198,7 +198,11 @@ drain:
 			break drain
 		}
 	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGHUP); errors.Is(err, syscall.ESRCH) {
+		// Stopped a moment ago (gokrazy still names its last pid): the
+		// site is read when it starts, as for a stopped Arka.
+		return fmt.Errorf("%w: it exited (pid %d no longer runs)", deploy.ErrNotRunning, pid)
+	} else if err != nil {
 		return noVerdict(fmt.Sprintf("signalling Arka (pid %d): %v", pid, err))
 	}
 	alive := time.NewTicker(500 * time.Millisecond)
